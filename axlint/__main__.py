@@ -1,0 +1,3 @@
+from axlint.cli import main
+
+main()

@@ -1,0 +1,33 @@
+"""Checks on the files themselves: duplicate keys, an unreadable DeepSpeed reference."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from axlint.checks import Hit, register_check
+from axlint.document import Document, duplicate_keys
+from axlint.engine import Rule
+from axlint.run import TrainingRun
+
+
+def _documents(run: TrainingRun) -> list[Document]:
+    docs = [run.axolotl] if run.axolotl is not None else []
+    if run.deepspeed is not None and run.ds_source == "file":
+        docs.append(run.deepspeed)
+    return docs
+
+
+@register_check("duplicate_keys")
+def check_duplicate_keys(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """PyYAML keeps the last of two equal keys silently; DeepSpeed's JSON loader raises on them."""
+    for doc in _documents(run):
+        for path, first, repeated in duplicate_keys(doc.root):
+            kept = "DeepSpeed refuses the file" if doc.format == "json" else "the loader keeps only this last one"
+            yield Hit(doc, repeated.key.span, {"key": ".".join(map(str, path)), "line": first.key.span.line, "effect": kept})
+
+
+@register_check("deepspeed_reference")
+def check_deepspeed_reference(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """The `deepspeed:` file is missing or unreadable: the launch fails after the model was loaded."""
+    if run.ds_error is not None and run.axolotl is not None:
+        doc, span = run.ax_span(("deepspeed",), "value")
+        yield Hit(doc, span, {"problem": run.ds_error.message})

@@ -1,0 +1,1 @@
+"""One module per CLI command; heavy imports stay inside the command functions."""

@@ -1,0 +1,56 @@
+"""`axlint check`: lint configs and print diagnostics."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from axlint.commands.common import UsageError, internal_errors, prepare, read_stdin, selection_options
+from axlint.diagnostics import Severity
+from axlint.lint import LintOptions, LintResult, lint_paths, lint_text
+from axlint.report import FORMATS, RENDERERS, render_statistics, summary_line
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@selection_options
+@click.option("--output-format", type=click.Choice(FORMATS), help="How to print findings (default: full).")
+@click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="warning", show_default=True,
+              help="Lowest severity that makes the exit code 1.")
+@click.option("--stdin-filename", type=click.Path(path_type=Path), help="Name to report for `-` (stdin).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary line.")
+@internal_errors
+def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
+          output_format, statistics, exit_zero, fail_on, stdin_filename, quiet) -> None:
+    """Lint Axolotl YAML configs and DeepSpeed JSON configs.
+
+    Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, settings or internal error.
+    """
+    if not paths:
+        raise UsageError("no files given (pass config paths, or - for stdin)")
+    setup = prepare(list(paths), select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config)
+    options = LintOptions(setup.rules, setup.hardware, setup.model_config)
+    result = LintResult()
+    files = [p for p in paths if str(p) != "-"]
+    if len(files) != len(paths):
+        one = lint_text(stdin_filename or Path("stdin.yml"), read_stdin(), options)
+        result.diagnostics += one.diagnostics
+        result.documents.update(one.documents)
+    if files:
+        more = lint_paths(files, options)
+        result.diagnostics += more.diagnostics
+        result.documents.update(more.documents)
+    fmt = output_format or setup.settings.output_format or "full"
+    out = sys.stdout
+    if statistics:
+        out.write(render_statistics(result.diagnostics))
+    else:
+        out.write(RENDERERS[fmt](result.diagnostics, result.documents, setup.rules))
+    if fmt in ("full", "concise") and not quiet:
+        click.echo(summary_line(result.diagnostics, len(paths)), err=statistics)
+    threshold = Severity(fail_on).rank
+    failing = any(d.severity.rank >= threshold for d in result.diagnostics)
+    sys.exit(0 if exit_zero or not failing else 1)

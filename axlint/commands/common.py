@@ -1,0 +1,114 @@
+"""Options and set-up shared by the commands that lint: settings, rule selection, hardware."""
+from __future__ import annotations
+
+import functools
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from axlint.engine import PackError, Rule, load_rules, select_rules, unknown_selectors
+from axlint.settings import Settings, SettingsError, find_settings_file, load_settings
+
+
+class UsageError(click.ClickException):
+    """Exit 2 with a one-line message (bad settings, bad pack, bad option value)."""
+
+    exit_code = 2
+
+
+def _split(values: tuple[str, ...]) -> list[str]:
+    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+
+
+def selection_options(fn: Callable) -> Callable:
+    """--select/--ignore/--extend-select/--rules-dir/--settings/--hardware/--model-config."""
+    options = [
+        click.option("--select", multiple=True, help="Rules to enable: code, prefix, name or ALL (comma-separated)."),
+        click.option("--ignore", multiple=True, help="Rules to disable (same forms as --select)."),
+        click.option("--extend-select", multiple=True, help="Rules to add to the selection."),
+        click.option("--rules-dir", "rules_dirs", multiple=True, type=click.Path(path_type=Path),
+                     help="Folder of extra rule packs (repeatable)."),
+        click.option("--settings", "settings_path", type=click.Path(path_type=Path, dir_okay=False),
+                     help="Settings file (default: closest .axlint.toml or pyproject.toml [tool.axlint])."),
+        click.option("--hardware", help="GPUs of the run: 8xH100, 1xA100-40GB, 2x24GiB."),
+        click.option("--model-config", type=click.Path(path_type=Path, dir_okay=False),
+                     help="A Hugging Face config.json for a model the catalog lacks."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+@dataclass
+class Setup:
+    settings: Settings
+    rules: list[Rule]
+    all_rules: list[Rule]
+    hardware: Any
+    model_config: Path | None
+
+
+def prepare(paths: list[Path], select: tuple[str, ...], ignore: tuple[str, ...], extend_select: tuple[str, ...],
+            rules_dirs: tuple[Path, ...], settings_path: Path | None, hardware: str | None,
+            model_config: Path | None) -> Setup:
+    """Settings (closest file), then CLI flags over them; every problem is a UsageError (exit 2)."""
+    try:
+        start = paths[0] if paths and str(paths[0]) != "-" else Path.cwd()
+        settings = load_settings(settings_path or find_settings_file(start))
+        dirs = [settings.resolve(d) for d in settings.rules_dirs] + list(rules_dirs)
+        all_rules = load_rules(dirs)
+    except (SettingsError, PackError) as exc:
+        raise UsageError(str(exc)) from None
+    chosen_select = _split(select) or settings.select
+    chosen_ignore = settings.ignore + _split(ignore)
+    chosen_extend = settings.extend_select + _split(extend_select)
+    bad = unknown_selectors(all_rules, [*(chosen_select or []), *chosen_ignore, *chosen_extend])
+    if bad:
+        raise UsageError(f"unknown rule selector(s): {', '.join(bad)} (see `axlint rules`)")
+    rules = select_rules(all_rules, chosen_select, chosen_ignore, chosen_extend)
+    hw = parse_hardware_option(hardware or settings.hardware)
+    mc = model_config or (settings.resolve(settings.model_config) if settings.model_config else None)
+    return Setup(settings, rules, all_rules, hw, mc)
+
+
+def parse_hardware_option(spec: str | None) -> Any:
+    if not spec:
+        return None
+    from axlint.hardware import parse_hardware
+
+    try:
+        return parse_hardware(spec)
+    except ValueError as exc:
+        raise UsageError(f"--hardware: {exc}") from None
+
+
+def read_stdin() -> str:
+    from axlint.document import DocumentError, decode_bytes
+
+    try:
+        return decode_bytes(sys.stdin.buffer.read())
+    except DocumentError as exc:
+        raise UsageError(f"stdin: {exc.message}") from None
+
+
+def internal_errors(fn: Callable) -> Callable:
+    """Any unexpected exception is exit 2 with a one-line message (AXLINT_DEBUG=1 shows the traceback)."""
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import os
+
+        try:
+            return fn(*args, **kwargs)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if os.environ.get("AXLINT_DEBUG"):
+                raise
+            click.echo(f"axlint: internal error: {type(exc).__name__}: {exc} (set AXLINT_DEBUG=1 for a traceback)",
+                       err=True)
+            sys.exit(2)
+
+    return wrapper

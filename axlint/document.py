@@ -1,0 +1,389 @@
+"""Parsed configuration files with exact spans for every key and value.
+
+YAML is read with YAML 1.1 semantics exactly as Axolotl reads it (`yaml.safe_load`): the node tree comes from
+`yaml.compose` with the safe loader and the Python value from the same loader's constructor, so `yes` is a bool
+and `2e-4` a string, just as in the training run. JSON (DeepSpeed) is read by a small span-keeping parser whose
+scalars are decoded by `json.loads`, so values equal what DeepSpeed's `json.load` sees.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+
+from axlint.diagnostics import Span
+
+KeyPath = tuple[str | int, ...]
+
+MAX_FILE_BYTES = 5 * 1024 * 1024
+"""Axolotl and DeepSpeed configs are a few KiB; anything above 5 MiB is refused, not parsed."""
+MAX_EXPANDED_NODES = 200_000
+"""Alias expansion budget: a YAML 'billion laughs' document is rejected once its expanded tree passes this."""
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class DocumentError(Exception):
+    """The file cannot be read as a config; carries the location of the problem."""
+
+    def __init__(self, message: str, span: Span | None = None, code: str = "AX000") -> None:
+        super().__init__(message)
+        self.message = message
+        self.span = span or Span.file_start()
+        self.code = code
+
+
+@dataclass
+class Node:
+    """A mapping, sequence or scalar with its span; maps keep every pair in file order (duplicates too)."""
+
+    kind: str
+    span: Span
+    value: Any = None
+    pairs: list["Pair"] = field(default_factory=list)
+    items: list["Node"] = field(default_factory=list)
+    style: str = ""
+    tag: str = ""
+
+    def get(self, key: str | int) -> "Pair | None":
+        """The last pair with this key (the one the loader keeps), or the item at an index."""
+        if self.kind == "map":
+            for pair in reversed(self.pairs):
+                if pair.key.value == key:
+                    return pair
+        return None
+
+    def child(self, key: str | int) -> "Node | None":
+        if self.kind == "map":
+            pair = self.get(key)
+            return pair.value if pair else None
+        if self.kind == "seq" and isinstance(key, int) and -len(self.items) <= key < len(self.items):
+            return self.items[key]
+        return None
+
+
+@dataclass
+class Pair:
+    key: Node
+    value: Node
+
+
+@dataclass
+class Document:
+    path: Path
+    text: str
+    format: str
+    root: Node
+    data: Any
+
+    def node(self, path: KeyPath) -> Node | None:
+        node: Node | None = self.root
+        for part in path:
+            if node is None:
+                return None
+            node = node.child(part)
+        return node
+
+    def key_node(self, path: KeyPath) -> Node | None:
+        if not path:
+            return None
+        parent = self.node(path[:-1])
+        if parent is None or parent.kind != "map":
+            return None
+        pair = parent.get(path[-1])
+        return pair.key if pair else None
+
+    def span(self, path: KeyPath, part: str = "key") -> Span:
+        """Span of the key (or value) at `path`, else of the closest existing ancestor's key, else line 1."""
+        for depth in range(len(path), 0, -1):
+            sub = path[:depth]
+            node = self.key_node(sub) if part == "key" or depth < len(path) else self.node(sub)
+            if node is None and depth == len(path):
+                node = self.node(sub)
+            if node is not None:
+                return node.span
+        return Span.file_start()
+
+    def line_text(self, line: int) -> str:
+        lines = self.text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+def _span_from_offsets(text: str, line_starts: list[int], start: int, end: int) -> Span:
+    import bisect
+
+    sl = bisect.bisect_right(line_starts, start) - 1
+    el = bisect.bisect_right(line_starts, max(end, start)) - 1
+    return Span(sl + 1, start - line_starts[sl] + 1, el + 1, end - line_starts[el] + 1, start, end)
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    starts.extend(m.end() for m in re.finditer("\n", text))
+    return starts
+
+
+# ---------------------------------------------------------------------------------------------------- reading
+
+
+def read_text(path: Path) -> str:
+    """Read a config file as text, refusing binary data and files that cannot be configs."""
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise DocumentError(f"file is {size / 2**20:.1f} MiB; a config over {MAX_FILE_BYTES >> 20} MiB is refused")
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise DocumentError("file not found") from None
+    except IsADirectoryError:
+        raise DocumentError("is a directory, not a config file") from None
+    except PermissionError:
+        raise DocumentError("permission denied") from None
+    except OSError as exc:
+        raise DocumentError(f"cannot read: {exc.strerror or exc}") from None
+    return decode_bytes(raw)
+
+
+def decode_bytes(raw: bytes) -> str:
+    if len(raw) > MAX_FILE_BYTES:
+        raise DocumentError(f"input is {len(raw) / 2**20:.1f} MiB; a config over {MAX_FILE_BYTES >> 20} MiB is refused")
+    if b"\x00" in raw[:8192]:
+        raise DocumentError("binary data (NUL bytes), not a text config")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(f"not UTF-8 text (invalid byte at offset {exc.start})") from None
+    return text
+
+
+def load_document(path: Path, text: str | None = None) -> Document:
+    """Parse a YAML or JSON config (by suffix; a `.json` file or stdin text starting with `{` is JSON)."""
+    if text is None:
+        text = read_text(path)
+    is_json = path.suffix.lower() == ".json" or (path.suffix == "" and text.lstrip().startswith("{"))
+    if not text.strip():
+        raise DocumentError("empty file: expected a mapping of config keys")
+    doc = _load_json(path, text) if is_json else _load_yaml(path, text)
+    if doc.root.kind != "map":
+        raise DocumentError(f"the top level is a {_kind_word(doc.root)}, expected a mapping of config keys", doc.root.span)
+    return doc
+
+
+def _kind_word(node: Node) -> str:
+    return {"seq": "list", "scalar": "scalar value"}.get(node.kind, node.kind)
+
+
+# ---------------------------------------------------------------------------------------------------- YAML
+
+
+def _mark_span(node: yaml.Node) -> Span:
+    s, e = node.start_mark, node.end_mark
+    return Span(s.line + 1, s.column + 1, e.line + 1, e.column + 1, s.index, e.index)
+
+
+def _load_yaml(path: Path, text: str) -> Document:
+    loader = _Loader(text)
+    try:
+        root = loader.get_single_node()
+        if root is None:
+            raise DocumentError("empty document: expected a mapping of config keys")
+        budget = [MAX_EXPANDED_NODES]
+        tree = _convert_yaml(root, budget, set(), loader)
+        data = loader.construct_document(root)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        span = Span(mark.line + 1, mark.column + 1, mark.line + 1, mark.column + 1, mark.index, mark.index) if mark else None
+        problem = exc.problem or str(exc)
+        if isinstance(exc, yaml.constructor.ConstructorError) and "could not determine a constructor" in problem:
+            problem = f"unsafe or unknown tag {problem.split('tag', 1)[-1].strip()}; axlint never constructs tagged objects"
+        raise DocumentError(f"invalid YAML: {problem}", span) from None
+    except yaml.YAMLError as exc:
+        raise DocumentError(f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise DocumentError("YAML nested too deeply") from None
+    finally:
+        loader.dispose()
+    return Document(path, text, "yaml", tree, data)
+
+
+_STYLE = {None: "", "'": "'", '"': '"', "|": "|", ">": ">"}
+
+
+def _convert_yaml(node: yaml.Node, budget: list[int], active: set[int], loader: Any) -> Node:
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise DocumentError("YAML aliases expand to too many nodes (an alias bomb?)", _mark_span(node))
+    if id(node) in active:
+        raise DocumentError("recursive YAML alias", _mark_span(node))
+    span = _mark_span(node)
+    if isinstance(node, yaml.MappingNode):
+        active.add(id(node))
+        pairs = [Pair(_convert_yaml(k, budget, active, loader), _convert_yaml(v, budget, active, loader)) for k, v in node.value]
+        active.discard(id(node))
+        for pair in pairs:
+            if pair.key.kind == "scalar" and pair.key.tag == "tag:yaml.org,2002:merge":
+                pair.key.value = "<<"
+        return Node("map", span, pairs=pairs, tag=node.tag)
+    if isinstance(node, yaml.SequenceNode):
+        active.add(id(node))
+        items = [_convert_yaml(v, budget, active, loader) for v in node.value]
+        active.discard(id(node))
+        return Node("seq", span, items=items, tag=node.tag)
+    value = loader.construct_object(node)  # the scalar exactly as safe_load constructs it
+    return Node("scalar", span, value=value, style=_STYLE.get(node.style, ""), tag=node.tag)
+
+
+# ---------------------------------------------------------------------------------------------------- JSON
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
+_LITERALS = {"true": True, "false": False, "null": None}
+
+
+class _JsonParser:
+    """Recursive-descent JSON parser (RFC 8259) that records spans and keeps duplicate keys."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.line_starts = _line_starts(text)
+        self.depth = 0
+
+    def span(self, start: int, end: int) -> Span:
+        return _span_from_offsets(self.text, self.line_starts, start, end)
+
+    def fail(self, message: str, at: int | None = None) -> DocumentError:
+        at = self.pos if at is None else at
+        return DocumentError(f"invalid JSON: {message}", self.span(at, at))
+
+    def skip(self) -> None:
+        self.pos = _WS.match(self.text, self.pos).end()
+
+    def parse(self) -> Node:
+        self.skip()
+        node = self.value()
+        self.skip()
+        if self.pos != len(self.text):
+            raise self.fail("extra data after the top-level value")
+        return node
+
+    def value(self) -> Node:
+        if self.pos >= len(self.text):
+            raise self.fail("unexpected end of file")
+        ch = self.text[self.pos]
+        if ch == "{":
+            return self.container("}", self.obj_member, "map")
+        if ch == "[":
+            return self.container("]", self.array_item, "seq")
+        if ch == '"':
+            return self.string()
+        m = _NUMBER.match(self.text, self.pos)
+        if m and m.end() > self.pos:
+            self.pos = m.end()
+            return Node("scalar", self.span(m.start(), m.end()), value=json.loads(m.group()))
+        for word, val in _LITERALS.items():
+            if self.text.startswith(word, self.pos):
+                start, self.pos = self.pos, self.pos + len(word)
+                return Node("scalar", self.span(start, self.pos), value=val)
+        raise self.fail(f"unexpected character {ch!r}")
+
+    def string(self) -> Node:
+        m = _STRING.match(self.text, self.pos)
+        if not m:
+            raise self.fail("malformed string")
+        self.pos = m.end()
+        return Node("scalar", self.span(m.start(), m.end()), value=json.loads(m.group()), style='"')
+
+    def container(self, close: str, member, kind: str) -> Node:
+        start = self.pos
+        self.pos += 1
+        self.depth += 1
+        if self.depth > 200:
+            raise self.fail("nested too deeply")
+        node = Node(kind, self.span(start, start))
+        self.skip()
+        if self.text.startswith(close, self.pos):
+            self.pos += 1
+        else:
+            while True:
+                member(node)
+                self.skip()
+                if self.text.startswith(",", self.pos):
+                    self.pos += 1
+                    self.skip()
+                    continue
+                if self.text.startswith(close, self.pos):
+                    self.pos += 1
+                    break
+                raise self.fail(f"expected ',' or '{close}'")
+        self.depth -= 1
+        node.span = self.span(start, self.pos)
+        return node
+
+    def obj_member(self, node: Node) -> None:
+        if not self.text.startswith('"', self.pos):
+            raise self.fail("expected a double-quoted key")
+        key = self.string()
+        self.skip()
+        if not self.text.startswith(":", self.pos):
+            raise self.fail("expected ':' after the key")
+        self.pos += 1
+        self.skip()
+        node.pairs.append(Pair(key, self.value()))
+
+    def array_item(self, node: Node) -> None:
+        node.items.append(self.value())
+
+
+def _load_json(path: Path, text: str) -> Document:
+    root = _JsonParser(text).parse()
+    return Document(path, text, "json", root, _json_data(root))
+
+
+def _json_data(node: Node) -> Any:
+    if node.kind == "map":
+        return {p.key.value: _json_data(p.value) for p in node.pairs}
+    if node.kind == "seq":
+        return [_json_data(i) for i in node.items]
+    return node.value
+
+
+# ---------------------------------------------------------------------------------------------------- walking
+
+
+def iter_pairs(node: Node, prefix: KeyPath = ()) -> Iterator[tuple[KeyPath, Pair]]:
+    """Every mapping pair under `node`, depth first, with its key path."""
+    if node.kind == "map":
+        for pair in node.pairs:
+            path = prefix + (pair.key.value,)
+            yield path, pair
+            yield from iter_pairs(pair.value, path)
+    elif node.kind == "seq":
+        for i, item in enumerate(node.items):
+            yield from iter_pairs(item, prefix + (i,))
+
+
+def duplicate_keys(node: Node, prefix: KeyPath = ()) -> Iterator[tuple[KeyPath, Pair, Pair]]:
+    """(path, first, repeated) for every key given twice in one mapping."""
+    if node.kind == "map":
+        seen: dict[Any, Pair] = {}
+        for pair in node.pairs:
+            key = pair.key.value
+            if pair.key.kind == "scalar" and key != "<<":
+                try:
+                    if key in seen:
+                        yield prefix + (key,), seen[key], pair
+                    else:
+                        seen[key] = pair
+                except TypeError:
+                    pass
+            yield from duplicate_keys(pair.value, prefix + (key,))
+    elif node.kind == "seq":
+        for i, item in enumerate(node.items):
+            yield from duplicate_keys(item, prefix + (i,))

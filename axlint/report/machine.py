@@ -1,0 +1,84 @@
+"""Machine-readable outputs: JSON (ruff-like), SARIF 2.1.0, GitHub Actions workflow commands."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from axlint import __version__
+from axlint.diagnostics import Diagnostic
+from axlint.document import Document
+from axlint.engine import Rule
+
+DOCS_URL = "https://github.com/axlint/axlint/blob/main/docs/rules.md#{code}"
+
+
+def _path(path: Path) -> str:
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def diagnostic_json(d: Diagnostic) -> dict:
+    fix = None
+    if d.fix:
+        fix = {"applicability": d.fix.applicability.value, "message": d.fix.title, "path": _path(d.fix.path),
+               "edits": [{"start": e.start, "end": e.end, "content": e.text} for e in d.fix.edits]}
+    return {"path": _path(d.path), "code": d.code, "name": d.name, "severity": d.severity.value,
+            "category": d.category, "message": d.message,
+            "location": {"line": d.span.line, "column": d.span.col},
+            "end_location": {"line": d.span.end_line, "column": d.span.end_col}, "fix": fix}
+
+
+def render_json(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
+    return json.dumps([diagnostic_json(d) for d in diags], indent=2) + "\n"
+
+
+_SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def render_sarif(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
+    """SARIF 2.1.0 with one `reportingDescriptor` per selected rule (GitHub code scanning reads this)."""
+    index = {r.code: i for i, r in enumerate(rules)}
+    descriptors = [{
+        "id": r.code, "name": r.name,
+        "shortDescription": {"text": r.summary},
+        "fullDescription": {"text": (r.docs.get("why") or r.summary).strip()},
+        "helpUri": DOCS_URL.format(code=r.code.lower()),
+        "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity.value]},
+        "properties": {"category": r.category},
+    } for r in rules]
+    results = []
+    for d in diags:
+        result = {
+            "ruleId": d.code, "level": _SARIF_LEVEL[d.severity.value], "message": {"text": d.message},
+            "locations": [{"physicalLocation": {
+                "artifactLocation": {"uri": _path(d.path)},
+                "region": {"startLine": d.span.line, "startColumn": d.span.col,
+                           "endLine": d.span.end_line, "endColumn": max(d.span.end_col, d.span.col)}}}],
+        }
+        if d.code in index:
+            result["ruleIndex"] = index[d.code]
+        results.append(result)
+    log = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
+        "runs": [{"tool": {"driver": {"name": "axlint", "version": __version__, "informationUri":
+                                      "https://github.com/axlint/axlint", "rules": descriptors}},
+                  "results": results}],
+    }
+    return json.dumps(log, indent=2) + "\n"
+
+
+def _escape(text: str, prop: bool = False) -> str:
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+_GH_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def render_github(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
+    return "".join(
+        f"::{_GH_LEVEL[d.severity.value]} title={_escape(f'axlint ({d.code})', True)},file={_escape(_path(d.path), True)},"
+        f"line={d.span.line},col={d.span.col},endLine={d.span.end_line},endColumn={d.span.end_col}"
+        f"::{_escape(f'{d.code} {d.message}')}\n" for d in diags)

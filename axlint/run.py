@@ -1,0 +1,253 @@
+"""TrainingRun: the Axolotl config and its DeepSpeed config, defaults applied and "auto" resolved.
+
+This is the one object that rules and the memory estimator read. Resolution follows what really happens at
+launch: Axolotl fills its pydantic defaults, turns `batch_size` into `gradient_accumulation_steps`, and hands the
+DeepSpeed file to the HF Trainer, which fills `"auto"` values (transformers `integrations/deepspeed.py`,
+accelerate `_prepare_deepspeed`; see ../shared/reference/deepspeed.md §2.2).
+"""
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from axlint.diagnostics import Span
+from axlint.document import Document, DocumentError, KeyPath, load_document
+
+STOCK_DEEPSPEED = "axlint.data.deepspeed_stock"
+
+# DeepSpeed accepts both spellings of the ZeRO-3 keys (pydantic aliases, deepspeed.md §2.5); rules read the long one.
+ZERO_ALIASES = {
+    "prefetch_bucket_size": "stage3_prefetch_bucket_size",
+    "param_persistence_threshold": "stage3_param_persistence_threshold",
+    "model_persistence_threshold": "stage3_model_persistence_threshold",
+    "max_live_parameters": "stage3_max_live_parameters",
+    "max_reuse_distance": "stage3_max_reuse_distance",
+    "gather_16bit_weights_on_model_save": "stage3_gather_16bit_weights_on_model_save",
+}
+
+
+@lru_cache(maxsize=1)
+def axolotl_defaults() -> dict[str, Any]:
+    """Defaults of every Axolotl key that declares one, read from the generated schema."""
+    schema = json.loads(resources.files("axlint.schemas").joinpath("axolotl.schema.json").read_text())
+    return {k: v["default"] for k, v in schema["properties"].items() if isinstance(v, dict) and v.get("default") is not None}
+
+
+@dataclass
+class TrainingRun:
+    """One resolved run. `ds_prefix` is where the DeepSpeed mapping starts inside `deepspeed` (for inline dicts)."""
+
+    axolotl: Document | None
+    deepspeed: Document | None = None
+    ds_prefix: KeyPath = ()
+    ds_source: str | None = None  # "file" | "stock" | "inline" | None
+    ds_error: DocumentError | None = None
+    ds_reference: str | None = None
+    world_size: int = 1
+    world_size_assumed: bool = True
+    hardware: Any = None
+    model_config_path: Path | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        return self.axolotl.data if self.axolotl is not None else {}
+
+    @cached_property
+    def config(self) -> dict[str, Any]:
+        """The Axolotl config with defaults, and `gradient_accumulation_steps` derived from `batch_size`."""
+        if self.axolotl is None:
+            return {}
+        cfg = {**axolotl_defaults(), **{k: v for k, v in self.raw.items() if v is not None}}
+        mbs, bs = cfg.get("micro_batch_size"), self.raw.get("batch_size")
+        if self.raw.get("gradient_accumulation_steps") is None and _is_int(bs) and _is_int(mbs) and mbs > 0:
+            cfg["gradient_accumulation_steps"] = max(1, bs // mbs)
+        return cfg
+
+    @property
+    def ds_raw(self) -> dict[str, Any] | None:
+        if self.deepspeed is None:
+            return None
+        node = self.deepspeed.node(self.ds_prefix)
+        data = self.deepspeed.data
+        for part in self.ds_prefix:
+            data = data[part]
+        return data if node is not None and isinstance(data, dict) else None
+
+    @cached_property
+    def arch(self) -> Any:
+        """The model architecture (None when unknown); resolution never touches the network."""
+        from axlint.architectures import resolve_architecture
+
+        model = self.config.get("base_model_config") or self.config.get("base_model")
+        if not isinstance(model, str) and self.model_config_path is None:
+            return None
+        search = [self.axolotl.path.parent] if self.axolotl is not None else []
+        return resolve_architecture(str(model or ""), model_config=self.model_config_path, search_paths=search)
+
+    @cached_property
+    def ds(self) -> dict[str, Any] | None:
+        """The DeepSpeed config as the HF Trainer hands it to `deepspeed.initialize`."""
+        if self.ds_raw is None:
+            return None
+        hidden = getattr(self.arch, "hidden_size", None) if self.axolotl is not None else None
+        return resolve_auto(self.ds_raw, self.config, self.world_size, hidden)
+
+    @property
+    def zero_stage(self) -> int:
+        zero = (self.ds or {}).get("zero_optimization") or {}
+        stage = zero.get("stage", 0) if isinstance(zero, dict) else 0
+        return stage if isinstance(stage, int) else 0
+
+    @property
+    def paths(self) -> list[Path]:
+        return [d.path for d in (self.axolotl, self.deepspeed if self.ds_source == "file" else None) if d is not None]
+
+    # ------------------------------------------------------------------------------------------- locations
+
+    def ax_span(self, path: KeyPath, part: str = "key") -> tuple[Document, Span]:
+        assert self.axolotl is not None
+        return self.axolotl, self.axolotl.span(path, part)
+
+    def ds_span(self, path: KeyPath, part: str = "key") -> tuple[Document, Span]:
+        """Where a DeepSpeed key is written: in the JSON file, or at the YAML's `deepspeed:` line."""
+        path = tuple(path)
+        if self.deepspeed is not None and self.ds_source in ("file", "inline"):
+            node_path = self.ds_prefix + _written_path(self.ds_raw or {}, path)
+            return self.deepspeed, self.deepspeed.span(node_path, part)
+        return self.ax_span(("deepspeed",), "value")
+
+
+def _written_path(ds: dict[str, Any], path: KeyPath) -> KeyPath:
+    """The path as spelled in the file: a rule asks for a `stage3_*` key, the file may use the short alias."""
+    if len(path) == 2 and path[0] == "zero_optimization":
+        zero = ds.get("zero_optimization")
+        if isinstance(zero, dict) and path[1] not in zero:
+            for short, long in ZERO_ALIASES.items():
+                if long == path[1] and short in zero:
+                    return ("zero_optimization", short)
+    return path
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+# ---------------------------------------------------------------------------------------------------- "auto"
+
+
+def resolve_auto(ds_raw: dict[str, Any], cfg: dict[str, Any], world_size: int, hidden_size: int | None) -> dict[str, Any]:
+    """Fill HF "auto" values (deepspeed.md §2.2) and normalise ZeRO-3 aliases to their `stage3_` names.
+
+    train_micro_batch_size_per_gpu = micro_batch_size; gradient_accumulation_steps = gradient_accumulation_steps;
+    train_batch_size = world_size × mbs × gas; gradient_clipping = max_grad_norm (1.0);
+    bf16/fp16.enabled from the Axolotl flags; reduce_bucket_size = h²; stage3_prefetch_bucket_size = int(0.9 h²);
+    stage3_param_persistence_threshold = 10 h; optimizer lr/betas/eps/weight_decay from the training args.
+    Values that stay "auto" (unknown hidden size) are left as the string "auto".
+    """
+    ds = copy.deepcopy(ds_raw)
+    mbs, gas = cfg.get("micro_batch_size") or 1, cfg.get("gradient_accumulation_steps") or 1
+    bf16 = cfg.get("bf16") in (True, "auto") or cfg.get("bf16") == "full"
+    fills: dict[KeyPath, Any] = {
+        ("train_micro_batch_size_per_gpu",): mbs,
+        ("gradient_accumulation_steps",): gas,
+        ("train_batch_size",): _mul(world_size, mbs, gas),
+        ("gradient_clipping",): cfg.get("max_grad_norm", 1.0) if cfg.get("max_grad_norm") is not None else 1.0,
+        ("bf16", "enabled"): bool(bf16),
+        ("fp16", "enabled"): bool(cfg.get("fp16")),
+        ("optimizer", "params", "lr"): cfg.get("learning_rate"),
+        ("optimizer", "params", "betas"): [cfg.get("adam_beta1") or 0.9, cfg.get("adam_beta2") or 0.999],
+        ("optimizer", "params", "eps"): cfg.get("adam_epsilon") or 1e-8,
+        ("optimizer", "params", "weight_decay"): cfg.get("weight_decay") or 0.0,
+        ("scheduler", "params", "warmup_min_lr"): 0,
+        ("scheduler", "params", "warmup_max_lr"): cfg.get("learning_rate"),
+        ("zero_optimization", "stage3_gather_16bit_weights_on_model_save"): False,
+    }
+    if hidden_size:
+        fills[("zero_optimization", "reduce_bucket_size")] = hidden_size * hidden_size
+        fills[("zero_optimization", "stage3_prefetch_bucket_size")] = int(0.9 * hidden_size * hidden_size)
+        fills[("zero_optimization", "stage3_param_persistence_threshold")] = 10 * hidden_size
+    zero = ds.get("zero_optimization")
+    if isinstance(zero, dict):
+        for short, long in ZERO_ALIASES.items():
+            if short in zero and long not in zero:
+                zero[long] = zero.pop(short)
+    for path, value in fills.items():
+        parent = ds
+        for part in path[:-1]:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if isinstance(parent, dict) and parent.get(path[-1]) == "auto" and value is not None:
+            parent[path[-1]] = value
+    return ds
+
+
+def _mul(*xs: Any) -> int | None:
+    out = 1
+    for x in xs:
+        if not _is_int(x):
+            return None
+        out *= x
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------- loading
+
+
+def stock_deepspeed_names() -> list[str]:
+    return sorted(p.name for p in resources.files(STOCK_DEEPSPEED).iterdir() if p.name.endswith(".json"))
+
+
+def build_run(doc: Document, *, world_size: int | None = None, hardware: Any = None,
+              model_config_path: Path | None = None) -> TrainingRun:
+    """A TrainingRun from a parsed document: an Axolotl YAML (its DeepSpeed file loaded) or a DeepSpeed JSON."""
+    if doc.format == "json" or _looks_like_deepspeed(doc.data):
+        run = TrainingRun(axolotl=None, deepspeed=doc, ds_source="file")
+    else:
+        run = TrainingRun(axolotl=doc, model_config_path=model_config_path)
+        _attach_deepspeed(run)
+    distributed = run.deepspeed is not None or run.ds_error is not None or bool(run.raw.get("fsdp_config") or run.raw.get("fsdp"))
+    if hardware is not None:
+        run.hardware, run.world_size, run.world_size_assumed = hardware, hardware.count, bool(getattr(hardware, "assumed", False))
+    elif world_size is not None:
+        run.world_size, run.world_size_assumed = world_size, False
+    else:
+        run.world_size = 8 if distributed else 1
+    return run
+
+
+_DS_MARKERS = {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "zero_allow_untested_optimizer"}
+
+
+def _looks_like_deepspeed(data: Any) -> bool:
+    return isinstance(data, dict) and bool(_DS_MARKERS & data.keys()) and "base_model" not in data
+
+
+def _attach_deepspeed(run: TrainingRun) -> None:
+    ref = run.raw.get("deepspeed")
+    if isinstance(ref, dict):
+        run.deepspeed, run.ds_prefix, run.ds_source = run.axolotl, ("deepspeed",), "inline"
+        return
+    if not isinstance(ref, str) or not ref.strip():
+        return
+    run.ds_reference = ref
+    assert run.axolotl is not None
+    ref_path = Path(ref).expanduser()
+    candidates = [ref_path] if ref_path.is_absolute() else [run.axolotl.path.parent / ref_path, Path.cwd() / ref_path]
+    for cand in candidates:
+        if cand.is_file():
+            try:
+                run.deepspeed, run.ds_source = load_document(cand), "file"
+            except DocumentError as exc:
+                run.ds_error = DocumentError(f"{cand}: {exc.message}", exc.span, exc.code)
+                run.extra["ds_error_path"] = cand
+            return
+    if ref_path.name in stock_deepspeed_names():
+        text = resources.files(STOCK_DEEPSPEED).joinpath(ref_path.name).read_text()
+        run.deepspeed, run.ds_source = load_document(Path(ref_path.name), text), "stock"
+        return
+    run.ds_error = DocumentError(f"DeepSpeed config {ref!r} not found (looked next to the YAML and in the current folder)")

@@ -1,0 +1,81 @@
+"""Settings from `[tool.axlint]` in pyproject.toml or `.axlint.toml`, the closest one to the files checked.
+
+Strict: an unknown key or a value of the wrong type is a usage error (exit 2), reported with the file.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+
+class SettingsError(Exception):
+    pass
+
+
+@dataclass
+class Settings:
+    select: list[str] | None = None
+    ignore: list[str] = field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    rules_dirs: list[str] = field(default_factory=list)
+    hardware: str | None = None
+    output_format: str | None = None
+    model_config: str | None = None
+    source: Path | None = None
+
+    def resolve(self, value: str) -> Path:
+        """A path written in the settings file is relative to that file."""
+        base = self.source.parent if self.source else Path.cwd()
+        return (base / value).resolve()
+
+
+_TYPES = {"select": list, "ignore": list, "extend-select": list, "rules-dirs": list, "hardware": str,
+          "output-format": str, "model-config": str}
+_FORMATS = ("full", "concise", "json", "sarif", "github")
+
+
+def find_settings_file(start: Path) -> Path | None:
+    """The closest `.axlint.toml`, or `pyproject.toml` with a [tool.axlint] table, from `start` upwards."""
+    folder = start if start.is_dir() else start.parent
+    for d in [folder.resolve(), *folder.resolve().parents]:
+        own = d / ".axlint.toml"
+        if own.is_file():
+            return own
+        py = d / "pyproject.toml"
+        if py.is_file() and "[tool.axlint" in py.read_text(encoding="utf-8", errors="replace"):
+            return py
+    return None
+
+
+def load_settings(path: Path | None) -> Settings:
+    if path is None:
+        return Settings()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"{path}: cannot read settings: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: invalid TOML: {exc}") from None
+    table = data.get("tool", {}).get("axlint", {}) if path.name == "pyproject.toml" else data
+    if not isinstance(table, dict):
+        raise SettingsError(f"{path}: [tool.axlint] must be a table")
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in _TYPES:
+            known = ", ".join(sorted(_TYPES))
+            raise SettingsError(f"{path}: unknown setting `{key}` (known: {known})")
+        want = _TYPES[key]
+        if not isinstance(value, want) or (want is list and not all(isinstance(v, str) for v in value)):
+            raise SettingsError(f"{path}: setting `{key}` must be a {'list of strings' if want is list else 'string'}")
+        if key == "output-format" and value not in _FORMATS:
+            raise SettingsError(f"{path}: output-format must be one of {', '.join(_FORMATS)}")
+        values[key.replace("-", "_")] = value
+    names = {f.name for f in fields(Settings)}
+    return Settings(**{k: v for k, v in values.items() if k in names}, source=path)

@@ -1,0 +1,53 @@
+"""Running a rule pack's inline test cases: write the case's files, lint with the rule selected, fix, re-lint."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from axlint.commands.common import parse_hardware_option
+from axlint.engine import Rule, select_rules
+from axlint.fixes import apply_edits
+from axlint.lint import LintOptions, lint_text
+
+CONFIG, DEEPSPEED = "config.yml", "ds.json"
+
+
+@dataclass
+class CaseOutcome:
+    codes: list[str]
+    fixed: dict[str, str]
+
+
+def write_case(tmp: Path, case: dict) -> Path:
+    config = tmp / CONFIG
+    config.write_text(case["config"], encoding="utf-8")
+    if "deepspeed" in case:
+        (tmp / DEEPSPEED).write_text(case["deepspeed"], encoding="utf-8")
+    return config
+
+
+def case_rules(rule: Rule, all_rules: list[Rule], case: dict) -> list[Rule]:
+    return select_rules(all_rules, case.get("select") or [rule.code])
+
+
+def lint_case(tmp: Path, rule: Rule, all_rules: list[Rule], case: dict) -> LintOptions:
+    return LintOptions(case_rules(rule, all_rules, case), parse_hardware_option(case.get("hardware")))
+
+
+def codes_for(path: Path, options: LintOptions) -> list[str]:
+    return [d.code for d in lint_text(path, None, options).diagnostics]
+
+
+def fix_once(path: Path, options: LintOptions, code: str) -> dict[str, str]:
+    """Apply every fix (safe and unsafe) of `code` once; return the new text of each changed file by name."""
+    result = lint_text(path, None, options)
+    by_file: dict[Path, list] = {}
+    for diag in result.diagnostics:
+        if diag.code == code and diag.fix is not None and diag.fix.applicability.value != "display-only":
+            by_file.setdefault(diag.fix.path, []).extend(diag.fix.edits)
+    changed = {}
+    for file, edits in by_file.items():
+        text, _ = apply_edits(file.read_text(encoding="utf-8"), edits)
+        file.write_text(text, encoding="utf-8")
+        changed[file.name] = text
+    return changed
