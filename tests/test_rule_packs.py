@@ -10,6 +10,16 @@ RULES = load_rules()
 CASES = [(rule, case) for rule in RULES for case in rule.tests]
 
 
+def test_packs_have_no_duplicate_keys():
+    """PyYAML would keep the last of two equal keys in a pack silently; axlint's own checker finds them."""
+    from axlint.document import duplicate_keys, load_document
+    from axlint.engine import builtin_rules_dir
+
+    for pack in sorted(builtin_rules_dir().glob("*.yaml")):
+        doc = load_document(pack)
+        assert [p for p, _, _ in duplicate_keys(doc.root)] == [], pack.name
+
+
 def test_every_rule_has_failing_and_passing_cases():
     for rule in RULES:
         expects = {case["expect"] for case in rule.tests}

@@ -1,0 +1,135 @@
+"""Schema checks over both files of a run: unknown keys, wrong types, bad enum values, deprecated keys, plugin
+keys without their plugin, and values pydantic has to coerce. The schema walk runs once per document."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from axlint.checks import Hit, register_check
+from axlint.document import Document, KeyPath
+from axlint.engine import Rule
+from axlint.fixes import Applicability, Fix
+from axlint.run import TrainingRun
+from axlint.schema_check import SchemaProblem, check_node, listed_plugins, load_schema
+
+
+def _problems(run: TrainingRun) -> list[tuple[Document, SchemaProblem]]:
+    """Every schema problem of the run's documents, cached on the run (all six rules read the same walk)."""
+    if "schema_problems" not in run.extra:
+        found: list[tuple[Document, SchemaProblem]] = []
+        if run.axolotl is not None:
+            doc = run.axolotl
+            found += [(doc, p) for p in check_node(doc.root, load_schema("axolotl"), plugins=listed_plugins(doc.root))]
+        if run.deepspeed is not None and run.ds_source in ("file", "inline"):
+            node = run.deepspeed.node(run.ds_prefix)
+            if node is not None and node.kind == "map":
+                for p in check_node(node, load_schema("deepspeed")):
+                    found.append((run.deepspeed, SchemaProblem(p.kind, run.ds_prefix + p.path, p.span_part,
+                                                               p.message_args, p.suggestion)))
+        run.extra["schema_problems"] = found
+    return run.extra["schema_problems"]
+
+
+def _hits(run: TrainingRun, kinds: set[str]) -> Iterator[tuple[Document, SchemaProblem, Hit]]:
+    for doc, problem in _problems(run):
+        if problem.kind in kinds:
+            args = {k: _show(v) for k, v in problem.message_args.items()}
+            yield doc, problem, Hit(doc, doc.span(problem.path, problem.span_part), args)
+
+
+def _show(value: object) -> str:
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    return str(value)
+
+
+def _sibling_exists(doc: Document, path: KeyPath, key: str) -> bool:
+    parent = doc.node(path[:-1])
+    return parent is not None and parent.get(key) is not None
+
+
+def _fix(doc: Document, edits: list, applicability: Applicability, title: str) -> Fix | None:
+    return Fix(doc.path, tuple(edits), applicability, title) if edits else None
+
+
+@register_check("schema_unknown_key")
+def unknown_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A key the schema does not know: Axolotl drops it silently, DeepSpeed's ZeRO blocks reject it."""
+    from axlint import edits
+
+    for doc, problem, hit in _hits(run, {"unknown-key"}):
+        effect = problem.message_args.get("effect")
+        hit.args["effect"] = "it is silently ignored" if effect == "ignore" else "the launch fails on it"
+        hit.args["hint"] = f"; did you mean `{problem.suggestion}`?" if problem.suggestion else ""
+        if problem.suggestion and not _sibling_exists(doc, problem.path, problem.suggestion):
+            hit.fix = _fix(doc, edits.rename_key(doc, problem.path, problem.suggestion), Applicability.UNSAFE,
+                           f"rename `{problem.path[-1]}` to `{problem.suggestion}`")
+        yield hit
+
+
+@register_check("schema_wrong_type")
+def wrong_type(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    for _, _, hit in _hits(run, {"wrong-type"}):
+        yield hit
+
+
+@register_check("schema_bad_enum")
+def bad_enum(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    from axlint import edits
+
+    for doc, problem, hit in _hits(run, {"bad-enum"}):
+        hit.args["hint"] = f"; did you mean `{problem.suggestion}`?" if problem.suggestion else ""
+        if problem.suggestion:
+            hit.fix = _fix(doc, edits.set_value(doc, problem.path, problem.suggestion), Applicability.UNSAFE,
+                           f"set `{problem.path[-1]}` to `{problem.suggestion}`")
+        yield hit
+
+
+@register_check("schema_deprecated_key")
+def deprecated_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A deprecated key with a direct replacement is renamed (Axolotl maps the old name to the new one: safe)."""
+    from axlint import edits
+
+    for doc, problem, hit in _hits(run, {"deprecated-key"}):
+        node = doc.node(problem.path)
+        if node is not None and node.kind == "scalar" and node.value is None:
+            continue  # `old_key:` with no value sets nothing
+        replacement = problem.suggestion
+        hit.args["hint"] = f"; use `{replacement}`" if replacement else ""
+        renamable = replacement and "." not in replacement and not isinstance(getattr(node, "value", None), bool)
+        if renamable and not _sibling_exists(doc, problem.path, replacement):
+            hit.fix = _fix(doc, edits.rename_key(doc, problem.path, replacement), Applicability.SAFE,
+                           f"rename `{problem.path[-1]}` to `{replacement}`")
+        yield hit
+
+
+@register_check("schema_plugin_key_without_plugin")
+def plugin_key_without_plugin(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A plugin's key is read only when the plugin is listed in `plugins:`; otherwise it does nothing."""
+    from axlint import edits
+
+    for doc, problem, hit in _hits(run, {"plugin-key-without-plugin"}):
+        plugin = problem.message_args["plugin"]
+        if "." in plugin and plugin.split(".")[-1][:1].isupper():
+            hit.fix = _fix(doc, edits.append_item(doc, ("plugins",), plugin), Applicability.UNSAFE,
+                           f"add `{plugin}` to `plugins:`")
+        yield hit
+
+
+@register_check("schema_coerced_value")
+def coerced_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """YAML 1.1 reads `2e-4` as a string; pydantic converts it back. Writing `2.0e-4` says what is meant."""
+    from axlint import edits
+
+    for doc, problem, hit in _hits(run, {"coerced-string"}):
+        node = doc.node(problem.path)
+        if node is None or not isinstance(node.value, str) or node.style:
+            yield hit
+            continue
+        try:
+            number = float(node.value)
+        except ValueError:
+            yield hit
+            continue
+        hit.fix = _fix(doc, edits.set_value(doc, problem.path, number), Applicability.SAFE,
+                       f"write `{node.value}` as a YAML 1.1 float")
+        yield hit
