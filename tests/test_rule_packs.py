@@ -49,3 +49,18 @@ def test_rule_case(rule, case, tmp_path):
             assert changed.get(DEEPSPEED, (tmp_path / DEEPSPEED).read_text()) == case["fixed_deepspeed"]
         assert rule.code not in codes_for(path, options), "the fixed config must lint clean for this rule"
         assert fix_once(path, options, rule.code) == {}, "fixing twice must change nothing"
+
+
+def test_builtin_packs_validate_against_the_pack_schema():
+    import json
+
+    import jsonschema
+    import yaml
+
+    from axlint.engine import builtin_rules_dir
+
+    schema = json.loads((builtin_rules_dir().parent / "axlint" / "schemas" / "rulepack.schema.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for pack in sorted(builtin_rules_dir().glob("*.yaml")):
+        errors = list(jsonschema.Draft202012Validator(schema).iter_errors(yaml.safe_load(pack.read_text())))
+        assert not errors, f"{pack.name}: {errors[0].message} at {list(errors[0].absolute_path)}"
