@@ -1,0 +1,364 @@
+"""Architecture: a decoder-only model described by its HF ``config.json`` numbers.
+
+Everything the memory estimator needs is derived from a handful of fields. Parameter counts are built from an
+explicit list of the Linear modules of one decoder layer (``linears``), so that the total, the per-layer split,
+the LoRA targets and the largest module all come from one source of truth.
+
+Layer layout per family (HF modelling code, one decoder layer):
+
+* llama-like (llama, mistral, mixtral, qwen2, qwen3, phi3, olmo2, yi, gemma*): q/k/v/o projections,
+  gated MLP ``gate_proj, up_proj, down_proj`` (3·h·I), RMSNorms (2 per layer; Gemma-2/3 and OLMo-2 use
+  4 / 2 post-norms), qk-norm on Qwen3 / Gemma-3 (head_dim wide) and OLMo-2 (full width).
+* phi (Phi-2): parallel attention + plain MLP ``fc1, fc2`` with biases, one LayerNorm (weight + bias) per layer,
+  biased lm_head.
+* falcon (7B): fused ``query_key_value`` (multi-query), ``dense``, plain MLP 4h, one LayerNorm per layer.
+* olmo (OLMo-1): non-parametric LayerNorm (no weights).
+* deepseek_v2: MLA attention (``q_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``),
+  the first ``first_k_dense_replace`` layers dense, the rest routed + shared experts.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any, Mapping
+
+# model_type -> traits that config.json does not spell out
+_QK_NORM_HEAD = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
+_QK_NORM_FULL = {"olmo2"}
+_QKV_BIAS = {"qwen2", "qwen2_moe"}
+_FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
+_GEMMA_NORMS = {"gemma", "gemma2", "gemma3", "gemma3_text"}
+_FUSED_PHI3 = {"phi3"}
+
+
+@dataclass(frozen=True)
+class Linear:
+    """One ``nn.Linear`` of a decoder layer: ``count`` instances (experts) of ``d_in -> d_out``."""
+
+    name: str
+    d_in: int
+    d_out: int
+    bias: bool = False
+    count: int = 1
+    expert: bool = False
+
+    @property
+    def params(self) -> int:
+        return self.count * (self.d_in * self.d_out + (self.d_out if self.bias else 0))
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A resolved model architecture: ``config`` holds the config.json fields (text config for multimodal)."""
+
+    model_id: str
+    source: str  # "local" | "hf-cache" | "catalog" | "model-config" | "online"
+    model_type: str
+    config: Mapping[str, Any]
+    extra_parameters: int = 0  # parameters outside the decoder (vision tower + projector), frozen by default
+    published_parameters: int | None = None
+    raw_config: Mapping[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_config(cls, model_id: str, source: str, config: Mapping[str, Any],
+                    published_parameters: int | None = None) -> "Architecture":
+        """Build from a full config.json; a multimodal ``text_config`` becomes the decoder config."""
+        model_type = str(config.get("model_type", "llama"))
+        text = config.get("text_config")
+        decoder = dict(text) if isinstance(text, Mapping) else dict(config)
+        family_tie = str(decoder.get("model_type", model_type)).startswith("gemma")
+        decoder.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", family_tie))
+        extra = _vision_params(config.get("vision_config"), int(decoder.get("hidden_size", 0))) if text else 0
+        return cls(model_id, source, model_type, decoder, extra, published_parameters, dict(config))
+
+    # ---- typed accessors -------------------------------------------------------------------------------
+    def _get(self, *names: str, default: Any = None) -> Any:
+        for n in names:
+            if self.config.get(n) is not None:
+                return self.config[n]
+        return default
+
+    @property
+    def decoder_type(self) -> str:
+        return str(self.config.get("model_type", self.model_type))
+
+    @property
+    def hidden_size(self) -> int:
+        return int(self._get("hidden_size", "n_embd", "d_model"))
+
+    @property
+    def num_layers(self) -> int:
+        return int(self._get("num_hidden_layers", "n_layer", "num_layers"))
+
+    @property
+    def num_heads(self) -> int:
+        return int(self._get("num_attention_heads", "n_head"))
+
+    @property
+    def num_kv_heads(self) -> int:
+        if self.decoder_type == "falcon" and not self.config.get("new_decoder_architecture"):
+            return 1 if self.config.get("multi_query", True) else self.num_heads
+        return int(self._get("num_key_value_heads", "num_kv_heads", default=self.num_heads))
+
+    @property
+    def head_dim(self) -> int:
+        return int(self._get("head_dim", default=self.hidden_size // self.num_heads))
+
+    @property
+    def intermediate_size(self) -> int:
+        return int(self._get("intermediate_size", "ffn_hidden_size", "n_inner", default=4 * self.hidden_size))
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self._get("vocab_size"))
+
+    @property
+    def tie_word_embeddings(self) -> bool:
+        return bool(self.config.get("tie_word_embeddings", False))
+
+    @property
+    def max_position_embeddings(self) -> int | None:
+        v = self._get("max_position_embeddings", "n_positions")
+        return int(v) if v is not None else None
+
+    @property
+    def num_experts(self) -> int:
+        return int(self._get("num_local_experts", "num_experts", "n_routed_experts", default=0))
+
+    @property
+    def experts_per_token(self) -> int:
+        return int(self._get("num_experts_per_tok", "moe_topk", default=0)) if self.num_experts else 0
+
+    @property
+    def moe_intermediate_size(self) -> int:
+        return int(self._get("moe_intermediate_size", default=self.intermediate_size))
+
+    @property
+    def shared_expert_intermediate_size(self) -> int:
+        """Width of the shared-expert MLP: DeepSeek ``n_shared_experts × moe_I``; Qwen2-MoE its own field."""
+        if self.config.get("shared_expert_intermediate_size"):
+            return int(self.config["shared_expert_intermediate_size"])
+        return int(self._get("n_shared_experts", default=0)) * self.moe_intermediate_size
+
+    @property
+    def first_dense_layers(self) -> int:
+        return int(self._get("first_k_dense_replace", default=0)) if self.num_experts else 0
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.config.get("kv_lora_rank") is not None
+
+    @property
+    def norm_type(self) -> str:
+        """"rmsnorm" | "gemma_rmsnorm" (1 + w, fp32) | "layernorm" (weight + bias) | "nonparametric"."""
+        t = self.decoder_type
+        if t == "olmo":
+            return "nonparametric"
+        if t in ("phi", "falcon", "gpt_neox", "gpt2"):
+            return "layernorm"
+        return "gemma_rmsnorm" if t in _GEMMA_NORMS else "rmsnorm"
+
+    @property
+    def norms_per_layer(self) -> int:
+        t = self.decoder_type
+        if t == "phi" or (t == "falcon" and not self.config.get("new_decoder_architecture")):
+            return 1
+        return 4 if t in _FOUR_NORMS else 2
+
+    @property
+    def gated_mlp(self) -> bool:
+        return self.decoder_type not in ("phi", "falcon", "gpt2", "gpt_neox")
+
+    @property
+    def qk_norm(self) -> str | None:
+        """None, "head" (norm over head_dim, Qwen3 / Gemma-3) or "full" (over all heads, OLMo-2)."""
+        t = self.decoder_type
+        return "head" if t in _QK_NORM_HEAD else "full" if t in _QK_NORM_FULL else None
+
+    @property
+    def attention_bias(self) -> bool:
+        return self.decoder_type in _QKV_BIAS or bool(self.config.get("attention_bias")) or self.decoder_type == "phi"
+
+    @property
+    def q_dim(self) -> int:
+        """Width of the query projection output (MLA: heads × (nope + rope) head dims)."""
+        if self.is_mla:
+            return self.num_heads * (int(self.config["qk_nope_head_dim"]) + int(self.config["qk_rope_head_dim"]))
+        return self.num_heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        """Width of K (and V) as stored by attention: MLA materialises full per-head K during training."""
+        return self.q_dim if self.is_mla else self.num_kv_heads * self.head_dim
+
+    # ---- parameter structure ---------------------------------------------------------------------------
+    def is_moe_layer(self, layer: int) -> bool:
+        """DeepSeek: ``layer >= first_k_dense_replace and layer % moe_layer_freq == 0``; Qwen-MoE:
+        ``layer not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0``."""
+        if not self.is_moe or layer < self.first_dense_layers or layer in (self.config.get("mlp_only_layers") or []):
+            return False
+        if self.config.get("moe_layer_freq"):
+            return layer % int(self.config["moe_layer_freq"]) == 0
+        return (layer + 1) % int(self.config.get("decoder_sparse_step") or 1) == 0
+
+    def attention_linears(self) -> tuple[Linear, ...]:
+        return self._attention_linears
+
+    def mlp_linears(self, layer: int) -> tuple[Linear, ...]:
+        return self._moe_linears if self.is_moe_layer(layer) else self._dense_linears
+
+    @cached_property
+    def _attention_linears(self) -> tuple[Linear, ...]:
+        h, q, kv, t = self.hidden_size, self.q_dim, self.kv_dim, self.decoder_type
+        if self.is_mla:
+            c = self.config
+            rank, rope, v = int(c["kv_lora_rank"]), int(c["qk_rope_head_dim"]), int(c["v_head_dim"])
+            nope = int(c["qk_nope_head_dim"])
+            qs = ((Linear("q_a_proj", h, int(c["q_lora_rank"])), Linear("q_b_proj", int(c["q_lora_rank"]), q))
+                  if c.get("q_lora_rank") else (Linear("q_proj", h, q),))
+            return qs + (Linear("kv_a_proj_with_mqa", h, rank + rope),
+                         Linear("kv_b_proj", rank, self.num_heads * (nope + v)),
+                         Linear("o_proj", self.num_heads * v, h))
+        if t == "falcon":
+            bias = bool(self.config.get("bias"))
+            return (Linear("query_key_value", h, q + 2 * kv, bias), Linear("dense", q, h, bias))
+        if t in _FUSED_PHI3:
+            return (Linear("qkv_proj", h, q + 2 * kv), Linear("o_proj", q, h))
+        b = self.attention_bias
+        o_name, o_bias = ("dense", True) if t == "phi" else ("o_proj", t not in _QKV_BIAS and b)
+        return (Linear("q_proj", h, q, b), Linear("k_proj", h, kv, b), Linear("v_proj", h, kv, b),
+                Linear(o_name, q, h, o_bias))
+
+    @cached_property
+    def _dense_linears(self) -> tuple[Linear, ...]:
+        return self._mlp(moe=False)
+
+    @cached_property
+    def _moe_linears(self) -> tuple[Linear, ...]:
+        return self._mlp(moe=True) if self.is_moe else ()
+
+    def _mlp(self, moe: bool) -> tuple[Linear, ...]:
+        h, t = self.hidden_size, self.decoder_type
+        if not self.gated_mlp:
+            bias = t == "phi" or bool(self.config.get("bias"))
+            up, down = ("fc1", "fc2") if t == "phi" else ("dense_h_to_4h", "dense_4h_to_h")
+            return (Linear(up, h, self.intermediate_size, bias), Linear(down, self.intermediate_size, h, bias))
+        if not moe:
+            i = self.intermediate_size
+            if t in _FUSED_PHI3:
+                return (Linear("gate_up_proj", h, 2 * i), Linear("down_proj", i, h))
+            return (Linear("gate_proj", h, i), Linear("up_proj", h, i), Linear("down_proj", i, h))
+        e, i = self.num_experts, self.moe_intermediate_size
+        names = ("w1", "w3", "w2") if t == "mixtral" else ("gate_proj", "up_proj", "down_proj")
+        out = [Linear("gate", h, e),
+               Linear(names[0], h, i, count=e, expert=True), Linear(names[1], h, i, count=e, expert=True),
+               Linear(names[2], i, h, count=e, expert=True)]
+        si = self.shared_expert_intermediate_size
+        if si:
+            out += [Linear("shared_experts.gate_proj", h, si), Linear("shared_experts.up_proj", h, si),
+                    Linear("shared_experts.down_proj", si, h)]
+            if self.config.get("shared_expert_intermediate_size"):
+                out.append(Linear("shared_expert_gate", h, 1))
+        return tuple(out)
+
+    def linears(self, layer: int) -> tuple[Linear, ...]:
+        return self.attention_linears() + self.mlp_linears(layer)
+
+    @property
+    def norm_params(self) -> int:
+        """Parameters of one norm: RMSNorm h, LayerNorm 2h (weight + bias), non-parametric 0."""
+        return {"nonparametric": 0, "layernorm": 2 * self.hidden_size}.get(self.norm_type, self.hidden_size)
+
+    def small_params_per_layer(self) -> tuple[int, ...]:
+        """Sizes of the individual small tensors of one layer (norm weights, qk-norm, MLA kv norm), for ZeRO-3
+        persistence; biases are inside ``Linear``."""
+        sizes = [self.hidden_size] * (self.norms_per_layer * (2 if self.norm_type == "layernorm" else 1)) \
+            if self.norm_type != "nonparametric" else []
+        if self.qk_norm == "head":
+            sizes += [self.head_dim, self.head_dim]
+        elif self.qk_norm == "full":
+            sizes += [self.q_dim, self.kv_dim]
+        if self.is_mla:
+            sizes.append(int(self.config["kv_lora_rank"]))
+        return tuple(sizes)
+
+    def layer_params(self, layer: int) -> int:
+        return sum(lin.params for lin in self.linears(layer)) + sum(self.small_params_per_layer())
+
+    # ---- totals ----------------------------------------------------------------------------------------
+    @property
+    def embedding_params(self) -> int:
+        return self.vocab_size * self.hidden_size
+
+    @property
+    def lm_head_params(self) -> int:
+        """Untied output projection (0 when tied); Phi-2 has a bias."""
+        if self.tie_word_embeddings:
+            return 0
+        return self.vocab_size * self.hidden_size + (self.vocab_size if self.decoder_type == "phi" else 0)
+
+    @property
+    def final_norm_params(self) -> int:
+        return self.norm_params
+
+    @cached_property
+    def layers_params(self) -> tuple[int, ...]:
+        return tuple(self.layer_params(i) for i in range(self.num_layers))
+
+    @cached_property
+    def decoder_params(self) -> int:
+        """Language model parameters: embedding + lm_head + layers + final norm."""
+        return self.embedding_params + self.lm_head_params + sum(self.layers_params) + self.final_norm_params
+
+    @property
+    def total_params(self) -> int:
+        return self.decoder_params + self.extra_parameters
+
+    @property
+    def norm_params_total(self) -> int:
+        """All norm-like small tensors (kept unquantized, upcast by PEFT)."""
+        return self.num_layers * sum(self.small_params_per_layer()) + self.final_norm_params
+
+    @cached_property
+    def active_params(self) -> int:
+        """Parameters touched per token (MoE: top-k experts only)."""
+        if not self.is_moe:
+            return self.total_params
+        inactive = sum(lin.params * (lin.count - self.experts_per_token) // lin.count
+                       for i in range(self.num_layers) for lin in self.mlp_linears(i) if lin.expert)
+        return self.total_params - inactive
+
+    @cached_property
+    def largest_module_params(self) -> int:
+        """Largest leaf module (DeepSpeed's ``largest_layer_params``): the embedding, lm_head, one Linear, or a
+        layer's routed experts (transformers >= 5 stores them as one fused ``experts`` module)."""
+        layers = {0, self.num_layers - 1}
+        linear = max(lin.d_in * lin.d_out for i in layers for lin in self.linears(i) if not lin.expert)
+        experts = max(sum(lin.params for lin in self.mlp_linears(i) if lin.expert) for i in layers)
+        return max(self.embedding_params, self.lm_head_params, linear, experts)
+
+    @property
+    def largest_layer_params(self) -> int:
+        """Largest decoder layer (FSDP wrap unit)."""
+        return max(self.layers_params)
+
+    @property
+    def quantizable_params(self) -> int:
+        """Params of the Linear weights inside decoder layers (what bitsandbytes quantizes; not biases)."""
+        return sum(lin.count * lin.d_in * lin.d_out for i in range(self.num_layers) for lin in self.linears(i))
+
+
+def _vision_params(vc: Any, text_hidden: int) -> int:
+    """ViT tower (SigLIP / CLIP layout) + Gemma-3 style projector: patch conv, positions, L × (4 attn linears +
+    2 MLP linears with biases + 2 LayerNorms), post LayerNorm, projector norm + ``vh × text_h`` matrix."""
+    if not isinstance(vc, Mapping) or not vc.get("hidden_size"):
+        return 0
+    vh, vi, vl = int(vc["hidden_size"]), int(vc["intermediate_size"]), int(vc["num_hidden_layers"])
+    patch, ch = int(vc.get("patch_size", 14)), int(vc.get("num_channels", 3))
+    positions = (int(vc.get("image_size", 224)) // patch) ** 2
+    layer = 4 * (vh * vh + vh) + 2 * vh * vi + vi + vh + 4 * vh
+    return (patch * patch * ch * vh + vh) + positions * vh + vl * layer + 2 * vh + vh * (text_hidden + 1)

@@ -1,0 +1,154 @@
+"""Find the architecture of ``base_model``: explicit config.json, local folder, HF cache, catalog, (Hub)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import urllib.request
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from axlint.architectures.model import Architecture
+
+CATALOG_PATH = Path(__file__).with_name("catalog.json")
+HUB_URL = "https://huggingface.co/{repo}/resolve/main/config.json"
+HUB_TIMEOUT_S = 10
+# suffixes of quantized / converted mirrors that do not change the architecture
+_MIRROR_SUFFIXES = ("-unsloth-bnb-4bit", "-bnb-4bit", "-bnb-8bit", "-4bit", "-8bit", "-gptq", "-awq", "-gguf", "-fp8")
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+@lru_cache(maxsize=1)
+def load_catalog() -> tuple[dict[str, Any], ...]:
+    """The shipped catalog entries (``id``, ``aliases``, ``source``, ``config``, ``published_parameters``)."""
+    return tuple(json.loads(CATALOG_PATH.read_text(encoding="utf-8"))["models"])
+
+
+def _strip_mirror_suffix(name: str) -> str:
+    for suffix in _MIRROR_SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+@lru_cache(maxsize=1)
+def _catalog_index() -> tuple[dict[str, int], dict[str, int]]:
+    """Two lower-case indexes into the catalog: full ``org/name`` ids and bare names. A bare name that two
+    different entries claim is dropped, so that it can never resolve to the wrong size."""
+    full: dict[str, int] = {}
+    bare: dict[str, int] = {}
+    clash: set[str] = set()
+    for i, entry in enumerate(load_catalog()):
+        for ident in (entry["id"], *entry["aliases"]):
+            key = ident.lower()
+            full[key] = i
+            name = key.rsplit("/", 1)[-1]
+            if bare.get(name, i) != i:
+                clash.add(name)
+            bare[name] = i
+    for name in clash:
+        del bare[name]
+    return full, bare
+
+
+def catalog_lookup(model_id: str) -> dict[str, Any] | None:
+    """Case-insensitive match on the full id, then on the bare name (any org: mirrors such as unsloth/,
+    NousResearch/), with quantized-mirror suffixes (``-bnb-4bit``...) removed."""
+    full, bare = _catalog_index()
+    key = model_id.strip().strip("/").lower()
+    name = key.rsplit("/", 1)[-1]
+    for candidate in (key, _strip_mirror_suffix(key)):
+        if candidate in full:
+            return load_catalog()[full[candidate]]
+    for candidate in (name, _strip_mirror_suffix(name)):
+        if candidate in bare:
+            return load_catalog()[bare[candidate]]
+    return None
+
+
+def hf_cache_dirs() -> list[Path]:
+    """HF hub cache folders, in the order huggingface_hub uses: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub."""
+    dirs = []
+    if os.environ.get("HF_HUB_CACHE"):
+        dirs.append(Path(os.environ["HF_HUB_CACHE"]))
+    if os.environ.get("HF_HOME"):
+        dirs.append(Path(os.environ["HF_HOME"]) / "hub")
+    dirs.append(Path.home() / ".cache" / "huggingface" / "hub")
+    return dirs
+
+
+def _cached_config(model_id: str, roots: Iterable[Path]) -> Path | None:
+    """``models--org--name/snapshots/<rev>/config.json``; the ref in ``refs/main`` wins, else the newest."""
+    if "/" not in model_id:
+        return None
+    folder = "models--" + model_id.strip("/").replace("/", "--")
+    for root in roots:
+        repo = root / folder
+        if not repo.is_dir():
+            continue
+        ref = repo / "refs" / "main"
+        if ref.is_file():
+            candidate = repo / "snapshots" / ref.read_text(encoding="utf-8").strip() / "config.json"
+            if candidate.is_file():
+                return candidate
+        found = sorted(repo.glob("snapshots/*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+        if found:
+            return found[0]
+    return None
+
+
+def _fetch_hub_config(model_id: str) -> dict[str, Any] | None:
+    """GET config.json from the Hub (only when the user asked for online resolution); HF_TOKEN if set."""
+    if not re.fullmatch(r"[\w.-]+/[\w.-]+", model_id):
+        return None
+    request = urllib.request.Request(HUB_URL.format(repo=model_id), headers={"User-Agent": "axlint"})
+    if os.environ.get("HF_TOKEN"):
+        request.add_header("Authorization", f"Bearer {os.environ['HF_TOKEN']}")
+    try:
+        with urllib.request.urlopen(request, timeout=HUB_TIMEOUT_S) as response:  # noqa: S310 (https only)
+            data = json.loads(response.read(1_000_000))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _from_catalog(model_id: str, entry: Mapping[str, Any]) -> Architecture:
+    return Architecture.from_config(model_id, "catalog", entry["config"], entry.get("published_parameters"))
+
+
+def resolve_architecture(model_id: str, *, model_config: Path | str | None = None,
+                         search_paths: Iterable[Path | str] = (), online: bool = False) -> Architecture | None:
+    """Resolve ``model_id`` to an Architecture, first hit wins:
+
+    1. ``model_config`` (an explicit config.json path, or a folder holding one) — source "model-config";
+    2. ``model_id`` is a local folder with config.json — "local";
+    3. the local HF cache (``search_paths`` first, then HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub) — "hf-cache";
+    4. the shipped catalog — "catalog";
+    5. the Hub, only when ``online`` — "online".
+    Returns None when nothing matches. Never touches the network unless ``online`` is true.
+    """
+    if model_config is not None:
+        path = Path(model_config)
+        data = _read_json(path / "config.json" if path.is_dir() else path)
+        if data is not None:
+            return Architecture.from_config(model_id, "model-config", data)
+    local = Path(os.path.expanduser(model_id))
+    if local.is_dir() and (data := _read_json(local / "config.json")) is not None:
+        return Architecture.from_config(model_id, "local", data)
+    cached = _cached_config(model_id, [*map(Path, search_paths), *hf_cache_dirs()])
+    if cached is not None and (data := _read_json(cached)) is not None:
+        return Architecture.from_config(model_id, "hf-cache", data)
+    entry = catalog_lookup(model_id)
+    if entry is not None:
+        return _from_catalog(model_id, entry)
+    if online and (data := _fetch_hub_config(model_id)) is not None:
+        return Architecture.from_config(model_id, "online", data)
+    return None

@@ -1,0 +1,152 @@
+"""Compose the per-component functions into the per-GPU peak of a training run.
+
+Phase model (memory-model.md §4, HF blog "Visualize and understand GPU memory"):
+
+  resident  = W·w_share + (O + M)·o_share + buffers
+  P_fwd_bwd = resident + G_acc + activations + logits        at the end of forward / start of backward;
+              G_acc = the gradient share when gradient_accumulation_steps > 1 (grads of the previous micro
+              batches stay allocated), else 0 (set_to_none: grads appear only while activations are freed)
+  P_step    = resident + G·g_share + step temporaries        (foreach optimizer copy, DeepSpeed fp32 grads)
+  P_eval    = resident + one layer's forward temporaries + eval logits    (grads freed after the step)
+
+  peak_allocated = max(P_fwd_bwd, P_step); reserved = allocated × (1 + slack); device = reserved + context.
+The reported components are those of the phase that sets the peak; they sum to peak_device_gib.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from axlint.architectures import Architecture
+from axlint.hardware import Hardware
+from axlint.memory import constants as C
+from axlint.memory.activations import eval_activation_bytes, stored_activation_bytes
+from axlint.memory.logits import logits_bytes
+from axlint.memory.overhead import allocator_slack_bytes, context_bytes
+from axlint.memory.params import trainable
+from axlint.memory.setup import TrainSetup, read_setup
+from axlint.memory.sharding import (buffer_bytes, cpu_offload_bytes, gradient_share, optimizer_share,
+                                    step_temp_bytes, weight_share)
+from axlint.memory.states import (UNKNOWN_OPTIMIZER, gradient_bytes, master_weight_bytes, optimizer_spec,
+                                  optimizer_state_bytes, optimizer_temp_bytes, weight_bytes)
+
+COMPONENTS = ("weights", "gradients", "optimizer_states", "master_weights", "activations", "logits",
+              "sharding_buffers", "cuda_context", "allocator_slack")
+
+
+def _gib(value: float) -> float:
+    return round(value / C.GIB, 2)
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Per-GPU memory of one run, in bytes; ``to_json`` renders the DESIGN.md contract in GiB."""
+
+    arch: Architecture
+    hw: Hardware
+    setup: TrainSetup
+    components: Mapping[str, float]
+    phase: str                      # "forward-backward" | "optimizer-step"
+    phases: Mapping[str, float]     # allocated bytes of each phase, eval included
+    peak_allocated: float
+    peak_reserved: float
+    peak_device: float
+    eval_peak_device: float
+    cpu_offload: float
+    trainable_params: int
+    assumptions: tuple[str, ...] = field(default=())
+
+    @property
+    def capacity(self) -> float:
+        return self.hw.memory_gib * C.GIB
+
+    @property
+    def fits(self) -> bool:
+        return self.peak_device <= self.capacity
+
+    @property
+    def eval_fits(self) -> bool:
+        return self.eval_peak_device <= self.capacity
+
+    @property
+    def headroom(self) -> float:
+        return self.capacity - self.peak_device
+
+    def to_json(self, config_path: str) -> dict[str, Any]:
+        """Exactly the ``axlint estimate --format json`` object of DESIGN.md."""
+        return {
+            "config": str(config_path),
+            "model": {"id": self.arch.model_id, "source": self.arch.source, "parameters": self.arch.total_params},
+            "hardware": {"gpu": self.hw.gpu, "count": self.hw.count, "memory_gib": self.hw.memory_gib},
+            "assumptions": list(self.assumptions),
+            "per_gpu": {
+                "components_gib": {k: _gib(self.components[k]) for k in COMPONENTS},
+                "peak_allocated_gib": _gib(self.peak_allocated),
+                "peak_reserved_gib": _gib(self.peak_reserved),
+                "peak_device_gib": _gib(self.peak_device),
+            },
+            "eval_peak_device_gib": _gib(self.eval_peak_device),
+            "cpu_offload_gib": _gib(self.cpu_offload),
+            "fits": self.fits,
+            "headroom_gib": _gib(self.headroom),
+        }
+
+
+def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
+                   expandable_segments: bool = False) -> MemoryEstimate:
+    """The estimate for an already-normalised TrainSetup (the solver varies the setup and calls this)."""
+    notes = list(setup.assumptions)
+    spec = optimizer_spec(setup.optimizer)
+    if spec is None:
+        notes.append(f"optimizer {setup.optimizer!r} unknown: AdamW (2 states, foreach) assumed")
+        spec = UNKNOWN_OPTIMIZER
+    if spec.paged:
+        notes.append(f"{setup.optimizer}: paged states counted on the GPU (they can be evicted to CPU under pressure)")
+    t = trainable(arch, setup)
+    s = setup.sharding
+    w = weight_bytes(arch, setup, t) * weight_share(s)
+    g = gradient_bytes(setup, t, spec) * gradient_share(s)
+    o_share = optimizer_share(s)
+    o = optimizer_state_bytes(setup, t, spec) * o_share
+    m = master_weight_bytes(setup, t) * o_share
+    buffers = buffer_bytes(arch, setup, g)
+    acts = stored_activation_bytes(arch, setup, setup.tokens)
+    logits = logits_bytes(arch, setup, setup.tokens)
+    g_acc = g if setup.gradient_accumulation_steps > 1 else 0.0
+    step_grads = g + step_temp_bytes(setup, t.total, arch.largest_module_params)
+    step_opt = o + optimizer_temp_bytes(setup, t, spec) * o_share
+    resident = w + buffers + m
+
+    fwd = {"weights": w, "gradients": g_acc, "optimizer_states": o, "master_weights": m, "activations": acts,
+           "logits": logits, "sharding_buffers": buffers}
+    step = {"weights": w, "gradients": step_grads, "optimizer_states": step_opt, "master_weights": m,
+            "activations": 0.0, "logits": 0.0, "sharding_buffers": buffers}
+    p_fwd, p_step = sum(fwd.values()), sum(step.values())
+    phase, comps = ("forward-backward", fwd) if p_fwd >= p_step else ("optimizer-step", step)
+    allocated = max(p_fwd, p_step)
+    slack = allocator_slack_bytes(allocated, expandable_segments)
+    ctx = context_bytes(s.world)
+    p_eval = resident + o + eval_activation_bytes(arch, setup, setup.eval_tokens) \
+        + logits_bytes(arch, setup, setup.eval_tokens, training=False)
+    eval_device = p_eval + allocator_slack_bytes(p_eval, expandable_segments) + ctx
+    notes.append(f"peak phase: {phase}; {setup.tokens} tokens per micro batch")
+    if arch.source == "catalog":
+        notes.append(f"architecture from axlint's catalog ({arch.model_id})")
+    if hw.assumed:
+        notes.append(f"hardware assumed: {hw.count}x {hw.gpu} (pass --hardware)")
+    return MemoryEstimate(
+        arch=arch, hw=hw, setup=setup, components={**comps, "cuda_context": ctx, "allocator_slack": slack},
+        phase=phase, phases={"forward-backward": p_fwd, "optimizer-step": p_step, "eval": p_eval},
+        peak_allocated=allocated, peak_reserved=allocated + slack, peak_device=allocated + slack + ctx,
+        eval_peak_device=eval_device,
+        cpu_offload=cpu_offload_bytes(setup, weight_bytes(arch, setup, t), optimizer_state_bytes(setup, t, spec),
+                                      master_weight_bytes(setup, t), t.total),
+        trainable_params=t.total, assumptions=tuple(notes))
+
+
+def estimate_memory(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Architecture, hw: Hardware, *,
+                    expandable_segments: bool = False) -> MemoryEstimate:
+    """Per-GPU peak memory of the Axolotl run ``config`` (defaults applied) with DeepSpeed ``ds`` ("auto"
+    resolved, or None) on ``hw``. ``expandable_segments``: PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True
+    (see ``overhead.expandable_segments_enabled``)."""
+    return estimate_setup(read_setup(config, ds, arch, hw), arch, hw, expandable_segments=expandable_segments)

@@ -1,0 +1,29 @@
+"""Logits and loss memory for T tokens, vocabulary V, hidden h (memory-model.md §1.3).
+
+  HF ForCausalLMLoss   14·T·V  bf16 logits 2 + fp32 upcast 4 + log_softmax 4, + grads at backward start
+  Liger CE (unfused)    4·T·V  bf16 logits + in-place grad
+  chunked CE           (2 + 12/n)·T·V  bf16 logits whole, fp32 work per chunk
+  Liger FLCE           13·T·h  logits never materialised (Liger benchmark slope 0.054 MB/token at h=4096)
+  Cut Cross-Entropy     4·T·h  grad of the input + recomputed blocks
+  eval (no backward)   10·T·V  (Liger FLCE only fuses when training: eval materialises logits); CCE as training
+"""
+from __future__ import annotations
+
+from axlint.architectures import Architecture
+from axlint.memory import constants as C
+from axlint.memory.setup import TrainSetup
+
+
+def logits_bytes(arch: Architecture, setup: TrainSetup, tokens: int, training: bool = True) -> float:
+    v, h = arch.vocab_size, arch.hidden_size
+    if setup.loss == "cce":
+        return C.CCE_BYTES_PER_HIDDEN * h * tokens
+    if not training:
+        return C.LOGITS_EVAL * v * tokens
+    if setup.loss == "liger_flce":
+        return C.FLCE_BYTES_PER_HIDDEN * h * tokens
+    if setup.loss == "liger_ce":
+        return C.LOGITS_LIGER_CE * v * tokens
+    if setup.loss == "chunked":
+        return (C.BF16 + 3 * C.FP32 / setup.chunked_ce_chunks) * v * tokens
+    return C.LOGITS_HF * v * tokens

@@ -1,0 +1,103 @@
+"""Which parameters are trained: full fine-tune, LoRA / QLoRA targets, modules_to_save, unfrozen_parameters."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterator
+
+from axlint.architectures import Architecture, Linear
+from axlint.memory.setup import TrainSetup
+
+_MODULE_PARAMS = ("embed_tokens", "lm_head")
+
+
+@dataclass(frozen=True)
+class Trainable:
+    """Trainable parameter counts: ``adapter`` (LoRA A/B, fp32), ``base`` (base-model params in the load dtype:
+    everything for a full fine-tune, the copies made by modules_to_save, or the unfrozen ones)."""
+
+    adapter: int
+    base: int
+
+    @property
+    def total(self) -> int:
+        return self.adapter + self.base
+
+
+def _layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
+    """(HF module path, Linear) of one layer, e.g. ``model.layers.3.self_attn.q_proj``,
+    ``model.layers.3.mlp.experts.w1``."""
+    for lin in arch.attention_linears():
+        yield f"model.layers.{layer}.self_attn.{lin.name}", lin
+    for lin in arch.mlp_linears(layer):
+        yield f"model.layers.{layer}.mlp.{'experts.' if lin.expert else ''}{lin.name}", lin
+
+
+def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
+    """PEFT matching: a regex string must fullmatch the module path; a list entry must equal the path or be a
+    ``.``-separated suffix of it. ``lora_target_linear`` = every Linear except lm_head and the fused experts
+    (transformers >= 5 stores experts as 3-D parameters, not ``nn.Linear``)."""
+    targets = setup.lora_target_modules
+    if setup.lora_target_linear and not lin.expert:
+        return True
+    if isinstance(targets, str):
+        return re.fullmatch(targets, name) is not None
+    return any(name == t or name.endswith("." + t) for t in targets)
+
+
+def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linear, ...]]:
+    """Layer index -> the Linears of that layer that get a LoRA adapter. A list of names matches the same
+    modules in every layer of one kind (dense / MoE), so only a regex needs every layer's paths."""
+    by_kind: dict[bool, tuple[Linear, ...]] = {}
+    out: dict[int, tuple[Linear, ...]] = {}
+    for layer in range(arch.num_layers):
+        kind = arch.is_moe_layer(layer)
+        if isinstance(setup.lora_target_modules, str) or kind not in by_kind:
+            by_kind[kind] = tuple(lin for name, lin in _layer_modules(arch, layer) if _targeted(name, lin, setup))
+        out[layer] = by_kind[kind]
+    return out
+
+
+def lora_params(arch: Architecture, setup: TrainSetup) -> int:
+    """Σ over adapted Linears of r·(d_in + d_out) × instances (PEFT LoRA A: r×d_in, B: d_out×r)."""
+    return sum(setup.lora_r * (lin.d_in + lin.d_out) * lin.count
+               for lins in lora_targets(arch, setup).values() for lin in lins)
+
+
+def modules_to_save_params(arch: Architecture, setup: TrainSetup) -> int:
+    """PEFT ModulesToSaveWrapper keeps a trainable full copy of each listed module (embed_tokens / lm_head;
+    a tied lm_head is the embedding)."""
+    sizes = {"embed_tokens": arch.embedding_params, "lm_head": arch.lm_head_params or arch.embedding_params}
+    return sum(sizes.get(m.rsplit(".", 1)[-1], 0) for m in setup.modules_to_save)
+
+
+def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
+    """(HF parameter name, numel) for the decoder: what ``unfrozen_parameters`` regexes are matched against."""
+    yield "model.embed_tokens.weight", arch.embedding_params
+    norm_names = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                  "post_feedforward_layernorm")[: arch.norms_per_layer]
+    for layer in range(arch.num_layers):
+        for name, lin in _layer_modules(arch, layer):
+            yield f"{name}.weight", lin.count * lin.d_in * lin.d_out
+            if lin.bias:
+                yield f"{name}.bias", lin.count * lin.d_out
+        if arch.norm_params:
+            for norm in norm_names:
+                yield f"model.layers.{layer}.{norm}.weight", arch.hidden_size
+    yield "model.norm.weight", arch.final_norm_params
+    if arch.lm_head_params:
+        yield "lm_head.weight", arch.lm_head_params
+
+
+def unfrozen_params(arch: Architecture, patterns: tuple[str, ...]) -> int:
+    """Params whose name matches one of Axolotl's ``unfrozen_parameters`` regexes (``re.match``)."""
+    compiled = [re.compile(p) for p in patterns]
+    return sum(n for name, n in named_parameters(arch) if any(c.match(name) for c in compiled))
+
+
+def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
+    if setup.adapter in ("lora", "qlora"):
+        return Trainable(lora_params(arch, setup), modules_to_save_params(arch, setup))
+    if setup.unfrozen_parameters:
+        return Trainable(0, unfrozen_params(arch, setup.unfrozen_parameters))
+    return Trainable(0, arch.total_params)

@@ -1,0 +1,159 @@
+"""Model states per GPU before sharding: weights, gradients, optimizer states, fp32 master weights.
+
+Bytes per trainable parameter (memory-model.md §1.1):
+  pure bf16 (HF Trainer on a bf16-loaded model, Axolotl's default): W 2, G 2, AdamW states 2×2 = 8 B
+  DeepSpeed mixed precision: W 2, G 2, fp32 master 4, AdamW states 2×4 = 16 B
+  LoRA adapters (PEFT autocast_adapter_dtype, fp32): W 4, G 4, AdamW 2×4 = 16 B
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from axlint.architectures import Architecture
+from axlint.memory import constants as C
+from axlint.memory.params import Trainable
+from axlint.memory.setup import TrainSetup
+
+
+@dataclass(frozen=True)
+class OptimizerSpec:
+    """``states`` state tensors per param of ``state_bytes`` each (None: the param's dtype); ``foreach_temp``:
+    the step makes a state-sized temporary; ``fused_backward``: the update runs inside backward (LOMO,
+    *_layerwise), so gradients never exist for the whole model."""
+
+    states: float
+    state_bytes: float | None
+    foreach_temp: bool = False
+    fused_backward: bool = False
+    paged: bool = False
+
+
+_8BIT = 1.0
+_SPECS: dict[str, OptimizerSpec] = {
+    # AdamW family, states in the param dtype
+    "adamw_torch": OptimizerSpec(2, None, foreach_temp=True),
+    "adamw_hf": OptimizerSpec(2, None, foreach_temp=True),
+    "adamw_torch_xla": OptimizerSpec(2, None, foreach_temp=True),
+    "adamw_torch_fused": OptimizerSpec(2, None),
+    "adamw_torch_npu_fused": OptimizerSpec(2, None),
+    "adamw_apex_fused": OptimizerSpec(2, None),
+    "adamw_anyprecision": OptimizerSpec(2, None),
+    "stable_adamw": OptimizerSpec(2, None),
+    "grokadamw": OptimizerSpec(2, None, foreach_temp=True),
+    "optimi_adamw": OptimizerSpec(2, None),
+    "adopt_adamw": OptimizerSpec(2, None, foreach_temp=True),
+    "flash_adamw": OptimizerSpec(2, None),
+    "flash_adam": OptimizerSpec(2, None),
+    "schedule_free_adamw": OptimizerSpec(2, None),
+    "schedule_free_radam": OptimizerSpec(2, None),
+    # bitsandbytes / torchao quantized states
+    "adamw_bnb_8bit": OptimizerSpec(2, _8BIT),
+    "adamw_8bit": OptimizerSpec(2, _8BIT),
+    "paged_adamw_8bit": OptimizerSpec(2, _8BIT, paged=True),
+    "adamw_torch_8bit": OptimizerSpec(2, _8BIT),
+    "ao_adamw_8bit": OptimizerSpec(2, _8BIT),
+    "ao_adamw_fp8": OptimizerSpec(2, _8BIT),
+    "adamw_torch_4bit": OptimizerSpec(2, 0.5),
+    "ao_adamw_4bit": OptimizerSpec(2, 0.5),
+    "ademamix_8bit": OptimizerSpec(3, _8BIT),
+    "paged_ademamix_8bit": OptimizerSpec(3, _8BIT, paged=True),
+    "lion_8bit": OptimizerSpec(1, _8BIT),
+    "paged_lion_8bit": OptimizerSpec(1, _8BIT, paged=True),
+    "rmsprop_bnb_8bit": OptimizerSpec(1, _8BIT),
+    # bitsandbytes 32-bit: fp32 states whatever the param dtype
+    "paged_adamw_32bit": OptimizerSpec(2, C.FP32, paged=True),
+    "ademamix": OptimizerSpec(3, C.FP32),
+    "paged_ademamix_32bit": OptimizerSpec(3, C.FP32, paged=True),
+    "lion_32bit": OptimizerSpec(1, C.FP32),
+    "paged_lion_32bit": OptimizerSpec(1, C.FP32, paged=True),
+    "rmsprop_bnb": OptimizerSpec(1, C.FP32),
+    "rmsprop_bnb_32bit": OptimizerSpec(1, C.FP32),
+    # one state
+    "rmsprop": OptimizerSpec(1, None),
+    "adagrad": OptimizerSpec(1, None),
+    "schedule_free_sgd": OptimizerSpec(1, None),
+    "flash_sgd": OptimizerSpec(1, None),
+    "flash_sgdw": OptimizerSpec(1, None),
+    "flash_lion": OptimizerSpec(1, None),
+    "muon": OptimizerSpec(1, None),       # momentum for matrices; AdamW for embeddings/norms [INF]
+    "dion": OptimizerSpec(1, None),       # rank fraction 1.0 by default
+    "came_pytorch": OptimizerSpec(1, None),  # momentum + factored second moment
+    "sinkgd": OptimizerSpec(1, None),
+    # no per-parameter state
+    "sgd": OptimizerSpec(0, None),        # HF default momentum 0
+    "adafactor": OptimizerSpec(0, None),  # factored second moment only (rows + cols)
+    "lomo": OptimizerSpec(0, None, fused_backward=True),
+    "adalomo": OptimizerSpec(0, None, fused_backward=True),
+    # low-rank projections
+    "galore_adamw": OptimizerSpec(2 * C.LOW_RANK_STATE_FRACTION, None),
+    "galore_adamw_8bit": OptimizerSpec(2 * C.LOW_RANK_STATE_FRACTION, _8BIT),
+    "galore_adafactor": OptimizerSpec(0, None),
+    "galore_adamw_layerwise": OptimizerSpec(2 * C.LOW_RANK_STATE_FRACTION, None, fused_backward=True),
+    "galore_adamw_8bit_layerwise": OptimizerSpec(2 * C.LOW_RANK_STATE_FRACTION, _8BIT, fused_backward=True),
+    "galore_adafactor_layerwise": OptimizerSpec(0, None, fused_backward=True),
+    "apollo_adamw": OptimizerSpec(2 * C.LOW_RANK_STATE_FRACTION, None),
+    "apollo_adamw_layerwise": OptimizerSpec(2 * C.LOW_RANK_STATE_FRACTION, None, fused_backward=True),
+    "q_galore_adamw8bit": OptimizerSpec(2 * C.LOW_RANK_STATE_FRACTION, _8BIT),
+}
+UNKNOWN_OPTIMIZER = OptimizerSpec(2, None, foreach_temp=True)
+
+
+def optimizer_spec(name: str) -> OptimizerSpec | None:
+    """The spec of an Axolotl / HF ``optimizer`` name; None when unknown (callers assume AdamW)."""
+    return _SPECS.get(name.lower())
+
+
+def known_optimizers() -> tuple[str, ...]:
+    return tuple(_SPECS)
+
+
+def _quantized_bytes(setup: TrainSetup) -> float:
+    if setup.quantization == "nf4":
+        return C.NF4_DOUBLE_QUANT_BYTES if setup.double_quant else C.NF4_BYTES
+    return C.INT8
+
+
+def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
+    """W = quantized linears × (0.516 NF4+DQ | 0.5625 NF4 | 1 int8) + the rest (embeddings, lm_head, norms,
+    biases, vision tower) × load dtype, + LoRA adapters × 4 (fp32) + modules_to_save copies × load dtype.
+    Axolotl casts embeddings/norms back to the load dtype after PEFT's fp32 upcast (memory-model.md §1.1)."""
+    if setup.quantization:
+        q = arch.quantizable_params
+        base = q * _quantized_bytes(setup) + (arch.total_params - q) * setup.param_bytes
+    else:
+        base = arch.total_params * setup.param_bytes
+    copies = t.base * setup.param_bytes if setup.adapter else 0
+    return base + t.adapter * C.FP32 + copies
+
+
+def gradient_bytes(setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
+    """G = trainable base params × load dtype + adapters × 4; ≈ 0 when the update is fused into backward."""
+    if spec.fused_backward:
+        return 0.0
+    return t.base * setup.param_bytes + t.adapter * C.FP32
+
+
+def master_weight_bytes(setup: TrainSetup, t: Trainable) -> float:
+    """fp32 master copy of 16-bit trainable params: DeepSpeed (any stage) keeps one; HF pure-bf16 and FSDP with
+    a bf16-loaded model do not (memory-model.md §1.1)."""
+    if setup.sharding.kind != "deepspeed" or setup.param_bytes == C.FP32:
+        return 0.0
+    return t.base * C.FP32
+
+
+def optimizer_state_bytes(setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
+    """O = states × state bytes × trainable. Unquantized states take the param dtype (bf16 2, adapters 4); under
+    DeepSpeed they live on the fp32 master (4)."""
+    if setup.sharding.kind == "deepspeed" and (setup.sharding.ds_optimizer or setup.sharding.offload_optimizer):
+        return 2 * C.FP32 * t.total  # FusedAdam / DeepSpeedCPUAdam (zero_force_ds_cpu_optimizer)
+    if spec.state_bytes is not None:
+        return spec.states * spec.state_bytes * t.total
+    base_bytes = C.FP32 if setup.sharding.kind == "deepspeed" else setup.param_bytes
+    return spec.states * (base_bytes * t.base + C.FP32 * t.adapter)
+
+
+def optimizer_temp_bytes(setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
+    """Step-time temporaries of a torch foreach optimizer: one state-sized tensor list (sqrt(exp_avg_sq))."""
+    if not spec.foreach_temp or setup.sharding.kind == "deepspeed":
+        return 0.0
+    return C.FOREACH_TEMP_STATES * (setup.param_bytes * t.base + C.FP32 * t.adapter)

@@ -1,0 +1,114 @@
+import json
+
+import pytest
+
+from axlint.architectures import Architecture, catalog_lookup, load_catalog, resolve_architecture
+
+CATALOG = load_catalog()
+
+
+def test_catalog_has_at_least_50_models_with_sources():
+    assert len(CATALOG) >= 50
+    assert all(entry["source"] for entry in CATALOG)
+
+
+@pytest.mark.parametrize("entry", [e for e in CATALOG if e.get("published_parameters")], ids=lambda e: e["id"])
+def test_computed_parameter_count_matches_published(entry):
+    arch = Architecture.from_config(entry["id"], "catalog", entry["config"])
+    assert arch.total_params == pytest.approx(entry["published_parameters"], rel=0.005)
+
+
+@pytest.mark.parametrize("model_id, params", [
+    ("meta-llama/Llama-3.1-8B", 8_030_261_248),
+    ("Qwen/Qwen2.5-7B", 7_615_616_512),
+    ("mistralai/Mistral-7B-v0.1", 7_241_732_096),
+])
+def test_headline_counts(model_id, params):
+    assert resolve_architecture(model_id).total_params == params
+
+
+def test_moe_active_parameters():
+    assert resolve_architecture("mistralai/Mixtral-8x7B-v0.1").active_params == pytest.approx(12.88e9, rel=0.005)
+    assert resolve_architecture("Qwen/Qwen3-30B-A3B").active_params == pytest.approx(3.35e9, rel=0.01)
+
+
+def test_split_of_llama_3_1_8b():
+    a = resolve_architecture("meta-llama/Llama-3.1-8B")
+    assert a.embedding_params == a.lm_head_params == 128256 * 4096
+    assert sum(lin.params for lin in a.attention_linears()) == 2 * 4096 * 4096 + 2 * 4096 * 1024
+    assert sum(lin.params for lin in a.mlp_linears(0)) == 3 * 4096 * 14336
+    assert a.largest_module_params == 128256 * 4096
+
+
+@pytest.mark.parametrize("alias, canonical", [
+    ("meta-llama/Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B"),
+    ("NousResearch/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B"),
+    ("unsloth/Meta-Llama-3.1-8B-Instruct-bnb-4bit", "meta-llama/Llama-3.1-8B"),
+    ("META-LLAMA/LLAMA-3.2-1B-INSTRUCT", "meta-llama/Llama-3.2-1B"),
+    ("someorg/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B"),
+    ("mistralai/Mistral-7B-Instruct-v0.3", "mistralai/Mistral-7B-v0.3"),
+])
+def test_aliases_resolve(alias, canonical):
+    assert catalog_lookup(alias)["id"] == canonical
+
+
+def test_sizes_are_not_confused():
+    assert catalog_lookup("unsloth/Qwen2.5-0.5B-Instruct")["id"] == "Qwen/Qwen2.5-0.5B"
+    assert catalog_lookup("meta-llama/Llama-3.1-70B-Instruct")["id"] == "meta-llama/Llama-3.1-70B"
+    assert catalog_lookup("meta-llama/Llama-3.1-7B") is None
+    assert resolve_architecture("nobody/unknown-model-13b") is None
+
+
+def _config(hidden=64):
+    return {"model_type": "llama", "hidden_size": hidden, "intermediate_size": 128, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 100, "tie_word_embeddings": False}
+
+
+def test_local_folder(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps(_config()))
+    arch = resolve_architecture(str(tmp_path))
+    assert arch.source == "local" and arch.hidden_size == 64
+    assert arch.total_params == 2 * 100 * 64 + 2 * (2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64) + 64
+
+
+def test_hf_cache_wins_over_catalog(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    snap = tmp_path / "models--meta-llama--Llama-3.1-8B" / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps(_config(96)))
+    (tmp_path / "models--meta-llama--Llama-3.1-8B" / "refs").mkdir()
+    (tmp_path / "models--meta-llama--Llama-3.1-8B" / "refs" / "main").write_text("abc123")
+    arch = resolve_architecture("meta-llama/Llama-3.1-8B")
+    assert arch.source == "hf-cache" and arch.hidden_size == 96
+
+
+def test_hf_home_and_search_paths(tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    snap = tmp_path / "extra" / "models--org--tiny" / "snapshots" / "r1"
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text(json.dumps(_config(32)))
+    assert resolve_architecture("org/tiny") is None
+    assert resolve_architecture("org/tiny", search_paths=[tmp_path / "extra"]).hidden_size == 32
+
+
+def test_model_config_wins(tmp_path):
+    path = tmp_path / "my.json"
+    path.write_text(json.dumps(_config(48)))
+    arch = resolve_architecture("meta-llama/Llama-3.1-8B", model_config=path)
+    assert arch.source == "model-config" and arch.hidden_size == 48
+
+
+def test_multimodal_text_config_and_vision_tower():
+    arch = resolve_architecture("google/gemma-3-4b-it")
+    assert arch.model_type == "gemma3" and arch.hidden_size == 2560 and arch.qk_norm == "head"
+    assert arch.extra_parameters == 4_300_079_472 - arch.decoder_params
+
+
+def test_family_traits():
+    assert resolve_architecture("Qwen/Qwen2.5-7B").attention_bias
+    assert resolve_architecture("tiiuae/falcon-7b").num_kv_heads == 1
+    assert resolve_architecture("allenai/OLMo-7B-hf").norm_type == "nonparametric"
+    assert resolve_architecture("microsoft/phi-2").gated_mlp is False
+    ds = resolve_architecture("deepseek-ai/DeepSeek-V2-Lite")
+    assert ds.is_mla and ds.first_dense_layers == 1 and not ds.is_moe_layer(0) and ds.is_moe_layer(1)

@@ -1,0 +1,176 @@
+import time
+
+import pytest
+
+from axlint.architectures import resolve_architecture
+from axlint.hardware import parse_hardware
+from axlint.memory import estimate_memory
+from axlint.memory.estimate import COMPONENTS
+from axlint.memory.overhead import expandable_segments_enabled
+from axlint.memory.states import known_optimizers, optimizer_spec
+
+GIB = 2**30
+L8B = resolve_architecture("meta-llama/Llama-3.1-8B")
+H100 = parse_hardware("1xH100")
+BASE = {"base_model": "meta-llama/Llama-3.1-8B", "sequence_len": 2048, "micro_batch_size": 1, "bf16": True,
+        "sample_packing": True, "optimizer": "adamw_torch_fused", "flash_attention": True}
+LIGER = {"plugins": ["axolotl.integrations.liger.LigerPlugin"], "liger_fused_linear_cross_entropy": True}
+LORA = {"adapter": "lora", "lora_r": 16, "lora_target_linear": True}
+ZERO3 = {"zero_optimization": {"stage": 3, "overlap_comm": True, "sub_group_size": 0, "reduce_bucket_size": 4096**2,
+                               "stage3_prefetch_bucket_size": int(0.9 * 4096**2),
+                               "stage3_param_persistence_threshold": 40960, "max_live_parameters": 0},
+         "bf16": {"enabled": True}}
+
+
+def est(config=None, ds=None, hw=H100, arch=L8B, **kw):
+    return estimate_memory({**BASE, **(config or {})}, ds, arch, hw, **kw)
+
+
+def gib(e, key):
+    return round(e.components[key] / GIB, 2)
+
+
+def test_full_finetune_bf16_single_gpu():
+    e = est()
+    # pure bf16 (Axolotl loads bf16, HF Trainer, torch AdamW states in bf16): 2 + 2 + 4 bytes/param
+    assert gib(e, "weights") == 14.96
+    assert e.phases["optimizer-step"] / GIB == pytest.approx(14.96 * 4, abs=0.05)
+    assert gib(e, "optimizer_states") == 29.92
+    assert gib(e, "master_weights") == 0
+
+
+def test_deepspeed_mixed_precision_adds_fp32_master_and_states():
+    e = est(ds={"zero_optimization": {"stage": 0}, "bf16": {"enabled": True}})
+    assert gib(e, "weights") == 14.96
+    assert gib(e, "master_weights") == 29.92
+    assert gib(e, "optimizer_states") == 59.83  # 2 fp32 states × 8.03e9
+    assert not e.fits
+
+
+def test_qlora_8b():
+    e = est({"adapter": "qlora", "load_in_4bit": True, "lora_r": 32, "lora_target_linear": True,
+             "gradient_checkpointing": True, "optimizer": "adamw_bnb_8bit"}, hw=parse_hardware("1x24GiB"))
+    assert e.trainable_params == 83_886_080  # memory-model.md §1.1: 83.9 M
+    # NF4+DQ linears (6.98e9 × 0.516 B) + embed/lm_head/norms bf16 (1.05e9 × 2) + fp32 adapters
+    assert gib(e, "weights") == pytest.approx((6.98e9 * 0.5159 + 1.0509e9 * 2 + 83.9e6 * 4) / GIB, abs=0.05)
+    assert e.fits and 8 < e.peak_device / GIB < 16
+
+
+def test_zero3_over_8_gpus_shards_states():
+    e = est({"gradient_checkpointing": True}, ds=ZERO3, hw=parse_hardware("8xH100"))
+    assert gib(e, "weights") == pytest.approx(14.96 / 8, abs=0.01)
+    assert e.components["sharding_buffers"] > 2 * 525e6  # gathered embedding + its grads
+    assert e.fits
+
+
+def test_zero_stages_are_monotone():
+    hw = parse_hardware("8xH100")
+    peaks = [est({"gradient_checkpointing": True}, {"zero_optimization": {"stage": s, "reduce_bucket_size": 4096**2,
+                                                                            "allgather_bucket_size": 4096**2},
+                                                    "bf16": {"enabled": True}}, hw).peak_device
+             for s in (0, 1, 2, 3)]
+    assert peaks[3] <= peaks[2] <= peaks[1] <= peaks[0]
+
+
+def test_json_contract_keys_exactly():
+    j = est().to_json("cfg.yml")
+    assert list(j) == ["config", "model", "hardware", "assumptions", "per_gpu", "eval_peak_device_gib",
+                       "cpu_offload_gib", "fits", "headroom_gib"]
+    assert list(j["model"]) == ["id", "source", "parameters"] and j["model"]["parameters"] == 8_030_261_248
+    assert j["hardware"] == {"gpu": "H100-80GB", "count": 1, "memory_gib": 79.2}
+    assert list(j["per_gpu"]) == ["components_gib", "peak_allocated_gib", "peak_reserved_gib", "peak_device_gib"]
+    assert list(j["per_gpu"]["components_gib"]) == list(COMPONENTS)
+    assert all(isinstance(a, str) for a in j["assumptions"])
+    assert sum(j["per_gpu"]["components_gib"].values()) == pytest.approx(j["per_gpu"]["peak_device_gib"], abs=0.06)
+    assert j["headroom_gib"] == pytest.approx(79.2 - j["per_gpu"]["peak_device_gib"], abs=0.02)
+
+
+def test_eval_spike_from_larger_eval_batch():
+    lora = {**LORA, "gradient_checkpointing": True, **LIGER}
+    same = est(lora)
+    spike = est({**lora, "eval_batch_size": 8})
+    assert spike.eval_peak_device > same.eval_peak_device + 10 * GIB
+    assert spike.peak_device == same.peak_device
+    # Liger FLCE fuses only in training: eval materialises the 128k-vocab logits
+    assert spike.eval_peak_device > spike.peak_device
+
+
+def test_liger_and_cce_lower_logits():
+    hf, liger = est(LORA), est({**LORA, **LIGER})
+    cce = est({**LORA, "plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]})
+    assert hf.components["logits"] == pytest.approx(14 * 128256 * 2048)
+    assert liger.components["logits"] < hf.components["logits"] / 20
+    assert cce.components["logits"] < liger.components["logits"]
+
+
+def test_checkpointing_lowers_activations():
+    off, on = est(LORA), est({**LORA, "gradient_checkpointing": True})
+    offload = est({**LORA, "gradient_checkpointing": "offload"})
+    assert on.components["activations"] < off.components["activations"] / 5
+    assert offload.components["activations"] < on.components["activations"]
+
+
+def test_eager_attention_is_quadratic():
+    eager = {**LORA, "flash_attention": False, "eager_attention": True}
+    a1 = est({**eager, "sequence_len": 4096}).components["activations"]
+    a2 = est({**eager, "sequence_len": 8192}).components["activations"]
+    assert a2 > 2.5 * a1
+
+
+def test_lora_dropout_costs_activations():
+    assert est({**LORA, "lora_dropout": 0.05}).components["activations"] > \
+        est({**LORA, "lora_dropout": 0.0}).components["activations"]
+
+
+def test_modules_to_save_embeddings_is_expensive():
+    extra = est({**LORA, "lora_modules_to_save": ["embed_tokens", "lm_head"]}).trainable_params \
+        - est(LORA).trainable_params
+    assert extra == 2 * 128256 * 4096
+
+
+def test_unfrozen_parameters():
+    e = est({"unfrozen_parameters": [r"^lm_head.weight", r"model.layers.3[01].mlp.*"]})
+    assert e.trainable_params == 128256 * 4096 + 2 * 3 * 4096 * 14336
+
+
+@pytest.mark.parametrize("key", ["sequence_len", "micro_batch_size"])
+def test_peak_grows_with_tokens(key):
+    values = [1, 2, 4] if key == "micro_batch_size" else [512, 1024, 4096]
+    peaks = [est({**LORA, key: v, "gradient_checkpointing": True}).peak_device for v in values]
+    assert peaks == sorted(peaks) and peaks[0] < peaks[-1]
+
+
+def test_optimizer_offload_moves_states_to_cpu():
+    ds = {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}, "bf16": {"enabled": True}}
+    e = est({"gradient_checkpointing": True}, ds=ds, hw=parse_hardware("8xH100"))
+    assert e.components["optimizer_states"] == 0 and e.cpu_offload / GIB > 100
+
+
+def test_expandable_segments_lower_slack():
+    assert est(expandable_segments=True).peak_reserved < est().peak_reserved
+    assert expandable_segments_enabled({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"})
+    assert not expandable_segments_enabled({})
+
+
+def test_every_listed_axolotl_optimizer_is_known():
+    names = ("adamw_torch adamw_torch_fused adamw_bnb_8bit paged_adamw_8bit paged_adamw_32bit adamw_8bit adafactor "
+             "lion_8bit sgd schedule_free_adamw ademamix muon adamw_torch_4bit adamw_torch_8bit galore_adamw lomo")
+    assert all(optimizer_spec(n) for n in names.split())
+    assert len(known_optimizers()) > 50
+    assert "unknown: AdamW" in " ".join(est({"optimizer": "my_custom_opt"}).assumptions)
+
+
+def test_moe_and_mla_models_estimate():
+    for model in ("Qwen/Qwen3-30B-A3B", "deepseek-ai/DeepSeek-V2-Lite", "mistralai/Mixtral-8x7B-v0.1"):
+        e = est({"gradient_checkpointing": True}, ds=ZERO3, hw=parse_hardware("8xH100"),
+                arch=resolve_architecture(model))
+        assert e.peak_device > 0
+
+
+def test_estimate_speed_benchmark():
+    config = {**BASE, "adapter": "qlora", "load_in_4bit": True, "lora_r": 32, "lora_target_linear": True}
+    n = 200
+    start = time.perf_counter()
+    for _ in range(n):
+        estimate_memory(config, None, resolve_architecture("meta-llama/Llama-3.1-8B"), H100)
+    print(f"\nestimate_memory (resolve + estimate): {(time.perf_counter() - start) / n * 1000:.2f} ms per call")
