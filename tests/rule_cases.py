@@ -6,7 +6,7 @@ from pathlib import Path
 
 from axlint.commands.common import parse_hardware_option
 from axlint.engine import Rule, select_rules
-from axlint.fixes import apply_edits
+from axlint.fixer import fix_paths, write_changed
 from axlint.lint import LintOptions, lint_text
 
 CONFIG, DEEPSPEED = "config.yml", "ds.json"
@@ -39,15 +39,9 @@ def codes_for(path: Path, options: LintOptions) -> list[str]:
 
 
 def fix_once(path: Path, options: LintOptions, code: str) -> dict[str, str]:
-    """Apply every fix (safe and unsafe) of `code` once; return the new text of each changed file by name."""
-    result = lint_text(path, None, options)
-    by_file: dict[Path, list] = {}
-    for diag in result.diagnostics:
-        if diag.code == code and diag.fix is not None and diag.fix.applicability.value != "display-only":
-            by_file.setdefault(diag.fix.path, []).extend(diag.fix.edits)
-    changed = {}
-    for file, edits in by_file.items():
-        text, _ = apply_edits(file.read_text(encoding="utf-8"), edits)
-        file.write_text(text, encoding="utf-8")
-        changed[file.name] = text
-    return changed
+    """Fix with `code`'s fixes (safe and unsafe) until stable, write; return the new text of each changed file by name."""
+    only_code = LintOptions([r for r in options.rules if r.code == code], options.hardware, options.model_config)
+    report = fix_paths([path], only_code, unsafe=True)
+    assert not report.problems, report.problems
+    assert not write_changed(report)
+    return {state.path.name: state.text for state in report.changed}

@@ -1,0 +1,317 @@
+"""Apply fixes until stable: lint, apply the allowed fixes to every file they name, re-parse, re-lint, repeat.
+
+One run fixes a config and the DeepSpeed JSON it references together (a finding located in the JSON carries a
+fix for the JSON). All texts are held in memory until the end, so `axlint fix` without `--write` can show the
+diff of every file it would change; `write_changed` then writes each changed file atomically.
+
+Per pass and per file, whole fixes are taken in offset order and a fix whose edits touch one already taken waits
+for the next pass. A text that no longer parses is refused (the file keeps its previous text and the refusal is
+reported); a text seen before in the same run means the fixes oscillate, and the loop stops and says so.
+"""
+from __future__ import annotations
+
+import difflib
+import os
+import stat
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from axlint.diagnostics import Diagnostic
+from axlint.document import DocumentError, decode_bytes, load_document
+from axlint.engine import apply_suppressions, run_rules
+from axlint.fixes import Edit, Fix, apply_edits
+from axlint.lint import LintOptions, LintResult, lint_text
+from axlint.run import build_run
+
+MAX_PASSES = 10
+BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class Applied:
+    """A finding whose fix was applied, and the text of the file it was applied to (its spans point there)."""
+
+    diagnostic: Diagnostic
+    text: str
+
+
+@dataclass
+class FileState:
+    """One file the fixer read: its bytes on disk, its text now, and what was fixed in it."""
+
+    path: Path
+    original: str
+    text: str
+    raw: bytes | None = None  # None for stdin
+    applied: list[Applied] = field(default_factory=list)  # every pass, in order
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.original
+
+    @property
+    def fixed(self) -> Counter[tuple[str, str]]:
+        """(code, name) -> number of findings fixed."""
+        return Counter((a.diagnostic.code, a.diagnostic.name) for a in self.applied)
+
+    @property
+    def bom(self) -> bool:
+        return bool(self.raw and self.raw.startswith(BOM))
+
+
+@dataclass
+class FixReport:
+    files: dict[Path, FileState]
+    remaining: LintResult
+
+    @property
+    def changed(self) -> list[FileState]:
+        return [f for f in self.files.values() if f.changed]
+
+    @property
+    def problems(self) -> list[str]:
+        return [f"{f.path}: {p}" for f in self.files.values() for p in f.problems]
+
+    def file(self, path: Path) -> FileState:
+        return self.files[_key(path)]
+
+
+def _key(path: Path) -> Path:
+    return Path(os.path.abspath(path))
+
+
+class Fixer:
+    """Holds the texts of every file involved; `fix(entry)` runs the loop for one config given on the command line."""
+
+    def __init__(self, options: LintOptions, *, unsafe: bool = False, only: set[Path] | None = None) -> None:
+        self.options = options
+        self.unsafe = unsafe
+        self.only = {_key(p) for p in only} if only is not None else None
+        self.files: dict[Path, FileState] = {}
+        self._linted: dict[Path, LintResult] = {}
+
+    def add_text(self, path: Path, text: str) -> None:
+        """A file that lives only in memory (stdin under `--stdin-filename`)."""
+        self.files[_key(path)] = FileState(path, text, text)
+
+    def state(self, path: Path) -> FileState | None:
+        """The file's state, read from disk on first use; None if it cannot be read as text."""
+        key = _key(path)
+        if key not in self.files:
+            try:
+                raw = path.read_bytes()
+                text = decode_bytes(raw)
+            except (OSError, DocumentError):
+                return None
+            self.files[key] = FileState(path, text, text, raw)
+        return self.files[key]
+
+    def lint(self, entry: Path) -> LintResult:
+        """`lint_text` of the entry as it stands in memory, its DeepSpeed file too (reused while neither changed)."""
+        last = self._linted.get(_key(entry))
+        if last is not None and all(self._current(doc.path) == doc.text for doc in last.documents.values()):
+            return last
+        state = self.state(entry)
+        result = lint_text(entry, state.text if state else None, self.options)
+        for run in result.runs:
+            ds = run.deepspeed
+            if run.ds_source == "file" and ds is not None and ds is not run.axolotl:
+                ds_state = self.state(ds.path)
+                if ds_state is not None and ds_state.text != ds.text:
+                    result = self._lint_with_deepspeed(entry, ds.path, ds_state.text)
+        if result.documents:
+            self._linted[_key(entry)] = result
+        return result
+
+    def _current(self, path: Path) -> str | None:
+        state = self.state(path)
+        return state.text if state else None
+
+    def _lint_with_deepspeed(self, entry: Path, ds_path: Path, ds_text: str) -> LintResult:
+        """What `lint_text` does, with the DeepSpeed file's text taken from memory instead of the disk."""
+        doc = load_document(entry, self.files[_key(entry)].text)
+        run = build_run(doc, hardware=self.options.hardware, model_config_path=self.options.model_config)
+        run.deepspeed = load_document(ds_path, ds_text)
+        docs = [doc, run.deepspeed]
+        unused = next((r for r in self.options.rules if r.code == "AX002"), None)
+        diags = apply_suppressions(run_rules(run, self.options.rules), docs, unused)
+        return LintResult(diags, {d.path: d for d in docs}, [run])
+
+    def fix(self, entry: Path) -> None:
+        """Fix one entry (and the files its fixes name) until nothing changes, at most MAX_PASSES passes."""
+        seen = {self._snapshot()}
+        for _ in range(MAX_PASSES):
+            diags = self.lint(entry).diagnostics
+            if not self._apply_pass([d for d in diags if self._allowed(d.fix)]):
+                return
+            snapshot = self._snapshot()
+            if snapshot in seen:
+                self._problem(entry, "fixes oscillate (a text came back that an earlier pass had); stopped")
+                return
+            seen.add(snapshot)
+        self._problem(entry, f"still changing after {MAX_PASSES} passes; stopped")
+
+    def _allowed(self, fix: Fix | None) -> bool:
+        return fix is not None and fix.applies(self.unsafe) and (self.only is None or _key(fix.path) in self.only)
+
+    def _snapshot(self) -> tuple[tuple[Path, str], ...]:
+        return tuple(sorted((k, f.text) for k, f in self.files.items()))
+
+    def _problem(self, path: Path, message: str) -> None:
+        state = self.state(path)
+        if state is not None and message not in state.problems:
+            state.problems.append(message)
+
+    def _apply_pass(self, diags: list[Diagnostic]) -> bool:
+        """Apply this pass's fixes file by file; True if any text changed."""
+        by_file: dict[Path, list[Diagnostic]] = {}
+        for diag in diags:
+            by_file.setdefault(_key(diag.fix.path), []).append(diag)
+        changed = False
+        for group in by_file.values():
+            state = self.state(group[0].fix.path)
+            if state is not None:
+                changed |= self._apply_file(state, group)
+        return changed
+
+    def _apply_file(self, state: FileState, diags: list[Diagnostic]) -> bool:
+        taken = compatible_fixes(diags)
+        usable = [d for d in taken if _parses(state.path, apply_edits(state.text, list(d.fix.edits))[0])]
+        for diag in taken:
+            if not any(diag is u for u in usable):
+                self._problem(state.path, f"{diag.code} fix ({diag.fix.title}) would make the file unparsable; "
+                                          "not applied")
+        new, _ = apply_edits(state.text, [e for d in usable for e in d.fix.edits])
+        if new == state.text:
+            return False
+        if not _parses(state.path, new):
+            self._problem(state.path, "the fixes together would make the file unparsable; not applied")
+            return False
+        state.applied.extend(Applied(d, state.text) for d in usable)
+        state.text = new
+        return True
+
+    def report(self, entries: list[Path]) -> FixReport:
+        """Lint every entry once more on the final texts: what remains."""
+        remaining = LintResult()
+        seen: set[tuple] = set()
+        for entry in entries:
+            one = self.lint(entry)
+            remaining.documents.update(one.documents)
+            for diag in one.diagnostics:
+                ident = (str(_key(diag.path)), diag.span, diag.code, diag.message)
+                if ident not in seen:
+                    seen.add(ident)
+                    remaining.diagnostics.append(diag)
+        remaining.diagnostics.sort(key=Diagnostic.sort_key)
+        return FixReport(self.files, remaining)
+
+
+def compatible_fixes(diags: list[Diagnostic]) -> list[Diagnostic]:
+    """Whole fixes in offset order, skipping any whose edits touch an edit already taken (same start included).
+
+    Findings that carry the very same edits (two keys asking for one plugin) are all taken: one change fixes them.
+    """
+    taken: list[Diagnostic] = []
+    spans: set[Edit] = set()
+    for diag in sorted(diags, key=lambda d: (min((e.start for e in d.fix.edits), default=0), d.code)):
+        edits = set(diag.fix.edits)
+        if edits <= spans or not any(_touch(e, s) for e in edits for s in spans):
+            taken.append(diag)
+            spans |= edits
+    return taken
+
+
+def _touch(a: Edit, b: Edit) -> bool:
+    return a.start == b.start or (a.start < b.end and b.start < a.end)
+
+
+def _parses(path: Path, text: str) -> bool:
+    try:
+        load_document(path, text)
+    except DocumentError:
+        return False
+    return True
+
+
+def fix_paths(paths: list[Path], options: LintOptions, *, unsafe: bool = False) -> FixReport:
+    """Fix every file in `paths` (and the DeepSpeed files they reference) in memory."""
+    fixer = Fixer(options, unsafe=unsafe)
+    for path in paths:
+        fixer.fix(path)
+    return fixer.report(paths)
+
+
+def fix_text(path: Path, text: str, options: LintOptions, *, unsafe: bool = False) -> FixReport:
+    """Fix one in-memory text (stdin) only; fixes for other files are not applied."""
+    fixer = Fixer(options, unsafe=unsafe, only={path})
+    fixer.add_text(path, text)
+    fixer.fix(path)
+    return fixer.report([path])
+
+
+# ---------------------------------------------------------------------------------------------------- output
+
+
+def unified_diff(state: FileState, label: str) -> str:
+    """The change to one file as a unified diff (`--- label` / `+++ label`), marking a missing final newline."""
+    lines = []
+    for line in difflib.unified_diff(state.original.splitlines(keepends=True), state.text.splitlines(keepends=True),
+                                     fromfile=label, tofile=label):
+        lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(lines)
+
+
+def write_changed(report: FixReport) -> list[str]:
+    """Write every changed file atomically; returns problems (a file that changed on disk meanwhile is skipped)."""
+    problems = []
+    for state in report.changed:
+        if state.raw is None:
+            continue
+        try:
+            if state.path.read_bytes() != state.raw:
+                problems.append(f"{state.path}: changed on disk while fixing; not written")
+                continue
+            write_atomic(state.path, state.text, bom=state.bom)
+        except OSError as exc:
+            problems.append(f"{state.path}: cannot write: {exc.strerror or exc}")
+    return problems
+
+
+def write_atomic(path: Path, text: str, *, bom: bool = False) -> None:
+    """Write UTF-8 text through a temp file in the same folder (fsync, then os.replace), keeping the file mode.
+
+    A symlink is followed: its target is replaced, the link stays.
+    """
+    target = Path(os.path.realpath(path))
+    mode = stat.S_IMODE(target.stat().st_mode)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".axlint.tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write((BOM if bom else b"") + text.encode("utf-8"))
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    _fsync_dir(target.parent)
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the rename durable; some platforms cannot open a folder for fsync, which is then skipped."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
