@@ -1,0 +1,213 @@
+"""Simulation tier: the real HF model code at full size on fake tensors (no weights, no GPU).
+
+The model is built under `FakeTensorMode` (shapes and dtypes only), wrapped as the config says (LoRA, gradient
+checkpointing, attention implementation; sdpa/eager since fake tensors live on the CPU), and trained for a few
+steps with torch AdamW while `MemTracker` attributes every live tensor to a category. The per-GPU numbers then
+apply what one process cannot show:
+- DeepSpeed mixed precision keeps fp32 optimizer states and an fp32 master copy of the trainable weights;
+- ZeRO divides optimizer states (stage ≥ 1), gradients (≥ 2) and parameters (3) by the data-parallel size;
+- QLoRA stores the frozen decoder linears in NF4 with double quantization (≈ 4.127 bits per weight).
+torch, transformers and peft are imported inside functions only.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from axlint.validate.model import build_model, count_parameters, effective_attention, prepare_for_training
+from axlint.validate.spec import TrainSpec, train_spec
+
+CATEGORIES = ("parameters", "buffers", "gradients", "optimizer_states", "master_weights", "activations",
+              "temporaries", "other")
+_TRACKER_NAMES = {"Parameter": "parameters", "Buffer": "buffers", "Gradient": "gradients", "Activation": "activations",
+                  "Temp": "temporaries", "Optstate": "optimizer_states", "Other": "other"}
+NF4_BYTES_PER_WEIGHT = 4.127 / 8
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """Peak memory by category: `process_bytes` for the one simulated process, `per_gpu_bytes` after sharding."""
+
+    model_type: str
+    parameters: int
+    trainable_parameters: int
+    tokens: int
+    attn_implementation: str
+    zero_stage: int
+    world_size: int
+    process_bytes: dict[str, int]
+    per_gpu_bytes: dict[str, int]
+    seconds: float
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def peak_allocated_bytes(self) -> int:
+        return sum(self.per_gpu_bytes.values())
+
+    def to_json(self) -> dict[str, Any]:
+        gib = 2**30
+        return {
+            "model_type": self.model_type, "parameters": self.parameters,
+            "trainable_parameters": self.trainable_parameters, "tokens": self.tokens,
+            "attn_implementation": self.attn_implementation, "zero_stage": self.zero_stage,
+            "world_size": self.world_size, "seconds": round(self.seconds, 2), "notes": self.notes,
+            "per_gpu": {"components_gib": {k: round(v / gib, 3) for k, v in self.per_gpu_bytes.items()},
+                        "peak_allocated_gib": round(self.peak_allocated_bytes / gib, 3)},
+            "process_components_gib": {k: round(v / gib, 3) for k, v in self.process_bytes.items()},
+        }
+
+
+def zero_stage_of(ds: Mapping[str, Any] | None) -> int:
+    """ZeRO stage of a (resolved) DeepSpeed config; 0 without one."""
+    zero = (ds or {}).get("zero_optimization") or {}
+    stage = zero.get("stage", 0) if isinstance(zero, Mapping) else 0
+    return stage if isinstance(stage, int) and not isinstance(stage, bool) else 0
+
+
+def shard(process: Mapping[str, int], stage: int, world: int) -> dict[str, int]:
+    """Per-GPU bytes under ZeRO: optimizer states and master weights ÷N from stage 1, gradients from 2, parameters at 3."""
+    out = dict(process)
+    divided = {"optimizer_states": 1, "master_weights": 1, "gradients": 2, "parameters": 3}
+    for key, from_stage in divided.items():
+        if stage >= from_stage and key in out:
+            out[key] = -(-out[key] // world)
+    return out
+
+
+def simulate(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Any, hw: Any = None, *,
+             steps: int = 2) -> SimulationResult:
+    """Simulate `steps` training steps of `arch` (an object with `.model_type` and `.config`) under `config`."""
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    start = time.perf_counter()
+    spec = train_spec(config)
+    attn, note = effective_attention(spec, on_cuda=False)
+    notes = [note] if note else []
+    world = int(getattr(hw, "count", 1) or 1)
+    stage = zero_stage_of(ds)
+    with torch.device("meta"):
+        model = prepare_for_training(build_model(arch.model_type, arch.config, spec, attn=attn), spec)
+    with FakeTensorMode(allow_non_fake_inputs=True):
+        materialize_fake(model)
+        params = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=spec.learning_rate, **adamw_flavour(spec.optimizer))
+        tracker = _tracker_class()()
+        tracker.track_external(model, optimizer)
+        vocab = int(model.config.get_text_config().vocab_size)
+        with tracker:
+            for _ in range(steps):
+                _train_step(model, optimizer, spec, vocab)
+                tracker.reset_mod_stats()
+        snapshot = tracker.get_tracker_snapshot("peak")
+    total, trainable = count_parameters(model)
+    process = _categories(snapshot)
+    if ds is not None and spec.dtype != "float32":
+        _deepspeed_mixed_precision(process, params)
+        notes.append("DeepSpeed mixed precision: fp32 optimizer states and fp32 master weights of trainable parameters")
+    if spec.quantized:
+        process["parameters"] -= _nf4_savings(model)
+        notes.append("QLoRA: frozen decoder linears counted in NF4 with double quantization (bitsandbytes is CUDA-only)")
+    if stage and world > 1:
+        notes.append(f"ZeRO-{stage} sharding over {world} ranks applied analytically")
+    return SimulationResult(
+        model_type=arch.model_type, parameters=total, trainable_parameters=trainable, tokens=spec.tokens,
+        attn_implementation=attn, zero_stage=stage, world_size=world, process_bytes=process,
+        per_gpu_bytes=shard(process, stage, world), seconds=time.perf_counter() - start, notes=notes)
+
+
+def adamw_flavour(optimizer: str) -> dict[str, bool]:
+    """torch AdamW implementation flags for an Axolotl optimizer name: fused for `*_fused`, else foreach."""
+    return {"fused": True} if "fused" in optimizer else {"foreach": True}
+
+
+class _NoHook:
+    """Stands in for a hook handle on a frozen parameter (nothing to remove)."""
+
+    def remove(self) -> None:
+        return None
+
+
+def _tracker_class() -> type:
+    """`MemTracker` that accepts frozen parameters and keeps only the global peak.
+
+    Stock `MemTracker` registers gradient hooks on every parameter (an error for frozen ones) and updates the
+    peak of every module after every op, which is quadratic in depth (minutes for a 32-layer model).
+    """
+    from copy import deepcopy
+
+    from torch.distributed._tools.mem_tracker import _TOTAL_KEY, MemTracker
+
+    class FrozenAwareMemTracker(MemTracker):
+        def _track_module_params_and_buffers(self, module: Any, install_grad_hooks: bool = True) -> tuple[int, int]:
+            for p in module.parameters():
+                if not p.requires_grad:
+                    self._param_to_grad_hook_handles.setdefault(p, (_NoHook(), _NoHook()))
+            return super()._track_module_params_and_buffers(module, install_grad_hooks)
+
+        def _update_peak_stats(self, peak_state: Any) -> None:
+            for dev, snap in self._curr_mem_snap.items():
+                if self._peak_mem.get(dev, 0) < snap[_TOTAL_KEY]:
+                    self._peak_mem[dev] = snap[_TOTAL_KEY]
+                    self._peak_mem_snap[dev] = deepcopy(snap)
+
+    return FrozenAwareMemTracker
+
+
+def materialize_fake(model: Any) -> None:
+    """Replace every meta parameter and buffer by an empty CPU tensor of the active fake mode (tied ones stay tied)."""
+    import torch
+
+    made: dict[int, Any] = {}
+    for module in model.modules():
+        for store in (module._parameters, module._buffers):
+            for name, t in store.items():
+                if t is None:
+                    continue
+                if id(t) not in made:
+                    fake = torch.empty(t.shape, dtype=t.dtype, device="cpu")
+                    made[id(t)] = torch.nn.Parameter(fake, t.requires_grad) if isinstance(t, torch.nn.Parameter) else fake
+                store[name] = made[id(t)]
+
+
+def _train_step(model: Any, optimizer: Any, spec: TrainSpec, vocab: int) -> None:
+    """One optimizer step; with gradient accumulation two micro-batches, so gradients live through a forward."""
+    import torch
+
+    for _ in range(min(spec.gradient_accumulation_steps, 2)):
+        ids = torch.randint(0, vocab, (spec.micro_batch_size, spec.sequence_len))
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def _categories(snapshot: Mapping[Any, Mapping[str, int]]) -> dict[str, int]:
+    """Sum the tracker's peak snapshot over devices into axlint's category names."""
+    out = dict.fromkeys(CATEGORIES, 0)
+    for per_device in snapshot.values():
+        for name, nbytes in per_device.items():
+            if name in _TRACKER_NAMES:
+                out[_TRACKER_NAMES[name]] += int(nbytes)
+    return out
+
+
+def _deepspeed_mixed_precision(process: dict[str, int], params: list[Any]) -> None:
+    """Replace half-precision optimizer states by fp32 ones and add the fp32 master copy (4 B per trainable weight)."""
+    half = sum(p.numel() for p in params if p.element_size() == 2)
+    process["optimizer_states"] += 2 * half * 2  # two Adam moments, 2 -> 4 bytes each
+    process["master_weights"] += 4 * sum(p.numel() for p in params)
+
+
+def _nf4_savings(model: Any) -> int:
+    """Bytes saved when the frozen linear weights of the decoder layers are stored in NF4 instead of their dtype."""
+    import torch
+
+    saved = 0.0
+    for name, module in model.named_modules():
+        weight = getattr(module, "weight", None)
+        if (isinstance(module, torch.nn.Linear) and weight is not None and not weight.requires_grad
+                and ".layers." in name and "lora_" not in name):
+            saved += weight.numel() * (weight.element_size() - NF4_BYTES_PER_WEIGHT)
+    return int(saved)

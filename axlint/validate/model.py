@@ -1,0 +1,81 @@
+"""Build the HF causal LM for a TrainSpec with random weights (no download). Imports torch lazily."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from axlint.validate.spec import TrainSpec, cpu_attention
+
+
+def hf_config(model_type: str, config: Mapping[str, Any]) -> Any:
+    """`transformers.AutoConfig.for_model(model_type, **config)` without the keys that name the model type."""
+    from transformers import AutoConfig
+
+    fields = {k: v for k, v in config.items() if k not in ("model_type", "architectures", "transformers_version")}
+    return AutoConfig.for_model(model_type, **fields)
+
+
+def preload(model_type: str, config: Mapping[str, Any]) -> None:
+    """Import the model's modeling code and torch._dynamo now: under `deepspeed.zero.Init` (which patches tensor
+    constructors) these imports fail."""
+    import torch._dynamo  # noqa: F401
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
+
+    MODEL_FOR_CAUSAL_LM_MAPPING[type(hf_config(model_type, config))]
+
+
+def effective_attention(spec: TrainSpec, on_cuda: bool) -> tuple[str, str | None]:
+    """The attention implementation to run and a note when it differs from the configured one."""
+    impl = spec.attn_implementation if on_cuda else cpu_attention(spec.attn_implementation)
+    if impl != spec.attn_implementation:
+        return impl, f"attn_implementation {spec.attn_implementation} is not available on CPU; ran {impl} instead"
+    return impl, None
+
+
+def build_model(model_type: str, config: Mapping[str, Any], spec: TrainSpec, *, attn: str) -> Any:
+    """A randomly initialised `AutoModelForCausalLM` in the spec's dtype."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    cfg = hf_config(model_type, config)
+    cfg.use_cache = False
+    return AutoModelForCausalLM.from_config(cfg, dtype=getattr(torch, spec.dtype), attn_implementation=attn)
+
+
+def prepare_for_training(model: Any, spec: TrainSpec) -> Any:
+    """LoRA adapters (when configured), gradient checkpointing, train mode — outside `zero.Init`, as Axolotl does."""
+    if spec.adapter in ("lora", "qlora"):
+        model = apply_lora(model, spec)
+    if spec.gradient_checkpointing:
+        enable_checkpointing(model, spec.gradient_checkpointing_kwargs)
+        if spec.adapter and spec.gradient_checkpointing_kwargs.get("use_reentrant", True):
+            model.enable_input_require_grads()
+    model.train()
+    return model
+
+
+def enable_checkpointing(model: Any, kwargs: dict[str, Any]) -> None:
+    """Per-layer activation checkpointing (`activation_checkpointing_enable` in transformers ≥ 5.23, else the old name)."""
+    enable = getattr(model, "activation_checkpointing_enable", None)
+    if enable is not None:
+        enable(activation_checkpointing_kwargs=kwargs)
+    else:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+
+
+def apply_lora(model: Any, spec: TrainSpec) -> Any:
+    """Wrap `model` with PEFT LoRA adapters as Axolotl configures them."""
+    from peft import LoraConfig, get_peft_model
+
+    lora = LoraConfig(r=spec.lora_r, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout,
+                      target_modules=spec.lora_target_modules, task_type="CAUSAL_LM", bias="none")
+    return get_peft_model(model, lora)
+
+
+def count_parameters(model: Any) -> tuple[int, int]:
+    """(all, trainable) parameter counts; ZeRO-3 partitioned parameters report their full `ds_numel`."""
+    total = trainable = 0
+    for p in model.parameters():
+        n = int(getattr(p, "ds_numel", p.numel()))
+        total += n
+        trainable += n if p.requires_grad else 0
+    return total, trainable

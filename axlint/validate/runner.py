@@ -1,0 +1,172 @@
+"""`run_validation`: resolve the config, launch the ranks, compare with the estimate, optionally probe a limit."""
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+from axlint.validate.extras import require_validate_extras
+from axlint.validate.launch import choose_launcher, run_ranks
+from axlint.validate.probe import largest_fitting
+from axlint.validate.report import CPU_CAVEAT, GIB, ValidationReport
+from axlint.validate.scaling import scale_down
+
+PROBE_KEYS = {"micro_batch_size": (1, 1), "sequence_len": (256, 256)}  # key -> (start, granularity)
+
+
+class ValidationError(ValueError):
+    """The run cannot be set up (unresolvable model, bad option); the CLI exits 2 with the message."""
+
+
+def run_validation(config_path: Path, *, steps: int, num_gpus: int | None, device: str, probe: str | None,
+                   hostfile: Path | None, memory_limit_gib: float | None = None, launcher: str = "auto",
+                   model_config: Path | None = None) -> ValidationReport:
+    """Run `steps` real training steps (after one warm-up) of the config and measure every rank.
+
+    `device` "cuda" runs the real architecture on `num_gpus` GPUs per node (default: all visible); "cpu" runs
+    a scaled-down copy with DeepSpeed's CPU accelerator and gloo on `num_gpus` processes (default 1). `probe`
+    ("micro_batch_size" | "sequence_len") searches the largest value that runs; on CPU it needs
+    `memory_limit_gib` (a point fails when its peak RSS exceeds the cap) since a CPU has no OOM to find.
+    """
+    require_validate_extras()
+    if device not in ("cuda", "cpu"):
+        raise ValidationError(f"--device must be cuda or cpu, not {device!r}")
+    if probe is not None and probe not in PROBE_KEYS:
+        raise ValidationError(f"--probe takes {' or '.join(PROBE_KEYS)}, not {probe!r}")
+    if probe is not None and device == "cpu" and memory_limit_gib is None:
+        raise ValidationError("--probe on --device cpu needs --memory-limit-gib: a CPU run never runs out of GPU "
+                              "memory, so the cap on the peak RSS decides what fits")
+    processes = num_gpus or (_visible_gpus() if device == "cuda" else 1)
+    world = _hostfile_slots(hostfile) if hostfile else processes
+    config, ds_raw, arch = _load(config_path, model_config)
+    model_config_dict = dict(arch.config)
+    scaled = None
+    if device == "cpu":
+        scaled = scale_down(model_config_dict)
+        model_config_dict = scaled
+    ds = _resolve_ds(ds_raw, config, world, model_config_dict)
+    job = {"model_type": str(arch.config.get("model_type") or arch.model_type), "model_config": model_config_dict,
+           "axolotl": config, "ds": ds, "steps": steps, "device": device}
+    chosen = choose_launcher(processes, hostfile, ds is not None, launcher)
+    ranks = _run(job, processes, chosen, hostfile)
+    notes = [CPU_CAVEAT] if device == "cpu" else []
+    est_arch = _scaled_arch(arch, scaled) if scaled else arch
+    estimate, note = _estimate(config, ds, est_arch, world, config_path, ranks)
+    notes += [note] if note else []
+    report = ValidationReport(config=str(config_path), model_id=arch.model_id, model_type=job["model_type"],
+                              device=device, world_size=world, steps=steps, launcher=chosen, scaled_config=scaled,
+                              ranks=ranks, estimate=estimate, notes=notes)
+    if probe is not None:
+        report.probe = _probe(job, probe, processes, chosen, hostfile, memory_limit_gib, est_arch, world, ds)
+    return report
+
+
+def _run(job: dict[str, Any], processes: int, launcher: str, hostfile: Path | None) -> list[dict[str, Any]]:
+    with tempfile.TemporaryDirectory(prefix="axlint-validate-") as tmp:
+        ranks, _ = run_ranks(job, Path(tmp), processes=processes, launcher=launcher, hostfile=hostfile)
+    return ranks
+
+
+def _load(config_path: Path, model_config: Path | None) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
+    """(Axolotl config with defaults, raw DeepSpeed dict or None, Architecture) via axlint.run."""
+    from axlint.document import load_document
+    from axlint.run import build_run
+
+    run = build_run(load_document(Path(config_path)), world_size=1, model_config_path=model_config)
+    if run.ds_error is not None:
+        raise ValidationError(str(run.ds_error.message))
+    arch = run.arch
+    if arch is None:
+        raise ValidationError(f"cannot resolve base_model {run.config.get('base_model')!r} to an architecture; "
+                              "pass --model-config PATH/config.json")
+    return dict(run.config), run.ds_raw, arch
+
+
+def _resolve_ds(ds_raw: Mapping[str, Any] | None, config: Mapping[str, Any], world: int,
+                model_config: Mapping[str, Any]) -> dict[str, Any] | None:
+    """HF's "auto" resolution for the world size and hidden size actually run."""
+    if ds_raw is None:
+        return None
+    from axlint.run import resolve_auto
+
+    return resolve_auto(dict(ds_raw), dict(config), world, int(model_config.get("hidden_size") or 0) or None)
+
+
+def _scaled_arch(arch: Any, scaled: dict[str, Any]) -> Any:
+    from axlint.architectures import Architecture
+
+    return Architecture.from_config(f"{arch.model_id} (scaled down)", arch.source, {**scaled})
+
+
+def _estimate(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Any, world: int, config_path: Path,
+              ranks: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
+    """The analytic estimate for the hardware that ran (measured GPU memory, or a nominal 80 GiB on CPU)."""
+    from axlint.hardware import parse_hardware
+    from axlint.memory.estimate import estimate_memory
+
+    env = next((r.get("environment") for r in ranks if r.get("environment")), {}) or {}
+    mem = env.get("memory_bytes")
+    hw = parse_hardware(f"{world}x{mem / GIB:.1f}GiB" if mem else f"{world}x80GiB")
+    try:
+        return estimate_memory(config, ds, arch, hw).to_json(str(config_path)), None
+    except (ValueError, KeyError, TypeError) as exc:
+        return None, f"no estimate: {exc}"
+
+
+def _probe(job: dict[str, Any], key: str, processes: int, launcher: str, hostfile: Path | None,
+           limit_gib: float | None, arch: Any, world: int, ds: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Largest `key` that runs (a fresh launch per point) and the largest the estimate says fits."""
+    start, granularity = PROBE_KEYS[key]
+    peaks: dict[int, float] = {}
+
+    def runs(value: int) -> bool:
+        point = {**job, "steps": 1, "axolotl": {**job["axolotl"], key: value}}
+        ranks = _run(point, processes, launcher, hostfile)
+        peak = max((_peak_bytes(r) for r in ranks), default=0) / GIB
+        peaks[value] = peak
+        ok = all(r.get("status") == "ok" for r in ranks) and bool(ranks)
+        return ok and (limit_gib is None or peak <= limit_gib)
+
+    limit = int(arch.config.get("max_position_embeddings") or 131072) if key == "sequence_len" else 4096
+    measured = largest_fitting(runs, start=start, limit=limit, granularity=granularity)
+    predicted = _predicted_fit(job["axolotl"], ds, arch, world, key, start, limit, granularity, limit_gib)
+    return {"key": key, "largest_fit": measured.largest_fit,
+            "largest_fit_peak_gib": round(peaks.get(measured.largest_fit or -1, 0.0), 3) or None,
+            "tried": [{"value": v, "fits": ok, "peak_gib": round(peaks.get(v, 0.0), 3)} for v, ok in measured.tried],
+            "estimated_largest_fit": predicted}
+
+
+def _peak_bytes(rank: Mapping[str, Any]) -> int:
+    mem = rank.get("memory") or {}
+    return int(mem.get("peak_device_bytes") or mem.get("peak_rss_bytes") or 0)
+
+
+def _predicted_fit(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Any, world: int, key: str,
+                   start: int, limit: int, granularity: int, limit_gib: float | None) -> int | None:
+    """The same search over the analytic estimate (peak device memory against the GPU or the CPU cap)."""
+    from axlint.hardware import detect_local_gpus, parse_hardware
+    from axlint.memory.estimate import estimate_memory
+
+    local = detect_local_gpus()
+    hw = parse_hardware(f"{world}x{limit_gib}GiB") if limit_gib else (local or parse_hardware(f"{world}x80GiB"))
+
+    def fits(value: int) -> bool:
+        return bool(estimate_memory({**config, key: value}, ds, arch, hw).fits)
+
+    return largest_fitting(fits, start=start, limit=limit, granularity=granularity).largest_fit
+
+
+def _visible_gpus() -> int:
+    import torch
+
+    return max(1, torch.cuda.device_count())
+
+
+def _hostfile_slots(hostfile: Path) -> int:
+    """Total `slots=N` over the hosts of a DeepSpeed hostfile."""
+    total = 0
+    for line in Path(hostfile).read_text().splitlines():
+        for part in line.split("#", 1)[0].split():
+            if part.startswith("slots="):
+                total += int(part.split("=", 1)[1])
+    return total

@@ -1,0 +1,84 @@
+"""Pure parts of `axlint validate`: scaling, the probe search, the train spec, launch commands, the report."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from axlint.validate.launch import choose_launcher, launch_command
+from axlint.validate.probe import largest_fitting
+from axlint.validate.report import ValidationReport
+from axlint.validate.scaling import scale_down
+from axlint.validate.spec import attention_implementation, cpu_attention, train_spec
+
+LLAMA_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+            "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "bos_token_id": 128000,
+            "eos_token_id": [128001, 128008], "tie_word_embeddings": False}
+MIXTRAL = {"model_type": "mixtral", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 32000, "num_local_experts": 8,
+           "num_experts_per_tok": 2}
+
+
+def test_scale_down_keeps_the_shape_class() -> None:
+    small = scale_down(LLAMA_8B)
+    assert small["model_type"] == "llama" and small["num_hidden_layers"] == 2 and small["vocab_size"] == 512
+    assert small["num_attention_heads"] // small["num_key_value_heads"] == 4  # GQA ratio kept
+    assert small["num_key_value_heads"] == 2 and small["hidden_size"] == 8 * 16
+    assert small["intermediate_size"] == 448  # 14336/4096 × 128
+    assert small["bos_token_id"] == 511 and small["eos_token_id"] == [511, 511]
+    assert LLAMA_8B["num_hidden_layers"] == 32  # input untouched
+
+
+def test_scale_down_moe_and_odd_ratios() -> None:
+    moe = scale_down(MIXTRAL)
+    assert moe["num_local_experts"] == 4 and moe["num_experts_per_tok"] == 2
+    qwen = scale_down({"hidden_size": 896, "num_attention_heads": 14, "num_key_value_heads": 2,
+                       "num_hidden_layers": 24, "layer_types": ["full_attention"] * 24, "intermediate_size": 4864})
+    assert qwen["num_attention_heads"] == 14 and qwen["num_key_value_heads"] == 2
+    assert qwen["hidden_size"] == 14 * 16 and qwen["layer_types"] == ["full_attention"] * 2
+
+
+def test_largest_fitting_doubles_then_bisects() -> None:
+    outcome = largest_fitting(lambda v: v <= 11)
+    assert outcome.largest_fit == 11
+    assert [v for v, _ in outcome.tried] == [1, 2, 4, 8, 16, 12, 10, 11]
+    assert largest_fitting(lambda v: False).largest_fit is None
+    assert largest_fitting(lambda v: True, limit=100).largest_fit == 100
+    seq = largest_fitting(lambda v: v <= 5000, start=256, granularity=256, limit=1 << 16)
+    assert seq.largest_fit == 4864
+
+
+def test_train_spec_reads_axolotl_semantics() -> None:
+    spec = train_spec({"micro_batch_size": 4, "sequence_len": 2048, "bf16": "auto", "gradient_checkpointing": True,
+                       "load_in_4bit": True, "lora_target_linear": True, "learning_rate": "2e-4"})
+    assert spec.tokens == 8192 and spec.dtype == "bfloat16" and spec.quantized
+    assert spec.gradient_checkpointing_kwargs == {"use_reentrant": True}
+    assert spec.lora_target_modules == "all-linear" and spec.learning_rate == 2e-4
+    assert attention_implementation({"flash_attention": True, "sdp_attention": True}) == "flash_attention_2"
+    assert attention_implementation({}) == "sdpa"
+    assert cpu_attention("flash_attention_2") == "sdpa" and cpu_attention("eager") == "eager"
+
+
+def test_launch_commands_use_existing_launchers(tmp_path: Path) -> None:
+    job = tmp_path / "job.json"
+    ds = launch_command(job, processes=8, launcher="deepspeed", hostfile=tmp_path / "hosts", port=1234)
+    assert ds[1:3] == ["-m", "deepspeed.launcher.runner"] and "--hostfile" in ds and "--no_local_rank" in ds
+    tr = launch_command(job, processes=2, launcher="torchrun", hostfile=None, port=1234)
+    assert tr[1:3] == ["-m", "torch.distributed.run"] and tr[tr.index("--nproc_per_node") + 1] == "2"
+    assert choose_launcher(8, None, True) == "deepspeed" and choose_launcher(2, None, False) == "torchrun"
+    assert choose_launcher(1, None, True) == "direct" and choose_launcher(1, tmp_path, False) == "deepspeed"
+
+
+def test_report_compares_measured_and_estimated() -> None:
+    gib = 2**30
+    ranks = [{"rank": 0, "status": "ok", "steps_completed": 2, "losses": [2.0, 1.9], "tokens_per_second": 1000.0,
+              "memory": {"peak_allocated_bytes": 30 * gib, "peak_reserved_bytes": 34 * gib,
+                         "peak_device_bytes": 36 * gib, "model_states_bytes": 20 * gib}},
+             {"rank": 1, "status": "oom", "oom": {"step": 1, "phase": "optimizer"}}]
+    estimate = {"per_gpu": {"components_gib": {"weights": 16.0, "optimizer_states": 4.0}, "peak_allocated_gib": 33.0,
+                            "peak_reserved_gib": 36.0, "peak_device_gib": 37.0}}
+    report = ValidationReport("c.yml", "m", "llama", "cuda", 2, 2, "deepspeed", None, ranks, estimate)
+    rows = {r["component"].split(" (")[0]: r for r in report.comparison()}
+    assert rows["peak allocated"]["error_percent"] == 10.0
+    assert rows["activations peak"]["measured_gib"] == 10.0 and rows["activations peak"]["estimated_gib"] == 13.0
+    assert report.status == "oom"
+    text = report.render_text()
+    assert "out of memory at step 1 during optimizer" in text and "+10.0%" in text
