@@ -1,0 +1,159 @@
+"""Checks of Axolotl keys that a `when:` condition cannot say: attention backends, adapters, plugins, ZeRO-3."""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from axlint import edits
+from axlint.checks import Hit, register_check
+from axlint.checks.deepspeed import zero_stage
+from axlint.engine import Rule
+from axlint.fixes import Applicability, Fix
+from axlint.run import TrainingRun
+
+LEGACY_ATTENTION = (("xformers_attention", "xformers"), ("sage_attention", "sage"),
+                    ("flex_attention", "flex_attention"), ("flash_attention", "flash_attention_2"),
+                    ("sdp_attention", "sdpa"), ("eager_attention", "eager"))
+"""Deprecated flags and the backend Axolotl maps them to, in its priority order (axolotl.md §2.1 #4)."""
+
+FLASH_LIBRARY = frozenset({"flash_attention_2", "flash_attention_3"})
+LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules", "lora_target_linear", "lora_modules_to_save")
+EMBEDDING_MODULES = frozenset({"embed_tokens", "lm_head", "wte", "embed_in", "embed_out", "word_embeddings",
+                               "tok_embeddings", "output"})
+CROSS_ENTROPY_KEYS = ("cut_cross_entropy", "chunked_cross_entropy", "liger_cross_entropy",
+                      "liger_fused_linear_cross_entropy")
+CCE_PLUGIN = "axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"
+
+
+def attention_backend(cfg: dict[str, Any]) -> str | None:
+    """The attention implementation the run uses: `attn_implementation`, else the legacy flag Axolotl maps."""
+    impl = cfg.get("attn_implementation")
+    if isinstance(impl, str):
+        return impl
+    return next((name for flag, name in LEGACY_ATTENTION if cfg.get(flag) is True), None)
+
+
+def attention_key(run: TrainingRun) -> tuple[str, ...]:
+    """The key that chose the backend (for locating a finding)."""
+    if "attn_implementation" in run.raw:
+        return ("attn_implementation",)
+    return next(((flag,) for flag, _ in LEGACY_ATTENTION if run.raw.get(flag) is True), ("attn_implementation",))
+
+
+def is_flash_library(backend: str | None) -> bool:
+    """flash-attn kernels: FA2/FA3, or a hub kernel of that library (`kernels-community/...flash-attn...`)."""
+    return backend in FLASH_LIBRARY or (isinstance(backend, str) and "/" in backend and "flash" in backend)
+
+
+def ax_hit(run: TrainingRun, path: tuple[str | int, ...], part: str = "key", fix: Fix | None = None,
+           **args: Any) -> Hit:
+    doc, span = run.ax_span(path, part)
+    return Hit(doc, span, args, fix)
+
+
+def above_one(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 1
+
+
+@register_check("ax_sample_packing_attention")
+def check_sample_packing_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`sample_packing` with no attention backend: packed samples are not isolated (axolotl.md §2.3 #46)."""
+    if run.axolotl is not None and run.config.get("sample_packing") is True and attention_backend(run.config) is None:
+        yield ax_hit(run, ("sample_packing",))
+
+
+@register_check("ax_eager_long_sequence")
+def check_eager_long_sequence(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Eager attention keeps the fp32 softmax of every head: 6·heads·seq² bytes per sequence and layer."""
+    seq = run.config.get("sequence_len")
+    threshold = rule.options.get("min_sequence_len", 8192)
+    if run.axolotl is None or attention_backend(run.config) != "eager" or not isinstance(seq, int) or seq < threshold:
+        return
+    heads = getattr(run.arch, "num_heads", None)
+    mbs = run.config.get("micro_batch_size") if isinstance(run.config.get("micro_batch_size"), int) else 1
+    size = (f"{6 * heads * seq * seq * mbs / 2**30:.1f} GiB per layer for {heads} heads × micro batch {mbs}"
+            if heads else f"{6 * seq * seq / 2**30:.2f} GiB per head, layer and sequence")
+    yield ax_hit(run, attention_key(run), part="value", seq=seq, size=size)
+
+
+@register_check("ax_lora_keys_without_adapter")
+def check_lora_keys_without_adapter(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """LoRA keys in a config without `adapter`: Axolotl runs a full fine-tune and ignores them."""
+    if run.axolotl is None or run.config.get("adapter"):
+        return
+    written = [k for k in LORA_KEYS if run.raw.get(k) not in (None, False, [], "")]
+    if written:
+        yield ax_hit(run, (written[0],), keys=", ".join(f"`{k}`" for k in written))
+
+
+@register_check("ax_modules_to_save_embeddings")
+def check_modules_to_save_embeddings(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`lora_modules_to_save` with the embedding or LM head: full trainable copies with optimizer state."""
+    modules = run.config.get("lora_modules_to_save")
+    if run.axolotl is None or not run.config.get("adapter") or not isinstance(modules, list):
+        return
+    arch = run.arch
+    params = arch.vocab_size * arch.hidden_size if arch is not None else None
+    size = (f"{params / 1e6:.0f}M parameters, ≈{params * 16 / 2**30:.1f} GiB of fp32 weights, gradients and "
+            f"AdamW state" if params else "vocab × hidden parameters at ≈16 bytes each with AdamW")
+    for index, name in enumerate(modules):
+        if isinstance(name, str) and name.rsplit(".", 1)[-1] in EMBEDDING_MODULES:
+            yield ax_hit(run, ("lora_modules_to_save", index), part="value", module=name, size=size)
+
+
+@register_check("ax_reentrant_zero3")
+def check_reentrant_zero3(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Non-reentrant gradient checkpointing under ZeRO-3: CheckpointError about recomputed values."""
+    kwargs = run.config.get("gradient_checkpointing_kwargs")
+    if (run.axolotl is None or not run.config.get("gradient_checkpointing") or not isinstance(kwargs, dict)
+            or kwargs.get("use_reentrant") is not False or zero_stage(run) != 3):
+        return
+    needs_non_reentrant = any(run.config.get(k) for k in ("unfrozen_parameters", "selective_checkpointing")) or \
+        run.config.get("activation_offloading") == "hidden_states"
+    path = ("gradient_checkpointing_kwargs", "use_reentrant")
+    fix = None if needs_non_reentrant else Fix(
+        run.axolotl.path, tuple(edits.set_value(run.axolotl, path, True)), Applicability.UNSAFE,
+        "set `gradient_checkpointing_kwargs.use_reentrant` to true")
+    yield ax_hit(run, path, part="value", fix=fix)
+
+
+@register_check("ax_multiple_cross_entropy")
+def check_multiple_cross_entropy(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """More than one cross-entropy replacement turned on in the YAML (axolotl.md §2.3 #86)."""
+    on = [k for k in CROSS_ENTROPY_KEYS if run.raw.get(k)]
+    if len(on) > 1:
+        yield ax_hit(run, (on[1],), keys=", ".join(f"`{k}`" for k in on))
+
+
+@register_check("ax_cce_needs_half_precision")
+def check_cce_half_precision(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """The CCE plugin checks the raw YAML for a truthy `bf16`/`fp16` and raises without one (§2.5 #136)."""
+    plugins = run.raw.get("plugins")
+    if not isinstance(plugins, list) or CCE_PLUGIN not in plugins or run.raw.get("cut_cross_entropy") is False:
+        return
+    if run.raw.get("bf16") or run.raw.get("fp16"):
+        return
+    where = ("bf16",) if "bf16" in run.raw else ("plugins", plugins.index(CCE_PLUGIN))
+    yield ax_hit(run, where, part="value", bf16=run.raw.get("bf16", "unset"))
+
+
+@register_check("ax_attention_with_legacy_flag")
+def check_attention_with_legacy_flag(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`attn_implementation` next to a legacy attention flag: Axolotl refuses the combination (§2.1 #3)."""
+    if not isinstance(run.raw.get("attn_implementation"), str):
+        return
+    for flag, _ in LEGACY_ATTENTION:
+        if run.raw.get(flag) is True:
+            yield ax_hit(run, (flag,), flag=flag, impl=run.raw["attn_implementation"])
+
+
+@register_check("ax_context_parallel_attention")
+def check_context_parallel_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`context_parallel_size` > 1 needs the flash-attn library (ring-flash-attn) (§2.3 #119)."""
+    if run.axolotl is None or not any(above_one(run.config.get(k)) for k in ("context_parallel_size",
+                                                                          "sequence_parallel_degree")):
+        return
+    backend = attention_backend(run.config)
+    if not is_flash_library(backend):
+        where = attention_key(run) if backend else (
+            "context_parallel_size" if "context_parallel_size" in run.raw else "sequence_parallel_degree",)
+        yield ax_hit(run, where, part="value" if backend else "key", backend=backend or "none")
