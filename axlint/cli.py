@@ -5,6 +5,8 @@ import click
 
 from axlint import __version__
 from axlint.commands.check import check
+from axlint.commands.estimate import estimate
+from axlint.commands.fix import fix
 from axlint.commands.rules import rule_command, rules_command
 
 
@@ -15,6 +17,8 @@ def cli() -> None:
 
 
 cli.add_command(check)
+cli.add_command(estimate)
+cli.add_command(fix)
 cli.add_command(rules_command)
 cli.add_command(rule_command)
 

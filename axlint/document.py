@@ -23,6 +23,9 @@ MAX_FILE_BYTES = 5 * 1024 * 1024
 """Axolotl and DeepSpeed configs are a few KiB; anything above 5 MiB is refused, not parsed."""
 MAX_EXPANDED_NODES = 200_000
 """Alias expansion budget: a YAML 'billion laughs' document is rejected once its expanded tree passes this."""
+MAX_NESTING = 200
+"""Deepest collection nesting accepted (real configs nest < 10 levels); libyaml's composer recurses in C and
+crashes the interpreter on nesting in the tens of thousands, so deeper YAML is refused before composing."""
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -102,7 +105,7 @@ class Document:
         for depth in range(len(path), 0, -1):
             sub = path[:depth]
             node = self.key_node(sub) if part == "key" or depth < len(path) else self.node(sub)
-            if node is None and depth == len(path):
+            if node is None:  # the value itself: a list item has no key
                 node = self.node(sub)
             if node is not None:
                 return node.span
@@ -156,7 +159,10 @@ def decode_bytes(raw: bytes) -> str:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise DocumentError(f"not UTF-8 text (invalid byte at offset {exc.start})") from None
+        before = raw[:exc.start]
+        line, col = before.count(b"\n") + 1, exc.start - (before.rfind(b"\n") + 1) + 1
+        raise DocumentError(f"not UTF-8 text (invalid byte 0x{raw[exc.start]:02x})",
+                            Span(line, col, line, col + 1, exc.start, exc.start + 1)) from None
     return text
 
 
@@ -180,24 +186,44 @@ def _kind_word(node: Node) -> str:
 # ---------------------------------------------------------------------------------------------------- YAML
 
 
-def _mark_span(node: yaml.Node) -> Span:
+def _mark_span(node: yaml.Node | yaml.Event) -> Span:
     s, e = node.start_mark, node.end_mark
     return Span(s.line + 1, s.column + 1, e.line + 1, e.column + 1, s.index, e.index)
+
+
+def _check_nesting(text: str) -> None:
+    """Refuse YAML nested deeper than MAX_NESTING, scanning parser events (iterative, no recursion).
+
+    Every nesting level needs one of `[{-:?`, so text with fewer of them is skipped without parsing."""
+    if sum(text.count(ch) for ch in "[{-:?") <= MAX_NESTING:
+        return
+    scanner, depth = _Loader(text), 0
+    try:
+        while (event := scanner.get_event()) is not None:
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                depth += 1
+                if depth > MAX_NESTING:
+                    raise DocumentError(f"YAML nested deeper than {MAX_NESTING} levels", _mark_span(event))
+            elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                depth -= 1
+    finally:
+        scanner.dispose()
 
 
 def _load_yaml(path: Path, text: str) -> Document:
     loader = _Loader(text)
     try:
+        _check_nesting(text)
         root = loader.get_single_node()
         if root is None:
             raise DocumentError("empty document: expected a mapping of config keys")
-        budget = [MAX_EXPANDED_NODES]
-        tree = _convert_yaml(root, budget, set(), loader)
+        _expanded_size(root, {}, set())
+        tree = _convert_yaml(root, loader)
         data = loader.construct_document(root)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         span = Span(mark.line + 1, mark.column + 1, mark.line + 1, mark.column + 1, mark.index, mark.index) if mark else None
-        problem = exc.problem or str(exc)
+        problem = ", ".join(filter(None, (exc.context, exc.problem))) or str(exc)
         if isinstance(exc, yaml.constructor.ConstructorError) and "could not determine a constructor" in problem:
             problem = f"unsafe or unknown tag {problem.split('tag', 1)[-1].strip()}; axlint never constructs tagged objects"
         raise DocumentError(f"invalid YAML: {problem}", span) from None
@@ -211,29 +237,40 @@ def _load_yaml(path: Path, text: str) -> Document:
 
 
 _STYLE = {None: "", "'": "'", '"': '"', "|": "|", ">": ">"}
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def _convert_yaml(node: yaml.Node, budget: list[int], active: set[int], loader: Any) -> Node:
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise DocumentError("YAML aliases expand to too many nodes (an alias bomb?)", _mark_span(node))
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return list(node.value) if isinstance(node, yaml.SequenceNode) else []
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int], active: set[int]) -> int:
+    """Nodes in the tree once aliases are expanded, memoised per node, so a "billion laughs" document costs only
+    its written size to reject. Raises at the first node (innermost first) that expands past the budget."""
+    if id(node) in sizes:
+        return sizes[id(node)]
     if id(node) in active:
         raise DocumentError("recursive YAML alias", _mark_span(node))
+    active.add(id(node))
+    total = 1 + sum(_expanded_size(child, sizes, active) for child in _children(node))
+    active.discard(id(node))
+    if total > MAX_EXPANDED_NODES:
+        raise DocumentError(f"YAML aliases expand to over {MAX_EXPANDED_NODES} nodes (an alias bomb?)", _mark_span(node))
+    sizes[id(node)] = total
+    return total
+
+
+def _convert_yaml(node: yaml.Node, loader: Any) -> Node:
     span = _mark_span(node)
     if isinstance(node, yaml.MappingNode):
-        active.add(id(node))
-        pairs = [Pair(_convert_yaml(k, budget, active, loader), _convert_yaml(v, budget, active, loader)) for k, v in node.value]
-        active.discard(id(node))
-        for pair in pairs:
-            if pair.key.kind == "scalar" and pair.key.tag == "tag:yaml.org,2002:merge":
-                pair.key.value = "<<"
+        pairs = [Pair(_convert_yaml(k, loader), _convert_yaml(v, loader)) for k, v in node.value]
         return Node("map", span, pairs=pairs, tag=node.tag)
     if isinstance(node, yaml.SequenceNode):
-        active.add(id(node))
-        items = [_convert_yaml(v, budget, active, loader) for v in node.value]
-        active.discard(id(node))
-        return Node("seq", span, items=items, tag=node.tag)
-    value = loader.construct_object(node)  # the scalar exactly as safe_load constructs it
+        return Node("seq", span, items=[_convert_yaml(v, loader) for v in node.value], tag=node.tag)
+    # the scalar exactly as safe_load constructs it; a merge key `<<` has no constructor of its own
+    value = "<<" if node.tag == _MERGE_TAG else loader.construct_object(node)
     return Node("scalar", span, value=value, style=_STYLE.get(node.style, ""), tag=node.tag)
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from axlint.diagnostics import Diagnostic
-from axlint.document import Document, DocumentError, load_document
+from axlint.document import Document, DocumentError, decode_bytes, load_document
 from axlint.engine import Rule, apply_suppressions, document_error_diagnostic, run_rules
 from axlint.run import TrainingRun, build_run
 
@@ -25,12 +25,12 @@ class LintResult:
     runs: list[TrainingRun] = field(default_factory=list)
 
 
-def lint_text(path: Path, text: str | None, options: LintOptions) -> LintResult:
-    """Lint one file (its referenced DeepSpeed file too). `text` given means stdin under that name."""
+def lint_text(path: Path, text: str | bytes | None, options: LintOptions) -> LintResult:
+    """Lint one file (its referenced DeepSpeed file too). `text` (or raw bytes) given means stdin under that name."""
     result = LintResult()
     selected = {r.code for r in options.rules}
     try:
-        doc = load_document(path, text)
+        doc = load_document(path, decode_bytes(text) if isinstance(text, bytes) else text)
     except DocumentError as exc:
         if "AX000" in selected:
             result.diagnostics.append(document_error_diagnostic(path, exc))
@@ -60,7 +60,7 @@ def lint_paths(paths: list[Path], options: LintOptions) -> LintResult:
         total.documents.update(one.documents)
         total.runs.extend(one.runs)
         for diag in one.diagnostics:
-            key = (str(diag.path), diag.span, diag.code, diag.message)
+            key = (diag.path.resolve(), diag.span, diag.code, diag.message)  # one file, however it was reached
             if key not in seen:
                 seen.add(key)
                 total.diagnostics.append(diag)

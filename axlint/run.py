@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from axlint.diagnostics import Span
 from axlint.document import Document, DocumentError, KeyPath, load_document
+from axlint.hardware import default_hardware
 
-STOCK_DEEPSPEED = "axlint.data.deepspeed_stock"
+PACKAGE_DIR = Path(__file__).resolve().parent
+STOCK_DEEPSPEED = PACKAGE_DIR / "data" / "deepspeed_stock"
 
 # DeepSpeed accepts both spellings of the ZeRO-3 keys (pydantic aliases, deepspeed.md §2.5); rules read the long one.
 ZERO_ALIASES = {
@@ -34,7 +35,7 @@ ZERO_ALIASES = {
 @lru_cache(maxsize=1)
 def axolotl_defaults() -> dict[str, Any]:
     """Defaults of every Axolotl key that declares one, read from the generated schema."""
-    schema = json.loads(resources.files("axlint.schemas").joinpath("axolotl.schema.json").read_text())
+    schema = json.loads((PACKAGE_DIR / "schemas" / "axolotl.schema.json").read_text(encoding="utf-8"))
     return {k: v["default"] for k, v in schema["properties"].items() if isinstance(v, dict) and v.get("default") is not None}
 
 
@@ -199,7 +200,7 @@ def _mul(*xs: Any) -> int | None:
 
 
 def stock_deepspeed_names() -> list[str]:
-    return sorted(p.name for p in resources.files(STOCK_DEEPSPEED).iterdir() if p.name.endswith(".json"))
+    return sorted(p.name for p in STOCK_DEEPSPEED.glob("*.json"))
 
 
 def build_run(doc: Document, *, world_size: int | None = None, hardware: Any = None,
@@ -214,9 +215,11 @@ def build_run(doc: Document, *, world_size: int | None = None, hardware: Any = N
     if hardware is not None:
         run.hardware, run.world_size, run.world_size_assumed = hardware, hardware.count, bool(getattr(hardware, "assumed", False))
     elif world_size is not None:
+        run.hardware = replace(default_hardware(distributed), count=world_size)
         run.world_size, run.world_size_assumed = world_size, False
-    else:
-        run.world_size = 8 if distributed else 1
+    else:  # nothing told us: 1 GPU, 8 with DeepSpeed/FSDP, 80 GB cards (never the local GPUs: see hardware.py)
+        run.hardware = default_hardware(distributed)
+        run.world_size = run.hardware.count
     return run
 
 
@@ -247,7 +250,7 @@ def _attach_deepspeed(run: TrainingRun) -> None:
                 run.extra["ds_error_path"] = cand
             return
     if ref_path.name in stock_deepspeed_names():
-        text = resources.files(STOCK_DEEPSPEED).joinpath(ref_path.name).read_text()
+        text = (STOCK_DEEPSPEED / ref_path.name).read_text(encoding="utf-8")
         run.deepspeed, run.ds_source = load_document(Path(ref_path.name), text), "stock"
         return
     run.ds_error = DocumentError(f"DeepSpeed config {ref!r} not found (looked next to the YAML and in the current folder)")

@@ -9,11 +9,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
-
 
 class SettingsError(Exception):
     pass
@@ -57,13 +52,18 @@ def find_settings_file(start: Path) -> Path | None:
 def load_settings(path: Path | None) -> Settings:
     if path is None:
         return Settings()
+    if sys.version_info >= (3, 11):  # imported here: most runs have no settings file
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise SettingsError(f"{path}: cannot read settings: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path}: invalid TOML: {exc}") from None
-    table = data.get("tool", {}).get("axlint", {}) if path.name == "pyproject.toml" else data
+    tool = data.get("tool", {}) if path.name == "pyproject.toml" else {"axlint": data}
+    table = tool.get("axlint", {}) if isinstance(tool, dict) else None
     if not isinstance(table, dict):
         raise SettingsError(f"{path}: [tool.axlint] must be a table")
     values: dict[str, Any] = {}

@@ -82,16 +82,12 @@ def parse_hardware_option(spec: str | None) -> Any:
     try:
         return parse_hardware(spec)
     except ValueError as exc:
-        raise UsageError(f"--hardware: {exc}") from None
+        raise UsageError(str(exc)) from None
 
 
-def read_stdin() -> str:
-    from axlint.document import DocumentError, decode_bytes
-
-    try:
-        return decode_bytes(sys.stdin.buffer.read())
-    except DocumentError as exc:
-        raise UsageError(f"stdin: {exc.message}") from None
+def read_stdin() -> bytes:
+    """The raw bytes of stdin; decoding them is the linter's job, so bad input is a finding as for a file."""
+    return sys.stdin.buffer.read()
 
 
 def internal_errors(fn: Callable) -> Callable:

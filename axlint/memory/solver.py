@@ -10,7 +10,11 @@ Cost model (relative step time of the same effective batch; throughput = 1 / Π 
   eager -> flash attention ×0.85
   ZeRO stage 0/1 ×1.0, 2 ×1.02, 3 ×1.15; optimizer offload ×1.6; parameter offload ×2.5
   micro batch of T tokens: utilisation ∝ T / (T + 1024) — smaller micro batches use the GPU less well
-A configuration fits when max(train, eval) peak_device ≤ (1 − 5 %) × GPU memory.
+A configuration fits when max(train, eval) peak_device ≤ (1 − 5 %) × GPU memory; the eval peak counts only when the
+run evaluates (``evaluates``), and a smaller ``eval_batch_size`` is one more knob (no training cost).
+
+The other direction, ``relax``: memory savers a run that fits does not need (gradient checkpointing, ZeRO-3, CPU
+offload), each dropped alone while the run still fits within a wider margin.
 """
 from __future__ import annotations
 
@@ -26,6 +30,9 @@ from axlint.memory.liger_models import cce_supports, liger_supports
 from axlint.memory.setup import CCE_PLUGIN, LIGER_PLUGIN, Sharding, TrainSetup, read_setup
 
 STOCK_ZERO3 = "deepspeed_configs/zero3_bf16.json"
+# ``relax`` keeps 15 % of the GPU free: the estimate is within ±10–25 % of the calibration measurements
+# (tests/test_memory_calibration.py), and dropping a memory saver must not talk a working run into an OOM.
+RELAX_MARGIN = 0.15
 
 
 @dataclass(frozen=True)
@@ -49,6 +56,30 @@ class Suggestion:
     @property
     def size(self) -> int:
         return len(self.changes) + len(self.ds_changes)
+
+    @property
+    def changes_text(self) -> str:
+        """`gradient_checkpointing: true, plugins += LigerPlugin, zero_optimization.stage: 3 (DeepSpeed)`."""
+        parts: list[str] = []
+        for key, value in self.changes.items():
+            if key == "plugins":
+                parts += [f"plugins += {p.rsplit('.', 1)[-1]}" for p in value if p in (LIGER_PLUGIN, CCE_PLUGIN)]
+            else:
+                parts.append(f"{key}: {_yaml_text(value)}")
+        return ", ".join(parts + [f"{k}: {_yaml_text(v)} (DeepSpeed)" for k, v in self.ds_changes.items()])
+
+
+def _yaml_text(value: Any) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
+
+
+def throughput_text(factor: float) -> str:
+    """A relative throughput as felt: `≈25 % slower`, `≈33 % faster`, `≈4.0× faster`, `same speed`."""
+    if abs(factor - 1) < 0.005:
+        return "same speed"
+    if factor >= 2 or factor <= 0.5:
+        return f"≈{max(factor, 1 / factor):.1f}× {'faster' if factor > 1 else 'slower'}"
+    return f"≈{abs(factor - 1) * 100:.0f} % {'faster' if factor > 1 else 'slower'}"
 
 
 @dataclass(frozen=True)
@@ -97,18 +128,39 @@ def _attention_options(s: TrainSetup) -> list[_Option]:
                            phrase="use flash_attention_2 instead of eager attention")]
 
 
-def _micro_batch_options(s: TrainSetup) -> list[_Option]:
+def _micro_batch_options(s: TrainSetup, eval_follows: bool) -> list[_Option]:
+    """Divisors of the micro batch, accumulation raised to keep the effective batch; an unset eval_batch_size
+    follows micro_batch_size (Axolotl's normalize_config)."""
     out = [_KEEP]
     mbs, ga = s.micro_batch_size, s.gradient_accumulation_steps
     for new in range(mbs - 1, 0, -1):
         if mbs % new:
             continue
         factor = _utilisation(s.tokens) / _utilisation(new * s.sequence_len)
-        out.append(_Option({"micro_batch_size": new, "gradient_accumulation_steps": ga * mbs // new},
+        follow = {"eval_batch_size": new} if eval_follows else {}
+        out.append(_Option({"micro_batch_size": new, "gradient_accumulation_steps": ga * mbs // new, **follow},
                            {"micro_batch_size": new, "gradient_accumulation_steps": ga * mbs // new},
                            step_time=factor, phrase=f"micro_batch_size {mbs}->{new} with gradient_accumulation_steps "
                                                     f"{ga}->{ga * mbs // new}"))
     return out
+
+
+def eval_batch_candidates(eval_batch_size: int, micro_batch_size: int) -> list[int]:
+    """Smaller eval batches to try, largest first: the train micro batch (when smaller) and successive halvings."""
+    values = {micro_batch_size} if micro_batch_size < eval_batch_size else set()
+    half = eval_batch_size // 2
+    while half >= 1:
+        values.add(half)
+        half //= 2
+    return sorted(values, reverse=True)
+
+
+def _eval_batch_options(s: TrainSetup, evaluating: bool) -> list[_Option]:
+    if not evaluating:
+        return [_KEEP]
+    return [_KEEP] + [_Option({"eval_batch_size": v}, {"eval_batch_size": v},
+                              phrase=f"eval_batch_size {s.eval_batch_size}->{v}")
+                      for v in eval_batch_candidates(s.eval_batch_size, s.micro_batch_size)]
 
 
 def _zero_options(s: TrainSetup, arch: Architecture) -> list[_Option]:
@@ -139,44 +191,148 @@ def _zero_options(s: TrainSetup, arch: Architecture) -> list[_Option]:
     return [_KEEP]
 
 
-def _peak(e: MemoryEstimate) -> float:
-    return max(e.peak_device, e.eval_peak_device)
+def evaluates(config: Mapping[str, Any]) -> bool:
+    """The run evaluates: a validation split (``val_set_size`` > 0) or ``test_datasets``, and eval not turned off."""
+    if str(config.get("eval_strategy") or "").lower() == "no":
+        return False
+    split = config.get("val_set_size")
+    has_split = isinstance(split, (int, float)) and not isinstance(split, bool) and split > 0
+    return has_split or bool(config.get("test_datasets"))
+
+
+def _peak(e: MemoryEstimate, evaluating: bool) -> float:
+    return max(e.peak_device, e.eval_peak_device) if evaluating else e.peak_device
+
+
+def _knobs(config: Mapping[str, Any], setup: TrainSetup, arch: Architecture, evaluating: bool) -> list[list[_Option]]:
+    """The option lists of every knob, each starting with "keep as is"."""
+    plugins = [str(p) for p in (config.get("plugins") or [])]
+    return [_checkpointing_options(setup), _loss_options(setup, arch, plugins), _attention_options(setup),
+            _micro_batch_options(setup, config.get("eval_batch_size") is None), _zero_options(setup, arch),
+            _eval_batch_options(setup, evaluating)]
+
+
+def _apply(setup: TrainSetup, chosen: list[_Option]) -> TrainSetup:
+    for o in chosen:
+        setup = setup.with_changes(**o.setup_changes)
+    return setup
+
+
+def _relative_throughput(chosen: list[_Option] | tuple[_Option, ...]) -> float:
+    step_time = 1.0
+    for o in chosen:
+        step_time *= o.step_time
+    return round(1 / step_time, 3)
+
+
+def _suggestion(chosen: list[_Option], e: MemoryEstimate, base_peak: float, evaluating: bool) -> Suggestion:
+    return Suggestion({k: v for o in chosen for k, v in o.changes.items()},
+                      {k: v for o in chosen for k, v in o.ds_changes.items()},
+                      round(_peak(e, evaluating) / C.GIB, 2), round((base_peak - _peak(e, evaluating)) / C.GIB, 2),
+                      _relative_throughput(chosen), "; ".join(o.phrase for o in chosen))
 
 
 def suggest(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Architecture, hw: Hardware, *,
             margin: float = C.SAFETY_MARGIN, limit: int = 5, expandable_segments: bool = False) -> list[Suggestion]:
     """Ranked edits that make the run fit within (1 − margin) of the GPU: best relative throughput first, then
-    fewest edits. A combination is dropped when a subset of its edits already fits at least as fast."""
+    fewest edits. A combination is dropped when a subset of its edits already fits at least as fast.
+
+    The throughput of a combination is known before it is estimated, so combinations are tried fastest first and
+    the search stops once ``limit`` suggestions are found and only slower combinations remain."""
     setup = read_setup(config, ds, arch, hw)
-    base = estimate_setup(setup, arch, hw, expandable_segments=expandable_segments)
+    evaluating = evaluates(config)
+    base_peak = _peak(estimate_setup(setup, arch, hw, expandable_segments=expandable_segments), evaluating)
     budget = hw.memory_gib * C.GIB * (1 - margin)
-    plugins = [str(p) for p in (config.get("plugins") or [])]
-    knobs = [_checkpointing_options(setup), _loss_options(setup, arch, plugins), _attention_options(setup),
-             _micro_batch_options(setup), _zero_options(setup, arch)]
+    *knobs, eval_options = _knobs(config, setup, arch, evaluating)
+    combos = sorted(([o for o in combo if o is not _KEEP] for combo in itertools.product(*knobs)),
+                    key=lambda chosen: (-_relative_throughput(chosen), len(chosen)))
     found: list[tuple[frozenset, Suggestion]] = []
-    for combo in itertools.product(*knobs):
-        chosen = [o for o in combo if o is not _KEEP]
-        if not chosen:
-            continue
-        new = setup
-        for o in chosen:
-            new = new.with_changes(**o.setup_changes)
-        e = estimate_setup(new, arch, hw, expandable_segments=expandable_segments)
-        if _peak(e) > budget:
-            continue
-        step_time = 1.0
-        for o in chosen:
-            step_time *= o.step_time
-        changes = {k: v for o in chosen for k, v in o.changes.items()}
-        ds_changes = {k: v for o in chosen for k, v in o.ds_changes.items()}
-        key = frozenset(o.phrase for o in chosen)
-        found.append((key, Suggestion(changes, ds_changes, round(_peak(e) / C.GIB, 2),
-                                      round((_peak(base) - _peak(e)) / C.GIB, 2), round(1 / step_time, 3),
-                                      "; ".join(o.phrase for o in chosen))))
-    kept = [s for key, s in found
-            if not any(k < key and t.relative_throughput >= s.relative_throughput for k, t in found)]
+    kept: list[Suggestion] = []
+    for combo in combos:
+        if len(kept) >= limit and _relative_throughput(combo) < kept[limit - 1].relative_throughput:
+            break
+        for eval_option in eval_options:  # the largest eval batch that fits with this combination
+            chosen = combo + ([eval_option] if eval_option is not _KEEP else [])
+            if not chosen:
+                continue
+            e = estimate_setup(_apply(setup, chosen), arch, hw, expandable_segments=expandable_segments)
+            if e.peak_device > budget:
+                break  # the eval batch does not change the training peak
+            if _peak(e, evaluating) <= budget:
+                key, s = frozenset(o.phrase for o in chosen), _suggestion(chosen, e, base_peak, evaluating)
+                if not any(k < key and t.relative_throughput >= s.relative_throughput for k, t in found):
+                    kept.append(s)
+                found.append((key, s))
+                break
     kept.sort(key=lambda s: (-s.relative_throughput, s.size))
     return kept[:limit]
+
+
+KNOBS = ("gradient_checkpointing", "loss", "attention", "micro_batch", "zero", "eval_batch")
+
+
+def single_knob_fixes(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Architecture, hw: Hardware, *,
+                      margin: float = C.SAFETY_MARGIN) -> dict[str, Suggestion]:
+    """For each knob of ``KNOBS``, its fastest setting that alone brings the *training* peak within (1 − margin)
+    of the GPU; for "eval_batch", the largest eval batch that brings the *eval* peak there."""
+    setup = read_setup(config, ds, arch, hw)
+    base = estimate_setup(setup, arch, hw)
+    budget = hw.memory_gib * C.GIB * (1 - margin)
+    out: dict[str, Suggestion] = {}
+    for name, options in zip(KNOBS, _knobs(config, setup, arch, evaluating=True)):
+        fitting = []
+        for o in options[1:]:
+            peak = _knob_peak(estimate_setup(_apply(setup, [o]), arch, hw), name)
+            if peak <= budget:
+                fitting.append(Suggestion(dict(o.changes), dict(o.ds_changes), round(peak / C.GIB, 2),
+                                          round((_knob_peak(base, name) - peak) / C.GIB, 2), _relative_throughput([o]),
+                                          o.phrase))
+        if fitting:
+            out[name] = max(fitting, key=lambda s: s.relative_throughput)
+    return out
+
+
+def _knob_peak(e: MemoryEstimate, knob: str) -> float:
+    return e.eval_peak_device if knob == "eval_batch" else e.peak_device
+
+
+def _relax_options(s: TrainSetup) -> dict[str, _Option]:
+    """Memory savers that cost speed, each with the option that drops it (its step-time factor below 1)."""
+    out: dict[str, _Option] = {}
+    if s.gradient_checkpointing:
+        cost = C.ACT_OFFLOAD_STEP_TIME if s.offload_checkpoints else C.GC_STEP_TIME
+        out["gradient_checkpointing"] = _Option({"gradient_checkpointing": False, "offload_checkpoints": False},
+                                                {"gradient_checkpointing": False}, step_time=1 / cost,
+                                                phrase="turn off gradient checkpointing")
+    sh = s.sharding
+    if sh.kind == "deepspeed" and sh.stage == 3 and not sh.offload_param:
+        out["zero3"] = _Option({"sharding": replace(sh, stage=2)}, ds_changes={"zero_optimization.stage": 2},
+                               step_time=C.ZERO_STEP_TIME[2] / C.ZERO_STEP_TIME[3], phrase="ZeRO stage 3->2")
+    if sh.offload_optimizer or sh.offload_param:
+        cost = C.OPTIMIZER_OFFLOAD_STEP_TIME * (C.PARAM_OFFLOAD_STEP_TIME if sh.offload_param else 1.0)
+        ds_changes = {f"zero_optimization.{k}.device": "none" for k, on in
+                      (("offload_optimizer", sh.offload_optimizer), ("offload_param", sh.offload_param)) if on}
+        out["offload"] = _Option({"sharding": replace(sh, offload_optimizer=False, offload_param=False)},
+                                 ds_changes=ds_changes if sh.kind == "deepspeed" else {}, step_time=1 / cost,
+                                 phrase="stop offloading to CPU")
+    return out
+
+
+def relax(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Architecture, hw: Hardware, *,
+          margin: float = RELAX_MARGIN) -> dict[str, Suggestion]:
+    """Memory savers the run does not need: "gradient_checkpointing", "zero3" (-> ZeRO-2), "offload", each mapped
+    to the edit that drops it alone when the run (eval included when it evaluates) still fits within
+    (1 − margin) of the GPU. ``saving_gib`` is then negative: the memory the faster run takes in addition."""
+    setup = read_setup(config, ds, arch, hw)
+    evaluating = evaluates(config)
+    base_peak = _peak(estimate_setup(setup, arch, hw), evaluating)
+    budget = hw.memory_gib * C.GIB * (1 - margin)
+    out: dict[str, Suggestion] = {}
+    for name, option in _relax_options(setup).items():
+        e = estimate_setup(_apply(setup, [option]), arch, hw)
+        if _peak(e, evaluating) <= budget:
+            out[name] = _suggestion([option], e, base_peak, evaluating)
+    return out
 
 
 @dataclass(frozen=True)

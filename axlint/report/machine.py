@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from urllib.parse import quote
 
 from axlint import __version__
 from axlint.diagnostics import Diagnostic
 from axlint.document import Document
-from axlint.engine import Rule
+from axlint.engine import Rule, builtin_rules_dir
 
 DOCS_URL = "https://github.com/axlint/axlint/blob/main/docs/rules.md#{code}"
 
@@ -35,25 +36,46 @@ def render_json(diags: list[Diagnostic], documents: dict[Path, Document], rules:
 
 
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+SARIF_TEXT_LIMIT = 1024
+"""GitHub code scanning reads at most this many characters of a rule's descriptions."""
+
+
+def _sarif_uri(path: Path) -> str:
+    """A URI reference: percent-encoded and relative when under the working folder, else a file:// URI."""
+    rel = _path(path)
+    return Path(rel).resolve().as_uri() if Path(rel).is_absolute() else quote(rel)
+
+
+def _text(text: str) -> dict[str, str]:
+    return {"text": text.strip()[:SARIF_TEXT_LIMIT]}
+
+
+def _descriptor(r: Rule, builtin: bool) -> dict:
+    """A SARIF `reportingDescriptor`; only built-in rules link to axlint's rule docs."""
+    descriptor = {
+        "id": r.code, "name": r.name,
+        "shortDescription": _text(r.summary),
+        "fullDescription": _text(r.docs.get("why") or r.summary),
+        "help": _text(f"{r.summary}\n\n{r.docs.get('why') or ''}"),
+        "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity.value]},
+        "properties": {"category": r.category},
+    }
+    if builtin:
+        descriptor["helpUri"] = DOCS_URL.format(code=r.code.lower())
+    return descriptor
 
 
 def render_sarif(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
     """SARIF 2.1.0 with one `reportingDescriptor` per selected rule (GitHub code scanning reads this)."""
     index = {r.code: i for i, r in enumerate(rules)}
-    descriptors = [{
-        "id": r.code, "name": r.name,
-        "shortDescription": {"text": r.summary},
-        "fullDescription": {"text": (r.docs.get("why") or r.summary).strip()},
-        "helpUri": DOCS_URL.format(code=r.code.lower()),
-        "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity.value]},
-        "properties": {"category": r.category},
-    } for r in rules]
+    builtin = builtin_rules_dir()
+    descriptors = [_descriptor(r, r.source.parent == builtin) for r in rules]
     results = []
     for d in diags:
         result = {
             "ruleId": d.code, "level": _SARIF_LEVEL[d.severity.value], "message": {"text": d.message},
             "locations": [{"physicalLocation": {
-                "artifactLocation": {"uri": _path(d.path)},
+                "artifactLocation": {"uri": _sarif_uri(d.path)},
                 "region": {"startLine": d.span.line, "startColumn": d.span.col,
                            "endLine": d.span.end_line, "endColumn": max(d.span.end_col, d.span.col)}}}],
         }

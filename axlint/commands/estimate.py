@@ -1,0 +1,183 @@
+"""`axlint estimate`: the per-GPU peak memory of one config, what fits (`--fit`), the simulated peak (`--simulate`)."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from axlint.commands.common import UsageError, internal_errors, parse_hardware_option
+
+if TYPE_CHECKING:
+    from axlint.checks.memory import MemoryFacts
+    from axlint.hardware import Hardware
+    from axlint.run import TrainingRun
+
+SIMULATE_PACKAGES = ("torch", "transformers", "peft")
+
+
+def int_list(text: str, option: str) -> tuple[int, ...]:
+    """`1,2,4,8` -> (1, 2, 4, 8), sorted and without repeats; anything else is a usage error."""
+    try:
+        values = sorted({int(part) for part in text.split(",") if part.strip()})
+    except ValueError:
+        raise UsageError(f"{option}: expected comma-separated integers, got {text!r}") from None
+    if not values or values[0] < 1:
+        raise UsageError(f"{option}: expected positive integers, got {text!r}")
+    return tuple(values)
+
+
+def choose_hardware(spec: str | None) -> tuple["Hardware | None", list[str]]:
+    """`--hardware` (or the settings' value): a spec, `local` (nvidia-smi), or None for build_run's default."""
+    if spec is None or spec.strip().lower() != "local":
+        return parse_hardware_option(spec), []
+    from axlint.hardware import detect_local_gpus
+
+    found = detect_local_gpus()
+    if found is None:
+        raise UsageError("--hardware local: nvidia-smi found no GPU here; give the GPUs, e.g. --hardware 8xH100")
+    return found, [f"hardware detected with nvidia-smi: {found.count}x {found.gpu} ({found.memory_gib:.1f} GiB)"]
+
+
+def load_run(config: Path, hardware: "Hardware | None", model_config: Path | None, online: bool) -> "TrainingRun":
+    """The TrainingRun of an Axolotl YAML with a resolved architecture; every problem is a usage error (exit 2)."""
+    from axlint.architectures import resolve_architecture
+    from axlint.document import DocumentError, load_document
+    from axlint.run import build_run
+
+    try:
+        doc = load_document(config)
+    except DocumentError as exc:
+        raise UsageError(f"{config}: {exc.message}") from None
+    except OSError as exc:
+        raise UsageError(f"{config}: cannot read: {exc.strerror}") from None
+    run = build_run(doc, hardware=hardware, model_config_path=model_config)
+    if run.axolotl is None:
+        raise UsageError(f"{config}: a DeepSpeed config; estimate takes the Axolotl YAML that references it")
+    if run.ds_error is not None:
+        raise UsageError(run.ds_error.message)
+    model = run.config.get("base_model_config") or run.config.get("base_model")
+    if run.arch is None and online and isinstance(model, str):
+        run.arch = resolve_architecture(model, search_paths=[config.parent], online=True)
+    if run.arch is None:
+        name = f"`{model}`" if isinstance(model, str) else "the model (no base_model)"
+        raise UsageError(f"cannot resolve the architecture of {name}: not a local folder, not in the Hugging Face "
+                         "cache, not in axlint's catalog; pass --model-config path/to/config.json (or --online)")
+    return run
+
+
+def run_notes(facts: "MemoryFacts") -> list[str]:
+    """Assumptions the estimate itself does not state: settings it does not model, whether the run evaluates."""
+    from axlint.checks.memory import not_modelled
+
+    notes = [f"{setting} ({why}) is not modelled: the estimate holds it whole on every GPU and overstates the peak"
+             for setting, why in not_modelled(facts.config).items()]
+    if not facts.evaluating:
+        notes.append("no evaluation (val_set_size 0, no test_datasets): the eval peak does not count")
+    return notes
+
+
+def simulate_run(run: "TrainingRun") -> Any:
+    """`axlint.simulate.simulate` on the run; the simulate extra missing or a failed simulation is exit 2."""
+    import importlib.util
+
+    missing = [name for name in SIMULATE_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise UsageError(f"--simulate needs {', '.join(missing)}: pip install 'axlint[simulate]'")
+    from axlint.simulate import simulate
+
+    try:
+        return simulate(run.config, run.ds, run.arch, run.hardware)
+    except Exception as exc:  # the model code of any architecture runs here: report, do not trace back
+        raise UsageError(f"--simulate failed: {type(exc).__name__}: {exc}") from None
+
+
+@click.command()
+@click.argument("config", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--hardware", help="GPUs of the run: 8xH100, 1xA100-40GB, 2x24GiB, or `local` (ask nvidia-smi). "
+                                 "Default: the settings' value, else 1×H100-80GB (8 with DeepSpeed/FSDP), assumed.")
+@click.option("--model-config", type=click.Path(path_type=Path, dir_okay=False),
+              help="A Hugging Face config.json for a model the catalog lacks.")
+@click.option("--online", is_flag=True,
+              help="Fetch the model's config.json from the Hugging Face Hub if not found locally.")
+@click.option("--settings", "settings_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Settings file (default: closest .axlint.toml or pyproject.toml [tool.axlint]).")
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
+              help="json: one machine-readable object (stable keys).")
+@click.option("--fit", is_flag=True, help="Grid of micro_batch_size × sequence_len: the training peak, fits or OOM.")
+@click.option("--micro-batch-sizes", default="1,2,4,8", show_default=True, help="Rows of the --fit grid.")
+@click.option("--sequence-lens", default="1024,2048,4096,8192,16384", show_default=True,
+              help="Columns of the --fit grid.")
+@click.option("--simulate", "with_simulation", is_flag=True,
+              help="Also run the real model code on fake tensors (CPU, seconds; needs the simulate extra).")
+@internal_errors
+def estimate(config: Path, hardware: str | None, model_config: Path | None, online: bool, settings_path: Path | None,
+             fmt: str, fit: bool, micro_batch_sizes: str, sequence_lens: str, with_simulation: bool) -> None:
+    """Estimate the per-GPU peak memory of an Axolotl config (and its DeepSpeed JSON).
+
+    Exit codes: 0 fits, 1 does not fit (training, or evaluation when the run evaluates), 2 usage error (unknown
+    model included).
+    """
+    from axlint.checks.memory import compute_facts
+    from axlint.memory.overhead import expandable_segments_enabled
+    from axlint.settings import SettingsError, find_settings_file, load_settings
+
+    if fit and with_simulation:
+        raise UsageError("--fit and --simulate answer different questions; give one of them")
+    try:
+        settings = load_settings(settings_path or find_settings_file(config))
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+    grid_axes = (int_list(micro_batch_sizes, "--micro-batch-sizes"), int_list(sequence_lens, "--sequence-lens"))
+    hw, notes = choose_hardware(hardware or settings.hardware)
+    model_path = model_config or (settings.resolve(settings.model_config) if settings.model_config else None)
+    run = load_run(config, hw, model_path, online)
+    expandable = expandable_segments_enabled()
+    facts = compute_facts(run, expandable_segments=expandable)
+    assert facts is not None  # load_run resolved the architecture
+    notes += run_notes(facts)
+    if expandable:
+        notes.append("PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True (5 % allocator slack instead of 15 %)")
+    fits = facts.estimate.fits and facts.eval_fits
+    if fit:
+        _print_grid(facts, str(config), grid_axes, fmt)
+        sys.exit(0 if fits else 1)
+    simulation = simulate_run(run) if with_simulation else None
+    _print_estimate(facts, str(config), notes, fmt, simulation)
+    sys.exit(0 if fits else 1)
+
+
+def _print_estimate(facts: "MemoryFacts", config: str, notes: list[str], fmt: str, simulation: Any) -> None:
+    """The DESIGN.md JSON object (with the simulation under "simulation" when asked), or the table."""
+    from axlint.report.estimate_table import render_estimate, render_simulation
+
+    e = facts.estimate
+    if fmt == "json":
+        data = e.to_json(config)
+        data["assumptions"] += notes
+        if simulation is not None:
+            data["simulation"] = simulation.to_json()
+        click.echo(json.dumps(data, indent=2))
+        return
+    fits = e.fits and facts.eval_fits
+    click.echo(render_estimate(e, config, evaluating=facts.evaluating, suggestions=[] if fits else facts.suggestions,
+                               notes=notes, unneeded=list(facts.relaxations.values()) if fits else []), nl=False)
+    if simulation is not None:
+        click.echo(render_simulation(e, simulation.per_gpu_bytes, simulation.seconds, simulation.notes), nl=False)
+
+
+def _print_grid(facts: "MemoryFacts", config: str, axes: tuple[tuple[int, ...], tuple[int, ...]], fmt: str) -> None:
+    from axlint.memory.solver import fit_grid
+    from axlint.report.estimate_table import fit_grid_json, render_fit_grid
+
+    grid = fit_grid(facts.config, facts.ds, facts.arch, facts.hw, *axes)
+    hw = facts.hw
+    if fmt == "json":
+        hardware = {"gpu": hw.gpu, "count": hw.count, "memory_gib": hw.memory_gib}
+        click.echo(json.dumps(fit_grid_json(grid, config, hardware), indent=2))
+    else:
+        current = (facts.estimate.setup.micro_batch_size, facts.estimate.setup.sequence_len)
+        label = f"{hw.count}×{hw.gpu}{' (assumed: pass --hardware)' if hw.assumed else ''}"
+        click.echo(render_fit_grid(grid, config, current, label), nl=False)

@@ -1,0 +1,295 @@
+"""`axlint estimate`: the JSON contract of DESIGN.md, the table, the --fit grid, --simulate, exit codes."""
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from axlint.cli import cli
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ("llama3-8b-fft-zero3.yml", "llama3-8b-lora.yml", "ds_zero3.json")
+COMPONENTS = ["weights", "gradients", "optimizer_states", "master_weights", "activations", "logits",
+              "sharding_buffers", "cuda_context", "allocator_slack"]
+
+
+@pytest.fixture()
+def project(tmp_path, monkeypatch) -> Path:
+    for name in FIXTURES:
+        shutil.copy2(ROOT / "fixtures" / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    monkeypatch.delenv("PYTORCH_ALLOC_CONF", raising=False)
+    return tmp_path
+
+
+def invoke(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(cli, ["estimate", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def estimate_json(*args: str) -> tuple[int, dict]:
+    code, out, err = invoke(*args, "--format", "json")
+    assert code in (0, 1), err
+    return code, json.loads(out)  # one JSON object and nothing else on stdout
+
+
+# ---------------------------------------------------------------------------------------------------- JSON contract
+
+
+def check_contract(data: dict) -> None:
+    """Keys and types exactly as DESIGN.md states them."""
+    assert list(data) == ["config", "model", "hardware", "assumptions", "per_gpu", "eval_peak_device_gib",
+                          "cpu_offload_gib", "fits", "headroom_gib"]
+    assert isinstance(data["config"], str)
+    assert list(data["model"]) == ["id", "source", "parameters"]
+    assert isinstance(data["model"]["id"], str) and isinstance(data["model"]["source"], str)
+    assert type(data["model"]["parameters"]) is int
+    assert list(data["hardware"]) == ["gpu", "count", "memory_gib"]
+    assert isinstance(data["hardware"]["gpu"], str) and type(data["hardware"]["count"]) is int
+    assert isinstance(data["hardware"]["memory_gib"], (int, float))
+    assert isinstance(data["assumptions"], list) and all(isinstance(a, str) for a in data["assumptions"])
+    per_gpu = data["per_gpu"]
+    assert list(per_gpu) == ["components_gib", "peak_allocated_gib", "peak_reserved_gib", "peak_device_gib"]
+    assert list(per_gpu["components_gib"]) == COMPONENTS
+    numbers = [*per_gpu["components_gib"].values(), per_gpu["peak_allocated_gib"], per_gpu["peak_reserved_gib"],
+               per_gpu["peak_device_gib"], data["eval_peak_device_gib"], data["cpu_offload_gib"], data["headroom_gib"]]
+    assert all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers)
+    assert type(data["fits"]) is bool
+    assert data["fits"] == (data["headroom_gib"] >= 0)
+    assert data["headroom_gib"] == pytest.approx(data["hardware"]["memory_gib"] - per_gpu["peak_device_gib"], abs=0.02)
+    assert sum(per_gpu["components_gib"].values()) == pytest.approx(per_gpu["peak_device_gib"], abs=0.1)
+    assert per_gpu["peak_allocated_gib"] <= per_gpu["peak_reserved_gib"] <= per_gpu["peak_device_gib"]
+
+
+@pytest.mark.parametrize(("spec", "gpu", "count", "memory"), [
+    ("8xH100", "H100-80GB", 8, 79.2), ("1xA100-40GB", "A100-40GB", 1, 39.4), ("2x24GiB", "24GiB", 2, 24.0),
+])
+def test_json_contract_for_each_hardware_spelling(project, spec, gpu, count, memory):
+    code, data = estimate_json("llama3-8b-lora.yml", "--hardware", spec)
+    check_contract(data)
+    assert data["hardware"] == {"gpu": gpu, "count": count, "memory_gib": memory}
+    assert code == (0 if data["fits"] else 1)
+    assert not any("hardware assumed" in a for a in data["assumptions"])
+
+
+def test_json_states_the_default_hardware_assumption(project):
+    code, data = estimate_json("llama3-8b-fft-zero3.yml")
+    check_contract(data)
+    assert data["hardware"] == {"gpu": "H100-80GB", "count": 8, "memory_gib": 79.2}
+    assert "hardware assumed: 8x H100-80GB (pass --hardware)" in data["assumptions"]
+    assert data["model"] == {"id": "meta-llama/Llama-3.1-8B", "source": "catalog", "parameters": 8030261248}
+    assert code == 1 and data["fits"] is False
+
+
+def test_single_gpu_default_for_a_config_without_sharding(project):
+    _, data = estimate_json("llama3-8b-lora.yml")
+    assert data["hardware"]["count"] == 1 and "hardware assumed: 1x H100-80GB (pass --hardware)" in data["assumptions"]
+
+
+def test_hardware_from_the_settings_file(project):
+    (project / ".axlint.toml").write_text('hardware = "4xA100-40GB"\n', encoding="utf-8")
+    _, data = estimate_json("llama3-8b-lora.yml")
+    assert data["hardware"] == {"gpu": "A100-40GB", "count": 4, "memory_gib": 39.4}
+
+
+def test_model_config_path_resolves_an_unknown_model(project):
+    (project / "private.yml").write_text((project / "llama3-8b-lora.yml").read_text().replace(
+        "meta-llama/Llama-3.1-8B", "my-org/private-8b"), encoding="utf-8")
+    config = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "tie_word_embeddings": False}
+    (project / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    _, data = estimate_json("private.yml", "--model-config", "config.json")
+    assert data["model"]["source"] == "model-config" and data["model"]["parameters"] == 8030261248
+
+
+# ---------------------------------------------------------------------------------------------------- table
+
+
+def test_fft_fixture_table_does_not_fit(project):
+    code, out, _ = invoke("llama3-8b-fft-zero3.yml")
+    assert code == 1
+    assert "DOES NOT FIT: 311.30 GiB > 79.20 GiB per GPU" in out
+    assert "eval: DOES NOT FIT" in out
+    assert "8 × H100-80GB, 79.2 GiB per GPU (assumed: pass --hardware)" in out
+    assert "hardware assumed: 8x H100-80GB (pass --hardware)" in out
+    assert "DeepSpeed ZeRO-3 over 8 GPUs · no gradient checkpointing" in out
+    assert "1. turn on gradient checkpointing; use Liger's fused linear cross-entropy" in out
+    assert "throughput 0.75× (≈25 % slower)" in out
+
+
+def test_lora_fixture_table_fits_on_one_h100(project):
+    code, out, _ = invoke("llama3-8b-lora.yml", "--hardware", "1xH100")
+    assert code == 0
+    assert "FITS: 23.05 of 79.20 GiB per GPU" in out and "DOES NOT FIT" not in out
+    assert "turn off gradient checkpointing" in out  # a saver this run does not need
+
+
+def test_table_bars_have_a_fixed_width(project):
+    from axlint.report.estimate_table import BAR_WIDTH, LABELS
+
+    _, out, _ = invoke("llama3-8b-fft-zero3.yml")
+    rows = [line for line in out.splitlines() if line[2:].startswith(tuple(LABELS.values()))]
+    assert len(rows) == len(LABELS)
+    assert len({len(row.split("%")[0]) for row in rows}) == 1  # the GiB and % columns line up
+    activations = next(row for row in rows if row[2:].startswith("activations"))
+    assert activations[25:25 + BAR_WIDTH].endswith("▶")  # 197 GiB overflows the 79.2 GiB scale
+
+
+def test_bar_scale():
+    from axlint.report.estimate_table import BAR_WIDTH, bar
+
+    assert bar(0, 80) == " " * BAR_WIDTH
+    assert bar(40, 80) == "█" * (BAR_WIDTH // 2) + " " * (BAR_WIDTH // 2)
+    assert bar(80, 80) == "█" * BAR_WIDTH
+    assert bar(81, 80) == "█" * (BAR_WIDTH - 1) + "▶"
+    assert bar(80 / BAR_WIDTH / 8, 80).startswith("▏")
+
+
+def test_expandable_segments_from_the_environment(project, monkeypatch):
+    _, plain = estimate_json("llama3-8b-lora.yml", "--hardware", "1xH100")
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+    _, data = estimate_json("llama3-8b-lora.yml", "--hardware", "1xH100")
+    assert data["per_gpu"]["peak_device_gib"] < plain["per_gpu"]["peak_device_gib"]
+    assert any("expandable_segments" in a for a in data["assumptions"])
+
+
+# ---------------------------------------------------------------------------------------------------- --fit
+
+
+def test_fit_grid_is_monotone(project):
+    code, out, _ = invoke("llama3-8b-fft-zero3.yml", "--fit", "--format", "json", "--micro-batch-sizes", "8,1,2,4",
+                          "--sequence-lens", "1024,4096,2048,8192")
+    grid = json.loads(out)
+    assert code == 1
+    assert grid["micro_batch_sizes"] == [1, 2, 4, 8] and grid["sequence_lens"] == [1024, 2048, 4096, 8192]
+    peaks, fits = grid["peak_device_gib"], grid["fits"]
+    for row in peaks:
+        assert row == sorted(row)
+    for column in zip(*peaks):
+        assert list(column) == sorted(column)
+    assert fits == [[p <= grid["capacity_gib"] for p in row] for row in peaks]
+    assert fits[0][0] and not fits[-1][-1]
+
+
+def test_fit_grid_table_marks_the_configured_cell(project):
+    code, out, _ = invoke("llama3-8b-lora.yml", "--fit", "--hardware", "1x24GiB", "--micro-batch-sizes", "1,2,4",
+                          "--sequence-lens", "2048,4096,8192")
+    assert code == 1  # training fits in 24 GiB, the eval (full logits, 31 GiB) does not
+    row = next(line for line in out.splitlines() if line.strip().startswith("2 "))
+    assert "[23.1]" in row and "OOM" in row
+
+
+@pytest.mark.parametrize("value", ["a,b", "0,1", ""])
+def test_bad_grid_axes_are_usage_errors(project, value):
+    code, _, err = invoke("llama3-8b-lora.yml", "--fit", "--micro-batch-sizes", value)
+    assert code == 2 and "--micro-batch-sizes" in err
+
+
+# ---------------------------------------------------------------------------------------------------- exit 2
+
+
+def test_unknown_model_exits_2_naming_model_config(project):
+    (project / "private.yml").write_text("base_model: my-org/private-7b\nsequence_len: 4096\n", encoding="utf-8")
+    code, out, err = invoke("private.yml")
+    assert code == 2 and out == ""
+    assert "my-org/private-7b" in err and "--model-config" in err
+
+
+def test_a_deepspeed_json_is_not_an_axolotl_config(project):
+    code, _, err = invoke("ds_zero3.json")
+    assert code == 2 and "Axolotl YAML" in err
+
+
+def test_missing_deepspeed_file_exits_2(project):
+    (project / "broken.yml").write_text("base_model: meta-llama/Llama-3.1-8B\ndeepspeed: nowhere.json\n",
+                                        encoding="utf-8")
+    code, _, err = invoke("broken.yml")
+    assert code == 2 and "nowhere.json" in err
+
+
+def test_hardware_local_without_gpus_exits_2(project, monkeypatch):
+    monkeypatch.setattr("axlint.hardware.detect_local_gpus", lambda: None)
+    code, _, err = invoke("llama3-8b-lora.yml", "--hardware", "local")
+    assert code == 2 and "nvidia-smi" in err
+
+
+def test_hardware_local_uses_what_nvidia_smi_reports(project, monkeypatch):
+    from axlint.hardware import parse_smi_output
+
+    monkeypatch.setattr("axlint.hardware.detect_local_gpus",
+                        lambda: parse_smi_output("NVIDIA A100-SXM4-40GB, 40960\nNVIDIA A100-SXM4-40GB, 40960\n"))
+    _, data = estimate_json("llama3-8b-lora.yml", "--hardware", "local")
+    assert data["hardware"] == {"gpu": "A100-40GB", "count": 2, "memory_gib": 39.4}
+    assert any("detected with nvidia-smi" in a for a in data["assumptions"])
+
+
+# ---------------------------------------------------------------------------------------------------- --simulate
+
+
+def test_simulate_without_the_extra_exits_2_with_the_install_command(project, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now fails, as without the extra
+    code, out, err = invoke("llama3-8b-lora.yml", "--simulate")
+    assert code == 2 and out == ""
+    assert "pip install 'axlint[simulate]'" in err and "torch" in err
+
+
+def test_simulate_prints_the_simulated_peak_next_to_the_analytic_one(project, monkeypatch):
+    gib = 2**30
+    fake = SimpleNamespace(per_gpu_bytes={"parameters": 15 * gib, "buffers": 0, "gradients": gib // 4,
+                                          "optimizer_states": gib // 2, "master_weights": 0, "activations": 3 * gib,
+                                          "temporaries": gib, "other": 0},
+                           seconds=12.5, notes=["sdpa instead of flash_attention_2 on CPU"],
+                           to_json=lambda: {"per_gpu": {"peak_allocated_gib": 19.75}})
+    monkeypatch.setattr("axlint.simulate.simulate", lambda config, ds, arch, hw: fake)
+    code, out, _ = invoke("llama3-8b-lora.yml", "--hardware", "1xH100", "--simulate")
+    assert code == 0
+    assert "simulation (real model code on fake tensors, 12.5 s) vs analytic" in out
+    simulated = out.split("simulation (")[1]
+    weights = next(line for line in simulated.splitlines() if line.strip().startswith("weights"))
+    assert weights.split()[-2:] == ["15.00", "15.11"]
+    assert "sdpa instead of flash_attention_2 on CPU" in out
+    _, data = estimate_json("llama3-8b-lora.yml", "--hardware", "1xH100", "--simulate")
+    assert data["simulation"] == {"per_gpu": {"peak_allocated_gib": 19.75}}
+
+
+def test_a_failing_simulation_exits_2(project, monkeypatch):
+    def boom(*args):
+        raise NotImplementedError("MemTracker does not support this")
+
+    monkeypatch.setattr("axlint.simulate.simulate", boom)
+    code, _, err = invoke("llama3-8b-lora.yml", "--simulate")
+    assert code == 2 and "--simulate failed: NotImplementedError" in err
+
+
+# ---------------------------------------------------------------------------------------------------- speed
+
+
+def test_the_estimate_takes_under_5_ms():
+    from axlint.document import load_document
+    from axlint.memory.estimate import estimate_memory
+    from axlint.run import build_run
+
+    run = build_run(load_document(ROOT / "fixtures" / "llama3-8b-fft-zero3.yml"))
+    config, ds, arch, hw = run.config, run.ds, run.arch, run.hardware
+    times = []
+    for _ in range(20):
+        start = time.perf_counter()
+        estimate_memory(config, ds, arch, hw)
+        times.append(time.perf_counter() - start)
+    assert statistics.median(times) < 0.005
+
+
+def test_missing_config_and_conflicting_flags_exit_2(project):
+    code, _, err = invoke("nothere.yml")
+    assert code == 2 and "not found" in err
+    code, _, err = invoke("llama3-8b-lora.yml", "--fit", "--simulate")
+    assert code == 2 and "--fit and --simulate" in err

@@ -1,0 +1,260 @@
+"""The memory rules (MEM, PERF) beyond their pack cases: the hardware assumption, one estimate per run, what they
+say about the bundled fixtures and the corpus, their fixes, and the solver's additions they stand on."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from axlint.architectures import resolve_architecture
+from axlint.checks import memory as mem
+from axlint.diagnostics import Severity
+from axlint.document import load_document
+from axlint.engine import load_rules, select_rules
+from axlint.fixes import Applicability
+from axlint.hardware import parse_hardware
+from axlint.lint import LintOptions, lint_text
+from axlint.memory.solver import (Suggestion, eval_batch_candidates, evaluates, relax, single_knob_fixes,
+                                  throughput_text)
+from axlint.run import build_run
+
+ROOT = Path(__file__).resolve().parents[1]
+FFT = ROOT / "fixtures" / "llama3-8b-fft-zero3.yml"
+LORA = ROOT / "fixtures" / "llama3-8b-lora.yml"
+CORPUS = Path("/work/shared/corpus/axolotl/examples")
+MEMORY_RULES = select_rules(load_rules(), ["MEM", "PERF"])
+L8B = resolve_architecture("meta-llama/Llama-3.1-8B")
+LORA_8K = """\
+base_model: meta-llama/Llama-3.1-8B
+adapter: lora
+lora_r: 16
+lora_target_linear: true
+sequence_len: 8192
+sample_packing: true
+micro_batch_size: 2
+bf16: true
+flash_attention: true
+plugins:
+  - axolotl.integrations.liger.LigerPlugin
+liger_fused_linear_cross_entropy: true
+"""
+
+
+def lint(path: Path, hardware: str | None = None, select: tuple[str, ...] = ("MEM", "PERF")):
+    rules = select_rules(load_rules(), list(select))
+    return lint_text(path, None, LintOptions(rules, parse_hardware(hardware) if hardware else None)).diagnostics
+
+
+def write(tmp_path: Path, text: str, name: str = "config.yml") -> Path:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ---------------------------------------------------------------------------------------------------- hardware
+
+
+@pytest.mark.parametrize(("text", "count"), [
+    ("base_model: x\n", 1),
+    ("base_model: x\ndeepspeed: deepspeed_configs/zero3_bf16.json\n", 8),
+    ("base_model: x\nfsdp_config:\n  reshard_after_forward: true\n", 8),
+])
+def test_build_run_assumes_80gb_cards_one_or_eight(tmp_path, text, count):
+    run = build_run(load_document(write(tmp_path, text)))
+    assert (run.hardware.gpu, run.hardware.count, run.hardware.assumed) == ("H100-80GB", count, True)
+    assert run.world_size == count and run.world_size_assumed
+
+
+def test_given_hardware_is_not_assumed(tmp_path):
+    run = build_run(load_document(write(tmp_path, "base_model: x\n")), hardware=parse_hardware("2x24GiB"))
+    assert (run.hardware.count, run.hardware.memory_gib, run.world_size, run.hardware.assumed) == (2, 24.0, 2, False)
+
+
+def test_messages_say_the_hardware_is_assumed():
+    messages = [d.message for d in lint(FFT)]
+    assert messages and all("assuming 8×H100-80GB; pass --hardware" in m for m in messages)
+    given = [d.message for d in lint(FFT, "8xH100")]
+    assert given and all("on 8×H100-80GB" in m and "assuming" not in m for m in given)
+
+
+def test_check_never_asks_the_local_gpus(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("nvidia-smi must not run inside check")
+
+    monkeypatch.setattr("axlint.hardware.detect_local_gpus", refuse)
+    monkeypatch.setattr("subprocess.run", refuse)
+    assert lint(FFT)
+
+
+# ---------------------------------------------------------------------------------------------------- one estimate
+
+
+def test_the_estimate_is_computed_once_per_run(monkeypatch):
+    import axlint.memory.estimate as estimate_module
+
+    calls = []
+    real = estimate_module.estimate_memory
+    monkeypatch.setattr(estimate_module, "estimate_memory", lambda *a, **k: calls.append(1) or real(*a, **k))
+    assert len({d.code for d in lint(FFT)}) >= 4
+    assert len(calls) == 1
+
+
+# ---------------------------------------------------------------------------------------------------- fixtures
+
+
+def test_fft_fixture_tells_the_readme_story():
+    """Llama 3.1 8B full fine-tune, 4 × 8192 packed tokens, no checkpointing, HF loss, eval batch 8, ZeRO-3."""
+    found = {d.code: d for d in lint(FFT)}
+    assert set(found) == {"MEM001", "MEM003", "MEM004", "MEM006"}
+    oom = found["MEM001"]
+    assert oom.severity is Severity.ERROR and "activations" in oom.message and "logits + loss" in oom.message
+    assert FFT.read_text().splitlines()[oom.span.line - 1].startswith("gradient_checkpointing: false")
+    assert oom.fix.applicability is Applicability.UNSAFE
+    assert found["MEM003"].fix.applicability is Applicability.SAFE
+    assert FFT.read_text().splitlines()[found["MEM006"].span.line - 1].startswith("eval_batch_size: 8")
+
+
+def test_lora_fixture_fits_on_one_h100():
+    found = lint(LORA, "1xH100")
+    assert not [d for d in found if d.severity is not Severity.INFO]
+    assert [d.code for d in found] == ["PERF001"]
+
+
+def test_a_fix_of_gradient_checkpointing_alone_is_safe(tmp_path):
+    one_long = LORA_8K.replace("sequence_len: 8192", "sequence_len: 16384").replace("size: 2", "size: 1")
+    found = {d.code: d for d in lint(write(tmp_path, one_long), "1xH100")}
+    assert found["MEM001"].fix.applicability is Applicability.SAFE
+    assert found["MEM001"].fix.title == "turn on gradient checkpointing"
+
+
+def test_a_fix_that_spans_the_yaml_and_the_deepspeed_file_is_not_offered(tmp_path):
+    write(tmp_path, '{"zero_optimization": {"stage": 1}}', "ds.json")
+    run = build_run(load_document(write(tmp_path, "base_model: meta-llama/Llama-3.1-8B\ndeepspeed: ds.json\n")))
+    both = Suggestion({"gradient_checkpointing": True}, {"zero_optimization.stage": 3}, 1.0, 1.0, 0.7, "both")
+    assert mem.suggestion_fix(run, both) is None
+    ds_only = Suggestion({}, {"zero_optimization.stage": 3}, 1.0, 1.0, 0.9, "ZeRO stage 1->3")
+    assert mem.suggestion_fix(run, ds_only).path == tmp_path / "ds.json"
+
+
+def test_plugins_are_appended_not_rewritten(tmp_path):
+    run = build_run(load_document(write(tmp_path, "base_model: x\nplugins:\n  - my.Plugin  # keep me\n")))
+    fix = mem.suggestion_fix(run, Suggestion({"plugins": ["axolotl.integrations.liger.LigerPlugin", "my.Plugin"]}, {},
+                                             1.0, 1.0, 1.0, "liger"))
+    from axlint.fixes import apply_edits
+
+    text, _ = apply_edits(run.axolotl.text, list(fix.edits))
+    assert text == "base_model: x\nplugins:\n  - my.Plugin  # keep me\n  - axolotl.integrations.liger.LigerPlugin\n"
+
+
+# ---------------------------------------------------------------------------------------------------- scope
+
+
+def test_unpacked_runs_get_the_full_length_warning_not_an_oom_error(tmp_path):
+    unpacked = LORA_8K.replace("sample_packing: true\n", "").replace("micro_batch_size: 2", "micro_batch_size: 16")
+    codes = {d.code for d in lint(write(tmp_path, unpacked), "1xH100")}
+    assert "MEM009" in codes and not codes & {"MEM001", "MEM003", "MEM005"}
+
+
+def test_settings_outside_the_model_silence_the_memory_rules(tmp_path):
+    text = LORA_8K + "context_parallel_size: 4\n"
+    assert [d.code for d in lint(write(tmp_path, text), "4xH100")] == ["MEM010"]
+
+
+def test_unknown_model_is_one_note_and_nothing_else(tmp_path):
+    found = lint(write(tmp_path, "base_model: my-org/private-7b\nsequence_len: 131072\nsample_packing: true\n"))
+    assert [(d.code, d.severity) for d in found] == [("MEM008", Severity.INFO)]
+    assert "--model-config" in found[0].message
+
+
+def test_a_deepspeed_json_alone_has_no_memory_findings():
+    assert lint(ROOT / "fixtures" / "ds_zero3.json") == []
+
+
+QAT_NVFP4 = "examples/qat_nvfp4/"
+CORPUS_ERRORS = {
+    **{(f"{QAT_NVFP4}{name}_{kind}.yml", code): why
+       for name, why in (("Gemma3-12B", "16 packed × 8096 tokens: 44 GiB of layer checkpoints alone"),
+                         ("Math-Gemma3-27B", "16 × 4096 tokens: checkpoints + one recomputed layer ≈ 60 GiB"))
+       for kind in ("baseline", "qat") for code in ("MEM001", "MEM005")},
+    **{(f"{QAT_NVFP4}{name}_{kind}.yml", "MEM001"): why
+       for name, why in (("Math-Qwen2.5-72B", "8 × 4096 tokens of checkpoints (40 GiB) next to 72B states / 8"),
+                         ("Qwen2.5-72B", "16 × 8096 tokens: 158 GiB of layer checkpoints, on any GPU"))
+       for kind in ("baseline", "qat")},
+}
+"""(file, code) -> why, for every error-level memory finding on the corpus with the default 8×H100-80GB assumption.
+These NVFP4 QAT examples target bigger cards (on 8×B200 the Gemma and Math-Qwen runs fit); the 72B run at
+16 × 8096 tokens does not fit anywhere."""
+
+
+@pytest.fixture(scope="module")
+def corpus_findings():
+    import os
+
+    cwd = Path.cwd()
+    os.chdir(CORPUS.parent)  # as Axolotl runs them: `deepspeed_configs/...` are the real files
+    try:
+        paths = sorted(p.relative_to(CORPUS.parent) for p in CORPUS.rglob("*.y*ml"))
+        return [d for p in paths for d in lint_text(p, None, LintOptions(MEMORY_RULES)).diagnostics]
+    finally:
+        os.chdir(cwd)
+
+
+def test_no_memory_rule_crashes_on_the_corpus(corpus_findings):
+    assert not [d for d in corpus_findings if d.code == "AX999"]
+
+
+def test_error_findings_on_the_corpus_are_exactly_the_listed_ones(corpus_findings):
+    got = {(str(d.path), d.code) for d in corpus_findings if d.severity is Severity.ERROR}
+    assert got == set(CORPUS_ERRORS), sorted(got ^ set(CORPUS_ERRORS))
+
+
+# ---------------------------------------------------------------------------------------------------- wording
+
+
+@pytest.mark.parametrize(("factor", "text"), [(1.0, "same speed"), (0.75, "≈25 % slower"), (1.333, "≈33 % faster"),
+                                               (0.229, "≈4.4× slower"), (4.0, "≈4.0× faster")])
+def test_throughput_text(factor, text):
+    assert throughput_text(factor) == text
+
+
+def test_changes_text_names_every_edit():
+    s = Suggestion({"gradient_checkpointing": True, "plugins": ["axolotl.integrations.liger.LigerPlugin"]},
+                   {"zero_optimization.stage": 3}, 1.0, 1.0, 1.0, "x")
+    assert s.changes_text == ("gradient_checkpointing: true, plugins += LigerPlugin, "
+                              "zero_optimization.stage: 3 (DeepSpeed)")
+
+
+# ---------------------------------------------------------------------------------------------------- solver additions
+
+
+@pytest.mark.parametrize(("config", "expected"), [
+    ({}, False), ({"val_set_size": 0.0}, False), ({"val_set_size": 0.05}, True),
+    ({"test_datasets": [{"path": "x"}]}, True), ({"val_set_size": 0.05, "eval_strategy": "no"}, False),
+])
+def test_evaluates(config, expected):
+    assert evaluates(config) is expected
+
+
+def test_eval_batch_candidates_start_at_the_micro_batch():
+    assert eval_batch_candidates(8, 3) == [4, 3, 2, 1]
+    assert eval_batch_candidates(2, 2) == [1]
+
+
+def test_single_knob_fixes_fit_the_training_peak():
+    config = {"adapter": "lora", "lora_target_linear": True, "sequence_len": 8192, "sample_packing": True,
+              "micro_batch_size": 2, "bf16": True, "flash_attention": True}
+    hw = parse_hardware("1xH100")
+    fixes = single_knob_fixes(config, None, L8B, hw)
+    assert fixes["gradient_checkpointing"].changes == {"gradient_checkpointing": True}
+    assert all(s.peak_gib <= 79.2 * 0.95 for s in fixes.values())
+
+
+def test_relax_finds_what_a_small_run_does_not_need():
+    ds = {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}}
+    config = {"sequence_len": 2048, "sample_packing": True, "micro_batch_size": 2, "bf16": True,
+              "flash_attention": True, "gradient_checkpointing": True}
+    found = relax(config, ds, resolve_architecture("Qwen/Qwen2.5-0.5B"), parse_hardware("8xH100"))
+    assert set(found) == {"gradient_checkpointing", "zero3", "offload"}
+    assert found["zero3"].ds_changes == {"zero_optimization.stage": 2}
+    assert found["offload"].ds_changes == {"zero_optimization.offload_optimizer.device": "none"}
+    assert all(s.relative_throughput > 1 and s.peak_gib <= 79.2 * 0.85 for s in found.values())
