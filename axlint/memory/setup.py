@@ -186,7 +186,8 @@ def read_setup(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Ar
                      "Axolotl's generic (experimental) patch assumed to apply")
     gc = config.get("gradient_checkpointing")
     fsdp_cfg = config.get("fsdp_config") or {}
-    gc_on = bool(gc) or _truthy(fsdp_cfg.get("activation_checkpointing"))
+    gc_on = bool(gc) or _truthy(fsdp_cfg.get("activation_checkpointing")) or _truthy(
+        fsdp_cfg.get("fsdp_activation_checkpointing"))  # FSDP1 spelling (e.g. llama-3/3b-qat-fsdp2.yaml)
     offload = gc in ("offload", "offload_disk") or (gc_on and bool(config.get("activation_offloading")))
     packed = _truthy(config.get("sample_packing")) or _truthy(config.get("pad_to_sequence_len"))
     seq = _int(config.get("sequence_len"), 512)
