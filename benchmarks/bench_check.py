@@ -1,0 +1,129 @@
+"""How fast is `axlint check`, next to yamllint on the same files?
+
+    python benchmarks/bench_check.py [--runs 15] [--per-file 30] [--config PATH] [--corpus DIR] [--axlint EXE]
+
+Measures, each as a fresh subprocess (what a pre-commit hook or an editor pays):
+  1. one typical config: wall time, median of --runs;
+  2. the whole Axolotl corpus (every YAML) in one process: median of a few runs;
+  3. the corpus one file per process: mean over --per-file files spread over the corpus (0 = all).
+yamllint (default rules) runs on exactly the same files. CPU time (user + sys of the child) is printed too,
+because wall time on a busy machine says more about the neighbours than about axlint. By default axlint runs from
+this checkout (`python -m axlint`, which in an editable install also pays for the editable-import finder);
+`--axlint venv/bin/axlint` times an installed copy instead, as users run it.
+
+Bytecode: this environment may set PYTHONDONTWRITEBYTECODE=1, so every run would compile axlint's sources
+again (~0.2 s), which no installed wheel does. The children get a private PYTHONPYCACHEPREFIX and one warm-up
+run instead, so both tools are timed with their bytecode cached, as after `pip install`.
+Budget: one config <= 100 ms wall; the corpus in one process no slower than yamllint.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CONFIG = ROOT / "fixtures" / "corpus-sample" / "llama-3-lora-1b.yml"
+DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "axolotl"
+ONE_CONFIG_BUDGET_S = 0.100
+
+
+@dataclass
+class Timing:
+    wall: float
+    cpu: float
+
+
+def child_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(cmd: list[str], env: dict[str, str]) -> Timing:
+    """Wall and CPU time of one subprocess; its exit code must be 0 or 1 (clean or findings)."""
+    cpu, start = child_cpu(), time.perf_counter()
+    done = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    wall = time.perf_counter() - start
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd[:4])} ... failed ({done.returncode}): {done.stderr.decode()[-500:]}")
+    return Timing(wall, child_cpu() - cpu)
+
+
+def median_of(cmd: list[str], env: dict[str, str], runs: int) -> Timing:
+    timings = [run_once(cmd, env) for _ in range(runs)]
+    return Timing(statistics.median(t.wall for t in timings), statistics.median(t.cpu for t in timings))
+
+
+def mean_per_file(tool: list[str], files: list[Path], env: dict[str, str]) -> Timing:
+    timings = [run_once([*tool, str(f)], env) for f in files]
+    return Timing(statistics.mean(t.wall for t in timings), statistics.mean(t.cpu for t in timings))
+
+
+def spread(files: list[Path], count: int) -> list[Path]:
+    """`count` files evenly spaced over the sorted list (all of them for 0)."""
+    if count <= 0 or count >= len(files):
+        return files
+    step = len(files) / count
+    return [files[int(i * step)] for i in range(count)]
+
+
+def child_env(pycache: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPATH")}
+    return {**env, "PYTHONPYCACHEPREFIX": str(pycache), "PYTHONPATH": str(ROOT)}
+
+
+def fmt(t: Timing) -> str:
+    return f"{t.wall * 1e3:8.0f} ms (cpu {t.cpu * 1e3:5.0f})"
+
+
+def row(label: str, ax: Timing, yl: Timing) -> str:
+    return f"{label:<40} {fmt(ax)}  {fmt(yl)}  {ax.wall / yl.wall:5.2f}x"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15, help="runs of the one-config timing (median)")
+    parser.add_argument("--corpus-runs", type=int, default=3, help="runs of the whole-corpus timing (median)")
+    parser.add_argument("--per-file", type=int, default=30, help="files timed one per process (0 = all)")
+    parser.add_argument("--config", type=Path, default=DEFAULT_CONFIG)
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS)
+    parser.add_argument("--axlint", help="an axlint executable to time instead of `python -m axlint`")
+    args = parser.parse_args()
+
+    files = sorted([*args.corpus.glob("examples/**/*.yml"), *args.corpus.glob("examples/**/*.yaml")])
+    if not files:
+        raise SystemExit(f"no YAML files under {args.corpus}/examples")
+    axlint = [*([args.axlint] if args.axlint else [sys.executable, "-m", "axlint"]), "check", "-q",
+              "--output-format", "concise"]
+    yamllint = [sys.executable, "-m", "yamllint", "-f", "parsable"]
+    with tempfile.TemporaryDirectory(prefix="axlint-bench-pyc-") as pycache:
+        env = child_env(Path(pycache))
+        for tool in (axlint, yamllint):  # warm-up: bytecode and axlint's pack cache
+            run_once([*tool, str(args.config)], env)
+        one = [median_of([*tool, str(args.config)], env, args.runs) for tool in (axlint, yamllint)]
+        corpus = [median_of([*tool, *map(str, files)], env, args.corpus_runs) for tool in (axlint, yamllint)]
+        sample = spread(files, args.per_file)
+        per_file = [mean_per_file(tool, sample, env) for tool in (axlint, yamllint)]
+
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}")
+    print(f"{'':<40} {'axlint':>22}  {'yamllint':>22}  ratio")
+    print(row(f"one config, median of {args.runs}", *one))
+    print(row(f"corpus, {len(files)} YAML in one process", *corpus))
+    print(row(f"corpus, per file (mean of {len(sample)})", *per_file))
+    print(f"per file in one process: axlint {corpus[0].wall / len(files) * 1e3:.1f} ms, "
+          f"yamllint {corpus[1].wall / len(files) * 1e3:.1f} ms")
+    one_ok = one[0].wall <= ONE_CONFIG_BUDGET_S
+    corpus_ok = corpus[0].wall <= corpus[1].wall
+    print(f"budget: one config <= {ONE_CONFIG_BUDGET_S * 1e3:.0f} ms: {'PASS' if one_ok else 'FAIL'}; "
+          f"corpus no slower than yamllint: {'PASS' if corpus_ok else 'FAIL'}")
+
+
+if __name__ == "__main__":
+    main()

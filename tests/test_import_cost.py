@@ -1,0 +1,64 @@
+"""`axlint check` stays light: no torch, deepspeed, transformers, peft or liger_kernel (nor numpy) on its path,
+and jsonschema only once a user's rule pack has to be validated.
+
+Each test runs the real CLI in a fresh interpreter over configs that reach every kind of check (full fine-tune
+with a DeepSpeed file, LoRA with Liger, FSDP, a stock DeepSpeed name, a bare DeepSpeed JSON) and reads
+`sys.modules` afterwards.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAVY = ("torch", "deepspeed", "transformers", "peft", "liger_kernel", "numpy")
+CONFIGS = [
+    "fixtures/llama3-8b-fft-zero3.yml", "fixtures/llama3-8b-lora.yml", "fixtures/ds_zero3.json",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "fixtures" / "corpus-sample").glob("*.y*ml")),
+]
+PROBE = """
+import json, sys
+from axlint.cli import cli
+try:
+    cli(args=sys.argv[1:], prog_name="axlint")
+except SystemExit as exc:
+    code = exc.code
+print("\\nMODULES " + json.dumps({"exit": code, "modules": sorted(sys.modules)}))
+"""
+
+
+def modules_after(*args: str) -> tuple[int, set[str]]:
+    """Exit code of `axlint check ARGS` and the top-level packages imported by then."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", PROBE, "check", "-q", "--output-format", "concise", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert "Traceback" not in done.stderr, done.stderr
+    report = json.loads(done.stdout.rsplit("MODULES ", 1)[1])
+    return report["exit"], {name.split(".")[0] for name in report["modules"]}
+
+
+def test_check_imports_nothing_heavy():
+    code, loaded = modules_after(*CONFIGS)
+    assert code in (0, 1)
+    assert not loaded & set(HEAVY), f"heavy imports on the check path: {sorted(loaded & set(HEAVY))}"
+
+
+def test_check_with_hardware_imports_nothing_heavy():
+    code, loaded = modules_after("--hardware", "8xH100", *CONFIGS)
+    assert code in (0, 1)
+    assert not loaded & set(HEAVY)
+
+
+def test_jsonschema_only_for_a_user_pack(tmp_path):
+    code, loaded = modules_after(*CONFIGS)
+    assert code in (0, 1) and "jsonschema" not in loaded
+    pack = {"pack": "team", "rules": [{
+        "code": "TEAM001", "name": "no-fp16", "severity": "warning", "category": "policy",
+        "summary": "Use bf16.", "message": "fp16 is set", "when": {"key": "raw:fp16", "truthy": True},
+        "report": "raw:fp16", "docs": {"why": "bf16 trains more stably."}, "tests": []}]}
+    (tmp_path / "team.yaml").write_text(json.dumps(pack), encoding="utf-8")
+    code, loaded = modules_after("--rules-dir", str(tmp_path), *CONFIGS)
+    assert code == 1 and "jsonschema" in loaded
