@@ -7,8 +7,6 @@ torch 79.2 GiB). Values are recalled from those tools' output on each card, not 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from dataclasses import dataclass
 
 # A "<N>GB" card exposes ≈ 99 % of N GiB to a process (80 GB -> 79.2 GiB, 40 GB -> 39.4 GiB, 24 GB -> 23.6 GiB).
@@ -133,6 +131,9 @@ def _from_smi_name(name: str, memory_mib: float) -> Hardware:
 def detect_local_gpus() -> Hardware | None:
     """Ask ``nvidia-smi`` (no torch import). None when it is absent, fails, or lists no GPU. Mixed GPUs:
     the smallest card is reported (the first to run out of memory)."""
+    import shutil  # local detection only: subprocess and shutil stay off the check path
+    import subprocess
+
     exe = shutil.which("nvidia-smi")
     if exe is None:
         return None

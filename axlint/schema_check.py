@@ -7,7 +7,6 @@ items, anyOf/oneOf and `$ref` to `#/$defs/...`, plus three annotations: `x-axlin
 """
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from dataclasses import dataclass, field
@@ -42,6 +41,13 @@ class SchemaProblem:
     span_part: str
     message_args: dict[str, Any] = field(default_factory=dict)
     suggestion: str | None = None
+
+
+def _close_match(word: str, candidates: list[str], n: int, cutoff: float) -> list[str]:
+    """difflib's did-you-mean, imported only when a suggestion is needed (10 ms at start-up otherwise)."""
+    import difflib
+
+    return difflib.get_close_matches(word, candidates, n=n, cutoff=cutoff)
 
 
 @lru_cache(maxsize=None)
@@ -214,7 +220,7 @@ class _Checker:
         if node.kind != "scalar":
             return SchemaProblem("wrong-type", path, "value", {**args, "expected": args["allowed"]})
         words = [v for s in schemas for v in _values(s) if isinstance(v, str)]
-        match = difflib.get_close_matches(str(node.value), words, n=1, cutoff=SUGGEST_CUTOFF)
+        match = _close_match(str(node.value), words, n=1, cutoff=SUGGEST_CUTOFF)
         return SchemaProblem("bad-enum", path, "value", args, match[0] if match else None)
 
     def check_union(self, node: Node, branches: list[dict], path: KeyPath) -> list[SchemaProblem]:
@@ -247,7 +253,7 @@ class _Checker:
             sub = properties.get(key) if isinstance(key, str) else None
             if sub is None:
                 if extra is False:
-                    match = difflib.get_close_matches(str(key), list(properties), n=1, cutoff=SUGGEST_CUTOFF)
+                    match = _close_match(str(key), list(properties), n=1, cutoff=SUGGEST_CUTOFF)
                     problems.append(SchemaProblem(
                         "unknown-key", sub_path, "key",
                         {"key": str(key), "parent": ".".join(map(str, path)) or "top level",

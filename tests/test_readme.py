@@ -1,14 +1,21 @@
-"""The README's rule table is generated from the packs and stays in sync; its Quickstart has two commands."""
+"""The README's rule table and docs/rules.md are generated from the packs and stay in sync; the Quickstart has
+exactly two commands."""
 import re
 from pathlib import Path
 
-from tools.update_readme import README, rendered
+from tools.update_readme import README, RULES_DOC, rendered, rules_doc
 
 
 def test_rule_table_in_sync():
     text = README.read_text(encoding="utf-8")
     assert "<!-- rules:start -->" in text
     assert rendered(text) == text, "run `python tools/update_readme.py` after changing a rule pack"
+
+
+def test_rules_doc_in_sync_with_an_anchor_per_rule():
+    text = RULES_DOC.read_text(encoding="utf-8")
+    assert text == rules_doc(), "run `python tools/update_readme.py` after changing a rule pack"
+    assert '<a id="mem001"></a>' in text and '<a id="ax010"></a>' in text
 
 
 def test_quickstart_has_exactly_two_commands():

@@ -1,14 +1,19 @@
-"""Regenerate the README's rule table from the rule packs (`python tools/update_readme.py`; `--check` to verify)."""
+"""Regenerate the rule documentation from the rule packs: the README's rule table and docs/rules.md.
+
+`python tools/update_readme.py` rewrites both; `--check` exits 1 when either is stale.
+"""
 from __future__ import annotations
 
 import re
 import sys
 from pathlib import Path
 
-from axlint.commands.rules import rules_table
+from axlint.commands.rules import rule_markdown, rules_table
 from axlint.engine import load_rules
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+RULES_DOC = ROOT / "docs" / "rules.md"
 BLOCK = re.compile(r"(<!-- rules:start -->\n).*?(<!-- rules:end -->)", re.S)
 
 
@@ -16,12 +21,22 @@ def rendered(text: str) -> str:
     return BLOCK.sub(lambda m: m.group(1) + rules_table(load_rules()) + m.group(2), text)
 
 
+def rules_doc() -> str:
+    """Every rule's documentation on one page; each rule has an anchor named by its lower-case code (SARIF links)."""
+    parts = ["# axlint rules", "", "Generated from the packs in `rules/` by `python tools/update_readme.py`.", ""]
+    for rule in load_rules():
+        parts += [f'<a id="{rule.code.lower()}"></a>', "", rule_markdown(rule, level=2)]
+    return "\n".join(parts)
+
+
 def main(argv: list[str]) -> int:
-    text = README.read_text(encoding="utf-8")
-    new = rendered(text)
+    readme = README.read_text(encoding="utf-8")
+    outputs = {README: rendered(readme), RULES_DOC: rules_doc()}
+    stale = [p for p, text in outputs.items() if not p.is_file() or p.read_text(encoding="utf-8") != text]
     if "--check" in argv:
-        return 0 if new == text else 1
-    README.write_text(new, encoding="utf-8")
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(outputs[path], encoding="utf-8")
     return 0
 
 

@@ -16,17 +16,18 @@ def _rules(rules_dirs: tuple[Path, ...]) -> list[Rule]:
         raise UsageError(str(exc)) from None
 
 
-def rule_markdown(rule: Rule) -> str:
+def rule_markdown(rule: Rule, level: int = 1) -> str:
     """A rule's documentation: what it does, why it is bad, an example, what to write instead, fix safety."""
     d = rule.docs
-    parts = [f"# {rule.code} {rule.name}", "", f"{rule.summary}", "",
+    h = "#" * level
+    parts = [f"{h} {rule.code} {rule.name}", "", f"{rule.summary}", "",
              f"Severity: {rule.severity.value} · category: {rule.category} · pack: {rule.pack} · "
              f"fix: {rule.fix.get('applicability', 'safe') if rule.fix else ('yes' if d.get('fix_safety', '').lower().startswith(('safe', 'unsafe')) else 'no')}"]
     for title, key, fence in (("Why is this bad?", "why", False), ("Example", "example", True),
                               ("Use instead", "instead", True), ("Fix safety", "fix_safety", False)):
         if d.get(key):
             body = d[key].rstrip()
-            parts += ["", f"## {title}", "", f"```yaml\n{body}\n```" if fence else body]
+            parts += ["", f"{h}# {title}", "", f"```yaml\n{body}\n```" if fence else body]
     return "\n".join(parts) + "\n"
 
 
