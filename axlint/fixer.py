@@ -20,10 +20,8 @@ from pathlib import Path
 
 from axlint.diagnostics import Diagnostic
 from axlint.document import DocumentError, decode_bytes, load_document
-from axlint.engine import apply_suppressions, run_rules
 from axlint.fixes import Edit, Fix, apply_edits
 from axlint.lint import LintOptions, LintResult, lint_text
-from axlint.run import build_run
 
 MAX_PASSES = 10
 BOM = b"\xef\xbb\xbf"
@@ -115,13 +113,8 @@ class Fixer:
         if last is not None and all(self._current(doc.path) == doc.text for doc in last.documents.values()):
             return last
         state = self.state(entry)
-        result = lint_text(entry, state.text if state else None, self.options)
-        for run in result.runs:
-            ds = run.deepspeed
-            if run.ds_source == "file" and ds is not None and ds is not run.axolotl:
-                ds_state = self.state(ds.path)
-                if ds_state is not None and ds_state.text != ds.text:
-                    result = self._lint_with_deepspeed(entry, ds.path, ds_state.text)
+        texts = {key: f.text for key, f in self.files.items()}
+        result = lint_text(entry, state.text if state else None, self.options, texts)
         if result.documents:
             self._linted[_key(entry)] = result
         return result
@@ -129,16 +122,6 @@ class Fixer:
     def _current(self, path: Path) -> str | None:
         state = self.state(path)
         return state.text if state else None
-
-    def _lint_with_deepspeed(self, entry: Path, ds_path: Path, ds_text: str) -> LintResult:
-        """What `lint_text` does, with the DeepSpeed file's text taken from memory instead of the disk."""
-        doc = load_document(entry, self.files[_key(entry)].text)
-        run = build_run(doc, hardware=self.options.hardware, model_config_path=self.options.model_config)
-        run.deepspeed = load_document(ds_path, ds_text)
-        docs = [doc, run.deepspeed]
-        unused = next((r for r in self.options.rules if r.code == "AX002"), None)
-        diags = apply_suppressions(run_rules(run, self.options.rules), docs, unused)
-        return LintResult(diags, {d.path: d for d in docs}, [run])
 
     def fix(self, entry: Path) -> None:
         """Fix one entry (and the files its fixes name) until nothing changes, at most MAX_PASSES passes."""

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from axlint.diagnostics import Diagnostic
 from axlint.document import Document, DocumentError, decode_bytes, load_document
@@ -25,8 +25,10 @@ class LintResult:
     runs: list[TrainingRun] = field(default_factory=list)
 
 
-def lint_text(path: Path, text: str | bytes | None, options: LintOptions) -> LintResult:
-    """Lint one file (its referenced DeepSpeed file too). `text` (or raw bytes) given means stdin under that name."""
+def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
+              texts: Mapping[Path, str] | None = None) -> LintResult:
+    """Lint one file (its referenced DeepSpeed file too). `text` (or raw bytes) given means stdin under that name;
+    `texts` gives the current text of other files by absolute path (the fixer's unwritten edits)."""
     result = LintResult()
     selected = {r.code for r in options.rules}
     try:
@@ -35,7 +37,7 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions) -> Lin
         if "AX000" in selected:
             result.diagnostics.append(document_error_diagnostic(path, exc))
         return result
-    run = build_run(doc, hardware=options.hardware, model_config_path=options.model_config)
+    run = build_run(doc, hardware=options.hardware, model_config_path=options.model_config, texts=texts)
     result.runs.append(run)
     docs = [doc] + ([run.deepspeed] if run.deepspeed is not None and run.ds_source == "file" and run.deepspeed is not doc else [])
     result.documents.update({d.path: d for d in docs})

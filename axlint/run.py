@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from axlint.diagnostics import Span
 from axlint.document import Document, DocumentError, KeyPath, load_document
@@ -204,13 +205,13 @@ def stock_deepspeed_names() -> list[str]:
 
 
 def build_run(doc: Document, *, world_size: int | None = None, hardware: Any = None,
-              model_config_path: Path | None = None) -> TrainingRun:
+              model_config_path: Path | None = None, texts: Mapping[Path, str] | None = None) -> TrainingRun:
     """A TrainingRun from a parsed document: an Axolotl YAML (its DeepSpeed file loaded) or a DeepSpeed JSON."""
     if doc.format == "json" or _looks_like_deepspeed(doc.data):
         run = TrainingRun(axolotl=None, deepspeed=doc, ds_source="file")
     else:
         run = TrainingRun(axolotl=doc, model_config_path=model_config_path)
-        _attach_deepspeed(run)
+        _attach_deepspeed(run, texts or {})
     distributed = run.deepspeed is not None or run.ds_error is not None or bool(run.raw.get("fsdp_config") or run.raw.get("fsdp"))
     if hardware is not None:
         run.hardware, run.world_size, run.world_size_assumed = hardware, hardware.count, bool(getattr(hardware, "assumed", False))
@@ -230,7 +231,8 @@ def _looks_like_deepspeed(data: Any) -> bool:
     return isinstance(data, dict) and bool(_DS_MARKERS & data.keys()) and "base_model" not in data
 
 
-def _attach_deepspeed(run: TrainingRun) -> None:
+def _attach_deepspeed(run: TrainingRun, texts: Mapping[Path, str]) -> None:
+    """Load the `deepspeed:` reference; `texts` (by absolute path) overrides what is on disk, for the fixer."""
     ref = run.raw.get("deepspeed")
     if isinstance(ref, dict):
         run.deepspeed, run.ds_prefix, run.ds_source = run.axolotl, ("deepspeed",), "inline"
@@ -242,9 +244,10 @@ def _attach_deepspeed(run: TrainingRun) -> None:
     ref_path = Path(ref).expanduser()
     candidates = [ref_path] if ref_path.is_absolute() else [run.axolotl.path.parent / ref_path, Path.cwd() / ref_path]
     for cand in candidates:
-        if cand.is_file():
+        text = texts.get(Path(os.path.abspath(cand)))
+        if text is not None or cand.is_file():
             try:
-                run.deepspeed, run.ds_source = load_document(cand), "file"
+                run.deepspeed, run.ds_source = load_document(cand, text), "file"
             except DocumentError as exc:
                 run.ds_error = DocumentError(f"{cand}: {exc.message}", exc.span, exc.code)
                 run.extra["ds_error_path"] = cand
