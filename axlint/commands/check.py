@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from axlint.commands.common import UsageError, internal_errors, prepare, read_stdin, selection_options
+from axlint.commands.common import (UsageError, internal_errors, prepare, read_stdin, reporting_options,
+                                    selection_options)
 from axlint.diagnostics import Severity
 from axlint.lint import LintOptions, LintResult, lint_paths, lint_text
 from axlint.report import FORMATS, RENDERERS, render_statistics, summary_line
@@ -18,10 +19,7 @@ from axlint.report import FORMATS, RENDERERS, render_statistics, summary_line
 @click.option("--output-format", type=click.Choice(FORMATS), help="How to print findings (default: full).")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
-@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="warning", show_default=True,
-              help="Lowest severity that makes the exit code 1.")
-@click.option("--stdin-filename", type=click.Path(path_type=Path), help="Name to report for `-` (stdin).")
-@click.option("-q", "--quiet", is_flag=True, help="No summary line.")
+@reporting_options("Lowest severity that makes the exit code 1.", "Name to report for `-` (stdin).")
 @internal_errors
 def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
           output_format, statistics, exit_zero, fail_on, stdin_filename, quiet) -> None:

@@ -42,6 +42,21 @@ def selection_options(fn: Callable) -> Callable:
     return fn
 
 
+def reporting_options(fail_on_help: str, stdin_help: str) -> Callable[[Callable], Callable]:
+    """--fail-on / --stdin-filename / -q, shared by the commands that lint (`check`, `fix`)."""
+    def deco(fn: Callable) -> Callable:
+        for option in reversed([
+            click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="warning",
+                         show_default=True, help=fail_on_help),
+            click.option("--stdin-filename", type=click.Path(path_type=Path), help=stdin_help),
+            click.option("-q", "--quiet", is_flag=True, help="No summary line."),
+        ]):
+            fn = option(fn)
+        return fn
+
+    return deco
+
+
 @dataclass
 class Setup:
     settings: Settings

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 import click
 
-from axlint.commands.common import UsageError, internal_errors, prepare, read_stdin, selection_options
+from axlint.commands.common import (UsageError, internal_errors, prepare, read_stdin, reporting_options,
+                                    selection_options)
 from axlint.diagnostics import Severity
 from axlint.lint import LintOptions
 from axlint.report import display_path, render_concise
@@ -22,10 +23,8 @@ if TYPE_CHECKING:
 @click.option("--write", is_flag=True, help="Write the fixed files (default: print a unified diff).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply unsafe fixes (they change training behaviour).")
 @click.option("--show-fixes", is_flag=True, help="List what was fixed, per file and rule (on stderr).")
-@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="warning", show_default=True,
-              help="Lowest severity of a remaining finding that makes the exit code 1 (with --write or stdin).")
-@click.option("--stdin-filename", type=click.Path(path_type=Path), help="Name to lint `-` (stdin) under.")
-@click.option("-q", "--quiet", is_flag=True, help="No summary line.")
+@reporting_options("Lowest severity of a remaining finding that makes the exit code 1 (with --write or stdin).",
+                   "Name to lint `-` (stdin) under.")
 @internal_errors
 def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
         write, unsafe_fixes, show_fixes, fail_on, stdin_filename, quiet) -> None:
