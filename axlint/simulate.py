@@ -2,8 +2,20 @@
 
 The model is built under `FakeTensorMode` (shapes and dtypes only), wrapped as the config says (LoRA, gradient
 checkpointing, attention implementation; sdpa/eager since fake tensors live on the CPU), and trained for a few
-steps with torch AdamW while `MemTracker` attributes every live tensor to a category. The per-GPU numbers then
-apply what one process cannot show:
+steps with torch AdamW while `MemTracker` attributes every live tensor to a category. The step is the one the HF
+Trainer runs under Axolotl:
+- bf16/fp16 without DeepSpeed: the forward runs under `torch.autocast` (accelerate `Accelerator.prepare_model`
+  wraps `model.forward` when `native_amp`, which is every half-precision run that is not DeepSpeed), so fp32
+  LoRA adapters compute in the half dtype;
+- DeepSpeed bf16/fp16: the engine casts every parameter to the half dtype (`DeepSpeedEngine.
+  _configure_distributed_model`), LoRA adapters included, and no autocast;
+- one unpacked sequence per row: transformers cannot read fake `position_ids`, so its packed-sequence check
+  (`masking_utils.find_packed_sequence_indices`) would assume packing and build an explicit s×s mask, which also
+  makes sdpa repeat K/V; the check is answered as it is for real unpacked ids (no packing), so sdpa runs with
+  `is_causal` and GQA as on a GPU;
+- dropout runs the fused `native_dropout` kernel (output + 1-byte mask) that `aten::dropout` picks on CUDA, not
+  the CPU composite that keeps a noise tensor in the input's dtype.
+The per-GPU numbers then apply what one process cannot show:
 - DeepSpeed mixed precision keeps fp32 optimizer states and an fp32 master copy of the trainable weights;
 - ZeRO divides optimizer states (stage ≥ 1), gradients (≥ 2) and parameters (3) by the data-parallel size;
 - QLoRA stores the frozen decoder linears in NF4 with double quantization (≈ 4.127 bits per weight).
@@ -89,7 +101,10 @@ def simulate(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Any,
     stage = zero_stage_of(ds)
     with torch.device("meta"):
         model = prepare_for_training(build_model(arch.model_type, arch.config, spec, attn=attn), spec)
-    with FakeTensorMode(allow_non_fake_inputs=True):
+    if ds is not None and spec.dtype != "float32":
+        cast_parameters(model, getattr(torch, spec.dtype))
+    autocast = ds is None and spec.dtype != "float32"
+    with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), _fused_dropout():
         materialize_fake(model)
         params = [p for p in model.parameters() if p.requires_grad]
         optimizer = torch.optim.AdamW(params, lr=spec.learning_rate, **adamw_flavour(spec.optimizer))
@@ -98,7 +113,7 @@ def simulate(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Any,
         vocab = int(model.config.get_text_config().vocab_size)
         with tracker:
             for _ in range(steps):
-                _train_step(model, optimizer, spec, vocab)
+                _train_step(model, optimizer, spec, vocab, autocast)
                 tracker.reset_mod_stats()
         snapshot = tracker.get_tracker_snapshot("peak")
     total, trainable = count_parameters(model)
@@ -171,13 +186,57 @@ def materialize_fake(model: Any) -> None:
                 store[name] = made[id(t)]
 
 
-def _train_step(model: Any, optimizer: Any, spec: TrainSpec, vocab: int) -> None:
-    """One optimizer step; with gradient accumulation two micro-batches, so gradients live through a forward."""
+def cast_parameters(model: Any, dtype: Any) -> None:
+    """Cast every floating-point parameter to ``dtype``, buffers untouched: what the DeepSpeed engine does to the
+    model in bf16/fp16 mode (`_cast_module_mixed_precision`), fp32 LoRA adapters included."""
+    for p in model.parameters():
+        if p.is_floating_point() and p.dtype != dtype:
+            p.data = p.data.to(dtype)
+
+
+def _unpacked_sequences() -> Any:
+    """Answer transformers' packed-sequence check as it answers for real ids of one sequence per row (None).
+
+    On fake tensors `find_packed_sequence_indices` cannot read `position_ids` and returns a packing mask, so the
+    model builds an explicit s×s attention mask: sdpa then repeats K/V to all heads and saves a converted float
+    mask per layer, none of which a real unpacked run on a GPU does."""
+    from unittest import mock
+
+    from transformers import masking_utils
+
+    return mock.patch.object(masking_utils, "find_packed_sequence_indices", lambda position_ids: None)
+
+
+def _fused_dropout() -> Any:
+    """`F.dropout` as `aten::dropout` runs on CUDA (`is_fused_kernel_acceptable`: training, 0 < p < 1): the
+    `native_dropout` kernel, whose backward keeps a bool mask; on CPU the composite keeps a noise tensor in the
+    input's dtype."""
+    from unittest import mock
+
     import torch
 
+    composite = torch.nn.functional.dropout
+
+    def dropout(input: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
+        if training and 0 < p < 1 and not inplace:
+            return torch.native_dropout(input, p, training)[0]
+        return composite(input, p, training, inplace)
+
+    return mock.patch.object(torch.nn.functional, "dropout", dropout)
+
+
+def _train_step(model: Any, optimizer: Any, spec: TrainSpec, vocab: int, autocast: bool) -> None:
+    """One optimizer step; with gradient accumulation two micro-batches, so gradients live through a forward.
+    ``autocast``: the forward runs under `torch.autocast` in the spec's dtype (accelerate's mixed precision)."""
+    import contextlib
+
+    import torch
+
+    mixed = torch.autocast("cpu", dtype=getattr(torch, spec.dtype)) if autocast else contextlib.nullcontext()
     for _ in range(min(spec.gradient_accumulation_steps, 2)):
         ids = torch.randint(0, vocab, (spec.micro_batch_size, spec.sequence_len))
-        loss = model(input_ids=ids, labels=ids).loss
+        with mixed:
+            loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)

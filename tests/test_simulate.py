@@ -63,3 +63,34 @@ def test_deepspeed_mixed_precision_and_zero3() -> None:
     assert result.process_bytes["master_weights"] == 4 * n
     assert result.process_bytes["optimizer_states"] == pytest.approx(8 * n, rel=1e-3)
     assert result.per_gpu_bytes["parameters"] == result.process_bytes["parameters"] // 4
+
+
+def test_sdpa_runs_without_an_explicit_mask() -> None:
+    """Unpacked rows: no s×s mask and no K/V repeat, so activations grow linearly with the sequence length."""
+    short, long = run(sequence_len=512), run(sequence_len=2048)
+    ratio = long.process_bytes["activations"] / short.process_bytes["activations"]
+    assert ratio == pytest.approx(4, rel=0.02)
+
+
+def test_lora_dropout_keeps_a_one_byte_mask_per_adapted_input() -> None:
+    """Fused dropout as on CUDA: each adapted Linear adds a bool mask of its input (Σ d_in = 5h + hq + I per layer);
+    the adapter's bf16 input copy exists with or without dropout (fp32 adapters under autocast). The first layer's
+    q/k/v input needs no gradient (frozen embedding), so their masks are not kept."""
+    lora = {"adapter": "lora", "lora_r": 8, "lora_target_linear": True}
+    plain, dropped = run(**lora), run(**lora, lora_dropout=0.1)
+    h, i, layers, tokens = TINY["hidden_size"], TINY["intermediate_size"], TINY["num_hidden_layers"], 2 * 1024
+    mask = ((5 * h + h + i) * layers - 3 * h) * tokens
+    assert dropped.process_bytes["activations"] - plain.process_bytes["activations"] == mask
+
+
+def test_deepspeed_casts_lora_adapters_to_bf16() -> None:
+    """The DeepSpeed engine casts every parameter to bf16: adapters cost 2 B, plus DeepSpeed's fp32 master and
+    states."""
+    ds = {"zero_optimization": {"stage": 0}, "bf16": {"enabled": True}}
+    config = {"micro_batch_size": 1, "sequence_len": 256, "bf16": True, "adapter": "lora", "lora_r": 8,
+              "lora_target_linear": True, "optimizer": "adamw_torch_fused"}
+    result = simulate(config, ds, ARCH, None)
+    adapters = result.trainable_parameters
+    assert result.process_bytes["parameters"] == 2 * result.parameters
+    assert result.process_bytes["master_weights"] == 4 * adapters
+    assert result.process_bytes["optimizer_states"] == pytest.approx(8 * adapters, rel=1e-3)

@@ -1,82 +1,138 @@
 """Activation memory kept for backward, in bytes (bf16 activations; ×2 for fp32 training).
 
-Per token per decoder layer (memory-model.md §1.2, derived from the HF modelling code and checked against Stas
-Bekman's per-layer measurements to within ≈5 %), with h hidden, hq = heads·head_dim, hkv = kv_heads·head_dim,
-I intermediate, a heads, s sequence length:
+What one decoder layer saves for backward, per token, read from the autograd graph of the HF modelling code
+(transformers 5.x, PEFT 0.2x, torch 2.x) and checked op by op on fake tensors (tests/test_simulate_vs_analytic.py).
+h hidden, hq = heads·head_dim, hkv = kv_heads·head_dim, I intermediate, a heads, s sequence length, E experts,
+k experts per token, r LoRA rank, d the width of a Linear's input:
 
-  A = norms·c_norm·h                          c_norm: HF RMSNorm 8, Gemma 10, Liger 4, frozen base 6
-    + attention  sdpa (repeat_kv) 10·hq | flash 4·hq + 4·hkv + 4·a | eager 10·hq + 6·a·s
-    + qk-norm    8·(hq + hkv)
-    + MLP        gated 8·I (Liger GLU 6·I, frozen MLP 6·I) | plain 4·I | MoE k·8·I_moe + k·2h + 8·E (+ shared)
-    + LoRA dropout 3·Σ d_in of the adapted Linears
+  norms       fp32 input 4h, + normalised 2h when the weight trains (Gemma 4h); Liger RMSNorm / LayerNorm 2h
+  attention   sdpa, flash: q 2hq, k and v 2hkv each, output 2hq (also the o_proj input), fp32 lse 4a (sdpa
+              as transformers calls it without a mask: is_causal + enable_gqa; an explicit packing/padding mask
+              makes it repeat K/V and keep the mask, which is not modelled)
+              eager: q, repeated K and V 6hq + fp32 and bf16 softmax 6·a·s; its output copy is an o_proj input
+  qk-norm     norm internals (above) over hq + hkv; rotary embedding keeps only cos/sin
+  MLP         gated 6I (gate output, activation output, up output; Liger GLU 4I); plain 2I (fc1 output)
+              MoE: router 4E + 38 per choice; per choice gate|up 4I, activation 2I, down output 2h; trained experts
+              add the gathered input 2h and the product 2I per choice
+  inputs      a Linear input tensor of width d (norm output, product, eager attention output) is kept once, 2d,
+              when a consumer needs it: a trained weight, a bitsandbytes base layer, a LoRA adapter in the
+              activation dtype (DeepSpeed casts adapters to bf16; QLoRA skips PEFT's cast under autocast)
+  LoRA        fp32 adapters under autocast (every non-DeepSpeed bf16/fp16 run: accelerate wraps the forward):
+              PEFT casts x to fp32 and autocast casts it back for lora_A, so every adapted Linear keeps its own
+              2d copy; dropout (p > 0) adds a 1d mask (and a 2d dropped copy where the input is shared);
+              lora_A output 2r per adapted Linear; autocast's bf16 copies of the adapter weights 2·Θ_lora, once
 
-Stored over the micro batch of T tokens:
-  no checkpointing:        T·Σ_layers A
-  gradient checkpointing:  T·L·2h (layer inputs; 0 when offloaded to CPU) + T·max A (one layer recomputed)
+Stored over a micro batch of T tokens at the start of backward:
+  no checkpointing:        T·(Σ_layers A + final norm)
+  gradient checkpointing:  T·(L·2h + final norm)   (the layer inputs; 0 when offloaded to CPU)
+Backward of one layer adds its gradient temporaries T·(2h + 6I) and, with checkpointing, its recomputed T·A.
 """
 from __future__ import annotations
+
+from typing import Sequence
 
 from axlint.architectures import Architecture, Linear
 from axlint.memory import constants as C
 from axlint.memory.params import lora_targets
 from axlint.memory.setup import TrainSetup
 
-_MLP_NAMES = ("gate_proj", "up_proj", "down_proj", "gate_up_proj", "fc1", "fc2", "dense_h_to_4h", "dense_4h_to_h")
+_O_NAMES = ("o_proj", "dense")
 
 
-def norm_bytes(arch: Architecture, setup: TrainSetup) -> float:
-    """c_norm·h per norm: HF RMSNorm 8h (fp32 input 4h + normalised 2h + output 2h), Gemma 10h, Liger 4h,
-    frozen norms under LoRA 6h (fp32 input + output)."""
-    if setup.liger_rms_norm and arch.norm_type in ("rmsnorm", "gemma_rmsnorm"):
-        coef = C.NORM_BYTES["liger"]
-    elif setup.adapter:
-        coef = min(C.NORM_BYTES_FROZEN, C.NORM_BYTES[arch.norm_type])
-    else:
-        coef = C.NORM_BYTES[arch.norm_type]
-    return coef * arch.hidden_size
+def base_trains(setup: TrainSetup) -> bool:
+    """The base weights (norms, Linears) get gradients: a full fine-tune or unfrozen_parameters, not an adapter."""
+    return not setup.adapter
 
 
-def attention_bytes(arch: Architecture, setup: TrainSetup, o_proj_trained: bool = True) -> float:
-    """Per token: sdpa 10·hq (8·hq when o_proj is frozen), flash 4·hq + 4·hkv + 4·a, eager adds 6·a·s;
-    qk-norm adds 8·(hq + hkv)."""
+def adapter_input_copies(setup: TrainSetup) -> bool:
+    """Every LoRA Linear keeps its own half-precision copy of its input.
+
+    PEFT keeps adapters in fp32 (autocast_adapter_dtype) and casts x to the adapter dtype before lora_A
+    (peft/tuners/lora/layer.py Linear.forward, ``_cast_input_dtype``); under autocast lora_A casts it back to bf16
+    and saves that copy. Not so under DeepSpeed (the engine casts adapters to bf16: no cast, x is shared), with a
+    bitsandbytes base (peft/tuners/lora/bnb.py skips the cast when autocast is on) or in fp32 training."""
+    return (bool(setup.adapter) and setup.quantization is None and setup.sharding.kind != "deepspeed"
+            and setup.param_bytes == C.BF16)
+
+
+def norm_bytes(arch: Architecture, setup: TrainSetup, width: int, trains: bool) -> float:
+    """What one norm over ``width`` keeps besides its output: fp32 input 4w (+ normalised 2w when the weight
+    trains, Gemma's fp32 (1 + w) product 4w); Liger RMSNorm and LayerNorm keep their input 2w."""
+    kind = "liger" if setup.liger_rms_norm and arch.norm_type in ("rmsnorm", "gemma_rmsnorm") else arch.norm_type
+    weight_grad = C.NORM_WEIGHT_GRAD_BYTES.get(kind, 0) if trains else 0
+    return (C.NORM_INPUT_BYTES[kind] + weight_grad) * width
+
+
+def attention_bytes(arch: Architecture, setup: TrainSetup) -> float:
+    """sdpa / flash: 4hq + 4hkv + 4a (q, k, v, output, fp32 lse); eager: 6hq + 6·a·s; qk-norm: norm internals over
+    hq + hkv. Linear inputs are counted by ``input_bytes``."""
     hq, hkv, a = arch.q_dim, arch.kv_dim, arch.num_heads
-    if setup.attention == "flash":
-        out = C.ATTN_FLASH_Q * hq + C.ATTN_FLASH_KV * hkv + C.ATTN_LSE_PER_HEAD * a
+    if setup.attention == "eager":
+        out = C.ATTN_EAGER_Q * hq + C.EAGER_SCORES_BYTES * a * setup.sequence_len
     else:
-        out = (C.ATTN_SDPA_Q if o_proj_trained else C.ATTN_SDPA_Q_FROZEN) * hq
-        if setup.attention == "eager":
-            out += C.EAGER_SCORES_BYTES * a * setup.sequence_len
+        out = C.ATTN_FLASH_Q * hq + C.ATTN_FLASH_KV * hkv + C.ATTN_LSE_PER_HEAD * a
     if arch.qk_norm:
-        out += C.QK_NORM_BYTES * (hq + hkv)
+        out += norm_bytes(arch, setup, hq + hkv, base_trains(setup))
     return out
 
 
-def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int, mlp_trained: bool = True) -> float:
-    """Per token: gated 8·I (Liger GLU 6·I, frozen 6·I), plain 4·I; MoE: top-k experts at I_moe plus the
-    gathered copies k·2h, fp32 router logits 8·E and the shared experts."""
-    gated = C.MLP_GATED_LIGER if setup.liger_glu else C.MLP_GATED if mlp_trained else C.MLP_GATED_FROZEN
+def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
+    """Gated 6I (Liger GLU 4I), plain 2I; MoE: router 4E + per choice 38 + 4I + 2I + 2h, trained experts + 2h + 2I,
+    plus the shared experts as a gated MLP (Qwen2-MoE's sigmoid gate keeps the shared output 2h)."""
+    gated = C.MLP_GATED_LIGER if setup.liger_glu else C.MLP_GATED
     if not arch.gated_mlp:
         return C.MLP_PLAIN * arch.intermediate_size
     if not arch.is_moe_layer(layer):
         return gated * arch.intermediate_size
-    k = arch.experts_per_token
-    return (k * gated * arch.moe_intermediate_size + k * C.MOE_GATHER_BYTES * arch.hidden_size
-            + C.ROUTER_BYTES_PER_EXPERT * arch.num_experts + gated * arch.shared_expert_intermediate_size)
+    h, i, k = arch.hidden_size, arch.moe_intermediate_size, arch.experts_per_token
+    per_choice = C.ROUTING_BYTES_PER_CHOICE + (C.MOE_GATE_UP_BYTES + C.MOE_ACT_BYTES) * i + C.MOE_DOWN_OUT_BYTES * h
+    if base_trains(setup):
+        per_choice += C.LINEAR_INPUT_BYTES * (h + i)
+    shared = gated * arch.shared_expert_intermediate_size
+    if arch.config.get("shared_expert_intermediate_size"):
+        shared += C.LINEAR_INPUT_BYTES * h
+    return C.ROUTER_BYTES_PER_EXPERT * arch.num_experts + k * per_choice + shared
+
+
+def input_groups(arch: Architecture, layer: int) -> list[tuple[int, tuple[Linear, ...]]]:
+    """The Linears of a layer grouped by the tensor they read, with its width: the attention norm output (shared
+    with the MLP in parallel-attention layers), the attention output, the MLP norm output, and one group per other
+    Linear (down projections, MLA's low-rank up projections). Routed experts are in ``mlp_bytes``."""
+    h = arch.hidden_size
+    attn_in = tuple(lin for lin in arch.attention_linears() if lin.d_in == h and lin.name not in _O_NAMES)
+    mlp = tuple(lin for lin in arch.mlp_linears(layer) if not lin.expert)
+    mlp_in = tuple(lin for lin in mlp if lin.d_in == h)
+    groups = [(h, attn_in + mlp_in)] if arch.norms_per_layer == 1 else [(h, attn_in), (h, mlp_in)]
+    groups += [(lin.d_in, (lin,)) for lin in arch.attention_linears() if lin.d_in != h or lin.name in _O_NAMES]
+    groups += [(lin.d_in, (lin,)) for lin in mlp if lin.d_in != h]
+    return groups
+
+
+def _group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear, ...], kept: bool,
+                 setup: TrainSetup) -> float:
+    """One input tensor: kept once (2·width) when a trained weight, a bitsandbytes base layer or an adapter in the
+    activation dtype reads it (``kept``: the attention kernel keeps it anyway); per adapted reader its own copy 2·width
+    (fp32 adapters under autocast) or, with dropout, a dropped copy 2·width + a mask 1·width."""
+    mine = [lin for lin in consumers if lin in adapted]
+    copies, dropout = adapter_input_copies(setup), setup.lora_dropout > 0
+    shared_reader = base_trains(setup) or setup.quantization is not None or (mine and not copies and not dropout)
+    once = 0 if kept or not shared_reader else C.LINEAR_INPUT_BYTES * width
+    per_reader = (C.LORA_DROPPED_COPY_BYTES if copies or dropout else 0) + (C.LORA_DROPOUT_MASK_BYTES if dropout else 0)
+    return once + len(mine) * per_reader * width + len(mine) * C.BF16 * setup.lora_r
+
+
+def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = ()) -> float:
+    """Σ over the layer's input groups (see ``_group_bytes``); the attention output of sdpa / flash is kept by the
+    kernel itself."""
+    kernel_keeps_output = setup.attention != "eager"
+    return sum(_group_bytes(width, consumers, adapted, kernel_keeps_output and consumers[0].name in _O_NAMES, setup)
+               for width, consumers in input_groups(arch, layer) if consumers)
 
 
 def layer_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = ()) -> float:
-    """A for one decoder layer (see module docstring). ``adapted``: the LoRA-adapted Linears of this layer."""
-    if setup.adapter:
-        names = {lin.name for lin in adapted}
-        o_trained = bool(names & {"o_proj", "dense"})
-        mlp_trained = bool(names & set(_MLP_NAMES))
-    else:
-        o_trained = mlp_trained = True
-    out = (arch.norms_per_layer * norm_bytes(arch, setup) + attention_bytes(arch, setup, o_trained)
-           + mlp_bytes(arch, setup, layer, mlp_trained))
-    if setup.adapter and setup.lora_dropout > 0:
-        out += C.LORA_DROPOUT_BYTES * sum(lin.d_in * min(lin.count, max(arch.experts_per_token, 1))
-                                          for lin in adapted)
+    """A for one decoder layer (module docstring); ``adapted``: the LoRA-adapted Linears of this layer."""
+    out = (arch.norms_per_layer * norm_bytes(arch, setup, arch.hidden_size, base_trains(setup))
+           + attention_bytes(arch, setup) + mlp_bytes(arch, setup, layer) + input_bytes(arch, setup, layer, adapted))
     return out * setup.param_bytes / C.BF16
 
 
@@ -93,17 +149,63 @@ def per_layer_bytes_per_token(arch: Architecture, setup: TrainSetup) -> list[flo
     return out
 
 
-def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int) -> float:
-    """Activations live at the end of forward: T·Σ A without checkpointing; T·(L·2h + max A) with it (the L·2h
-    layer inputs go to CPU with offloaded checkpointing). Plus the final norm (c_norm·h per token)."""
-    layers = per_layer_bytes_per_token(arch, setup)
-    final_norm = norm_bytes(arch, setup) * setup.param_bytes / C.BF16
+def final_norm_bytes(arch: Architecture, setup: TrainSetup) -> float:
+    """Per token: the final norm's internals, + its output 2h when lm_head trains and reads it (not with Liger FLCE
+    or CCE, whose kernels keep what they need in the logits term)."""
+    out = norm_bytes(arch, setup, arch.hidden_size, base_trains(setup))
+    if base_trains(setup) and setup.loss not in ("liger_flce", "cce"):
+        out += C.LINEAR_INPUT_BYTES * arch.hidden_size
+    return out * setup.param_bytes / C.BF16
+
+
+def adapter_weight_copies(setup: TrainSetup, adapter_params: int) -> float:
+    """autocast casts each fp32 adapter weight to bf16 once per forward and the Linear keeps the copy for backward:
+    2·Θ_lora while the graph lives (without checkpointing; with it only one layer's, negligible)."""
+    if not adapter_input_copies(setup) or setup.gradient_checkpointing:
+        return 0.0
+    return C.BF16 * adapter_params
+
+
+def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int, layers: Sequence[float],
+                            adapter_params: int) -> float:
+    """Activations live at the start of backward, from ``layers`` (A of every layer): T·(Σ A + final norm) + the
+    adapter weight copies without checkpointing; T·(L·2h + final norm) with it (the L·2h layer inputs go to CPU
+    when offloaded)."""
+    final = tokens * final_norm_bytes(arch, setup)
     if not setup.gradient_checkpointing:
-        return tokens * (sum(layers) + final_norm)
+        return tokens * sum(layers) + final + adapter_weight_copies(setup, adapter_params)
     checkpoints = 0 if setup.offload_checkpoints else arch.num_layers * C.CHECKPOINT_BYTES * arch.hidden_size
-    return tokens * (checkpoints * setup.param_bytes / C.BF16 + max(layers) + final_norm)
+    return tokens * checkpoints * setup.param_bytes / C.BF16 + final
 
 
-def eval_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int) -> float:
+def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int) -> float:
+    """Gradient temporaries of one layer's backward at its MLP: output grad 2h + gated 6I (plain 4I; MoE per choice
+    6·I_moe + 2h, + the shared experts' 6I)."""
+    h = arch.hidden_size
+    if not arch.gated_mlp:
+        mlp = C.BACKWARD_MLP_PLAIN * arch.intermediate_size
+    elif arch.is_moe_layer(layer):
+        mlp = (arch.experts_per_token * (C.BACKWARD_MLP_GATED * arch.moe_intermediate_size + C.BF16 * h)
+               + C.BACKWARD_MLP_GATED * arch.shared_expert_intermediate_size)
+    else:
+        mlp = C.BACKWARD_MLP_GATED * arch.intermediate_size
+    return (C.BACKWARD_OUTPUT_GRAD_BYTES * h + mlp) * setup.param_bytes / C.BF16
+
+
+def layer_backward_bytes(arch: Architecture, setup: TrainSetup, tokens: int, layers: Sequence[float],
+                         recompute: bool) -> float:
+    """What backpropagating one layer adds to the stored activations: T·max(temporaries), and with ``recompute``
+    (gradient checkpointing, or the layer's own activations at the end of backward) its A from ``layers`` too."""
+    temps: dict[bool, float] = {}  # per layer kind (dense / MoE)
+    peak = 0.0
+    for i, a in enumerate(layers):
+        kind = arch.is_moe_layer(i)
+        if kind not in temps:
+            temps[kind] = backward_temp_bytes_per_token(arch, setup, i)
+        peak = max(peak, (a if recompute else 0.0) + temps[kind])
+    return tokens * peak
+
+
+def eval_activation_bytes(tokens: int, layers: Sequence[float]) -> float:
     """Forward under no_grad keeps nothing for backward: at most one layer's temporaries, T·max A."""
-    return tokens * max(per_layer_bytes_per_token(arch, setup))
+    return tokens * max(layers)

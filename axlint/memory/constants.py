@@ -15,42 +15,62 @@ INT8 = 1
 NF4_BYTES = 4.5 / 8
 NF4_DOUBLE_QUANT_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8
 
-# ---- activations, bytes per token per layer, as multiples of a width [INF memory-model.md §1.2] --------------
-# HF LlamaRMSNorm upcasts: fp32 input 4h + normalised bf16 2h + output 2h = 8h; Gemma's (1 + w) fp32: 10h;
-# Liger RMSNorm saves input + fp32 rstd (+ the output the next Linear keeps) = 4h; nn.LayerNorm in bf16 ≈ 4h.
-NORM_BYTES = {"rmsnorm": 8, "gemma_rmsnorm": 10, "layernorm": 4, "nonparametric": 4, "liger": 4}
-# With a frozen base (LoRA) a norm keeps its fp32 input and its output only: 6h (memory-model.md §1.2 LoRA).
-NORM_BYTES_FROZEN = 6
-# attention, per q-width unit hq / kv-width unit hkv (+ per head for fp32 log-sum-exp):
-#   sdpa with repeat_kv: q_rot, repeated K, repeated V, output, transposed copy = 10·hq
-#   flash_attention_2 / flex / sdpa-gqa kernels: q, k, v unrepeated + output = 4·hq + 4·hkv (+4·a lse)
-ATTN_SDPA_Q = 10
+# ---- activations: bytes per token per layer, as multiples of a width [SRC transformers 5.x modelling code, ---
+# torch autograd saved tensors; checked op by op on fake tensors, tests/test_simulate_vs_analytic.py]
+# A norm keeps, besides its output (which the consuming Linear keeps, see below):
+#   HF RMSNorm: the fp32 upcast of its input 4 (pow/mul save it) + the bf16 normalised tensor 2 that
+#   `weight * x` saves for the weight gradient (only when the weight trains); Gemma multiplies by (1 + w) in
+#   fp32: normalised 4; Liger RMSNorm saves its input 2 (+ fp32 rstd per row); nn.LayerNorm its input 2.
+NORM_INPUT_BYTES = {"rmsnorm": 4, "gemma_rmsnorm": 4, "layernorm": 2, "nonparametric": 2, "liger": 2}
+NORM_WEIGHT_GRAD_BYTES = {"rmsnorm": 2, "gemma_rmsnorm": 4}
+# The input of a Linear is kept once (2 bytes per element) when its weight trains, when it is a bitsandbytes
+# layer (MatMul4Bit/MatMul8bitLt keep A whenever the input needs a gradient) or when a LoRA adapter reads it.
+LINEAR_INPUT_BYTES = 2
+# attention, per q width hq / kv width hkv / head:
+#   sdpa (no mask: `is_causal` + `enable_gqa`, transformers' use_gqa_in_sdpa) and flash_attention_2 keep q, k, v
+#   unrepeated and the output, which is also the o_proj input (the (b, s, a, d) output layout makes
+#   `transpose(1, 2).contiguous()` a no-op): 2hq + 2hkv + 2hkv + 2hq, + fp32 log-sum-exp 4 per head
 ATTN_FLASH_Q = 4
 ATTN_FLASH_KV = 4
 ATTN_LSE_PER_HEAD = 4
-# eager attention: fp32 softmax 4 + bf16 copy 2 bytes per (head × key position) per token: 6·a·s
+#   eager: q, K and V repeated to all heads (repeat_kv) 6hq; the output copy goes to o_proj like any Linear input
+ATTN_EAGER_Q = 6
+#   eager scores: fp32 softmax output 4 + its bf16 cast 2 per (head × key position): 6·a·s
 EAGER_SCORES_BYTES = 6
-QK_NORM_BYTES = 8  # per q/k width: HF RMSNorm pattern on q and k
-# gated MLP keeps gate, act(gate), up, product = 8·I; Liger SwiGLU/GeGLU saves only gate, up (+ product) = 6·I;
-# plain MLP keeps fc1 output + activation output = 4·I
-MLP_GATED = 8
-MLP_GATED_LIGER = 6
-MLP_PLAIN = 4
-# LoRA: frozen linears drop their saved inputs; with q,v-only adapters the MLP keeps 6·I and attention 8·hq
-MLP_GATED_FROZEN = 6
-ATTN_SDPA_Q_FROZEN = 8
-# lora_dropout > 0: each adapted module keeps its dropped input (2 B) + mask (1 B) per input element
-LORA_DROPOUT_BYTES = 3
-# MoE router logits + softmax in fp32 per expert, and the gathered routed hidden copies (k·2h)
-ROUTER_BYTES_PER_EXPERT = 8
-MOE_GATHER_BYTES = 2
+# gated MLP keeps the gate output (SiLU input), the activation output and the up output: 6·I (the product is
+# the down_proj input); Liger SwiGLU/GeGLU saves gate and up only: 4·I; a plain MLP keeps the fc1 output 2·I
+MLP_GATED = 6
+MLP_GATED_LIGER = 4
+MLP_PLAIN = 2
+# MoE (transformers 5 grouped_mm experts, per token): fp32 router softmax 4·E; per routed choice int64 top-k index,
+# sort permutation, gather index, inverse permutation (4 × 8) + fp32 top-k weight 4 + bf16 routing weight 2 = 38;
+# per choice the gate|up output 4·I_moe, activation output 2·I_moe and the down output 2·h (kept by the routing
+# weight product); trained experts also keep the gathered input 2·h and the product 2·I_moe
+ROUTER_BYTES_PER_EXPERT = 4
+ROUTING_BYTES_PER_CHOICE = 38
+MOE_GATE_UP_BYTES = 4
+MOE_ACT_BYTES = 2
+MOE_DOWN_OUT_BYTES = 2
+# LoRA: a dropout (p > 0) keeps a 1-byte mask per input element and hands lora_A a dropped 2-byte copy
+LORA_DROPOUT_MASK_BYTES = 1
+LORA_DROPPED_COPY_BYTES = 2
+# backward of one layer, besides its saved tensors: the gradient of the layer output 2·h and, at the gated MLP's
+# product backward, the gradients of the product, the activation output and the up output together 6·I
+# (plain MLP: 4·I; per routed choice of a MoE layer 6·I_moe + 2·h)
+BACKWARD_OUTPUT_GRAD_BYTES = 2
+BACKWARD_MLP_GATED = 6
+BACKWARD_MLP_PLAIN = 4
 # gradient checkpointing keeps the bf16 input of every decoder layer: 2·h per token per layer [SRC Korthikanti]
 CHECKPOINT_BYTES = 2
 
 # ---- logits and loss, bytes per token per vocab entry (× V) unless noted [INF memory-model.md §1.3] ----------
-LOGITS_HF = 14         # bf16 logits 2 + fp32 upcast 4 + log_softmax 4 + grads at backward start: 12–14 [INF];
-                       # [CAL] 14: gpjt slope implies 11–12, Unsloth QLoRA fit 14–16, Liger e2e chart ≈ 20 (reserved)
-LOGITS_BF16_CE = 6     # CE on bf16 logits without upcast (Liger benchmark slope 6.1·V)
+LOGITS_HF = 12         # at the start of backward: fp32 log_softmax output 4 (saved) + nll_loss grad 4 + log_softmax
+                       # grad 4; the bf16 logits 2 and the fp32 upcast 4 are freed by then (the forward peaks at
+                       # 2 + 4 + 4 = 10) [SRC transformers 5 loss_utils.ForCausalLMLoss: logits.float() then
+                       # cross_entropy; checked on fake tensors]
+LOGITS_HF_UNREUSED = 2  # reserved, not allocated: the freed bf16 logits block cannot hold the later fp32 4·T·V
+                        # gradient requests and stays cached unused at the loss peak [INF from the allocation order
+                        # + CUDACachingAllocator best-fit; overhead.loss_unreused_bytes]
 LOGITS_LIGER_CE = 4    # Liger (non-fused) CE: bf16 logits + in-place bf16 grad
 LOGITS_EVAL = 10       # no backward: bf16 logits + fp32 copy + log_softmax
 CHUNKED_CE_CHUNKS = 8  # Axolotl chunked_cross_entropy default chunk count

@@ -2,15 +2,27 @@
 
 Phase model (memory-model.md §4, HF blog "Visualize and understand GPU memory"):
 
-  resident  = W·w_share + (O + M)·o_share + buffers
-  P_fwd_bwd = resident + G_acc + activations + logits        at the end of forward / start of backward;
-              G_acc = the gradient share when gradient_accumulation_steps > 1 (grads of the previous micro
-              batches stay allocated), else 0 (set_to_none: grads appear only while activations are freed)
-  P_step    = resident + G·g_share + step temporaries        (foreach optimizer copy, DeepSpeed fp32 grads)
-  P_eval    = resident + one layer's forward temporaries + eval logits    (grads freed after the step)
+  resident   = W·w_share + (O + M)·o_share + buffers
+  P_fwd_bwd  = max(start of backward, end of backward):
+    start    = resident + G_acc + stored activations + max(logits, first layer backward)
+               the loss buffers (fp32 log-softmax, its gradient and the nll gradient) are freed before the last
+               layer's backward starts, so they and that layer's backward (its gradient temporaries, and with
+               checkpointing its recomputed activations) never coexist; G_acc = the gradient share when
+               gradient_accumulation_steps > 1 (grads of the previous micro batches stay allocated) or under
+               DeepSpeed ZeRO-3 (its gradient partition buffer lives for the whole run: ``persistent_gradients``),
+               else 0 (set_to_none: no grads exist before the lm_head backward)
+    end      = resident + G·g_share + the larger of                    (all other activations are freed)
+               layer 0's backward (its activations + gradient temporaries), less the embedding gradient E when
+               the embedding trains untied (E does not exist yet), and
+               the embedding backward of a tied trained embedding: 2E (lm_head's E waits in the autograd buffer,
+               the embedding's dense E and their sum coexist; untied: nothing beyond G)
+  P_step     = resident + G·g_share + step temporaries       (foreach optimizer copy, DeepSpeed fp32 grads);
+               FSDP's gathered params are resharded by then (sharding.step_buffer_bytes)
+  P_eval     = resident + one layer's forward temporaries + eval logits    (grads freed after the step)
 
-  peak_allocated = max(P_fwd_bwd, P_step); reserved = allocated × (1 + slack); device = reserved + context.
-The reported components are those of the phase that sets the peak; they sum to peak_device_gib.
+  peak_allocated = max(P_fwd_bwd, P_step); reserved = allocated × (1 + slack) + the loss's cached-unreused block
+  when the peak is the loss moment (overhead.loss_unreused_bytes); device = reserved + context.
+The reported components are those of the moment that sets the peak; they sum to peak_device_gib.
 """
 from __future__ import annotations
 
@@ -20,15 +32,16 @@ from typing import Any, Mapping
 from axlint.architectures import Architecture
 from axlint.hardware import Hardware
 from axlint.memory import constants as C
-from axlint.memory.activations import eval_activation_bytes, stored_activation_bytes
+from axlint.memory.activations import (eval_activation_bytes, layer_backward_bytes, per_layer_bytes_per_token,
+                                       stored_activation_bytes)
 from axlint.memory.logits import logits_bytes
-from axlint.memory.overhead import allocator_slack_bytes, context_bytes
+from axlint.memory.overhead import allocator_slack_bytes, context_bytes, loss_unreused_bytes
 from axlint.memory.params import trainable
 from axlint.memory.setup import TrainSetup, read_setup
 from axlint.memory.sharding import (buffer_bytes, cpu_offload_bytes, gradient_share, optimizer_share,
-                                    step_temp_bytes, weight_share)
-from axlint.memory.states import (UNKNOWN_OPTIMIZER, gradient_bytes, master_weight_bytes, optimizer_spec,
-                                  optimizer_state_bytes, optimizer_temp_bytes, weight_bytes)
+                                    step_buffer_bytes, step_temp_bytes, weight_share)
+from axlint.memory.states import (UNKNOWN_OPTIMIZER, embedding_gradient_bytes, gradient_bytes, master_weight_bytes,
+                                  optimizer_spec, optimizer_state_bytes, optimizer_temp_bytes, weight_bytes)
 
 COMPONENTS = ("weights", "gradients", "optimizer_states", "master_weights", "activations", "logits",
               "sharding_buffers", "cuda_context", "allocator_slack")
@@ -110,23 +123,26 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     o = optimizer_state_bytes(setup, t, spec) * o_share
     m = master_weight_bytes(setup, t) * o_share
     buffers = buffer_bytes(arch, setup, g)
-    acts = stored_activation_bytes(arch, setup, setup.tokens)
-    logits = logits_bytes(arch, setup, setup.tokens)
-    g_acc = g if setup.gradient_accumulation_steps > 1 else 0.0
     step_grads = g + step_temp_bytes(setup, t.total, arch.largest_module_params)
     step_opt = o + optimizer_temp_bytes(setup, t, spec) * o_share
     resident = w + buffers + m
 
-    fwd = {"weights": w, "gradients": g_acc, "optimizer_states": o, "master_weights": m, "activations": acts,
-           "logits": logits, "sharding_buffers": buffers}
+    layers = per_layer_bytes_per_token(arch, setup)
+    persistent_g = persistent_gradients(setup, g)
+    g_acc = g if setup.gradient_accumulation_steps > 1 else persistent_g
+    fwd = _backward_moment(arch, setup, layers, t.adapter, g,
+                           embedding_gradient_bytes(arch, setup, spec) * gradient_share(s), g_acc)
+    fwd.update({"weights": w, "optimizer_states": o, "master_weights": m, "sharding_buffers": buffers})
     step = {"weights": w, "gradients": step_grads, "optimizer_states": step_opt, "master_weights": m,
-            "activations": 0.0, "logits": 0.0, "sharding_buffers": buffers}
+            "activations": 0.0, "logits": 0.0, "sharding_buffers": step_buffer_bytes(setup, buffers)}
     p_fwd, p_step = sum(fwd.values()), sum(step.values())
     phase, comps = ("forward-backward", fwd) if p_fwd >= p_step else ("optimizer-step", step)
     allocated = max(p_fwd, p_step)
     slack = allocator_slack_bytes(allocated, expandable_segments)
+    if phase == "forward-backward" and comps["logits"] > 0:
+        slack += loss_unreused_bytes(arch, setup, setup.tokens)
     ctx = context_bytes(s.world)
-    p_eval = resident + o + eval_activation_bytes(arch, setup, setup.eval_tokens) \
+    p_eval = resident + o + persistent_g + eval_activation_bytes(setup.eval_tokens, layers) \
         + logits_bytes(arch, setup, setup.eval_tokens, training=False)
     eval_device = p_eval + allocator_slack_bytes(p_eval, expandable_segments) + ctx
     notes.append(f"peak phase: {phase}; {setup.tokens} tokens per micro batch")
@@ -142,6 +158,36 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         cpu_offload=cpu_offload_bytes(setup, weight_bytes(arch, setup, t), optimizer_state_bytes(setup, t, spec),
                                       master_weight_bytes(setup, t), t.total),
         trainable_params=t.total, assumptions=tuple(notes))
+
+
+def persistent_gradients(setup: TrainSetup, g: float) -> float:
+    """Gradient memory allocated for the whole run, eval included. DeepSpeed ZeRO-3 allocates its gradient
+    partitions once, as one flat buffer of b_ga·P/N (``grad_partitions_flat_buffer`` in ``_setup_for_real_optimizer``;
+    on the CPU when the optimizer is offloaded) and never frees it [SRC deepspeed.md §4.2, DeepSpeed 0.19.8
+    runtime/zero/stage3.py]. Elsewhere the gradients are set to None after each step."""
+    s = setup.sharding
+    return g if s.kind == "deepspeed" and s.stage == 3 and not s.offload_optimizer else 0.0
+
+
+def _backward_moment(arch: Architecture, setup: TrainSetup, layers: list[float], adapter_params: int, g: float,
+                     embedding_g: float, g_acc: float) -> dict[str, float]:
+    """gradients / activations / logits at the larger of the start and the end of backward (module docstring);
+    ``layers``: A of every layer; ``embedding_g``: the embedding's share of ``g`` when it trains; ``g_acc``: the
+    gradients already allocated when backward starts (earlier micro batches', or ``persistent_gradients``)."""
+    tokens = setup.tokens
+    stored = stored_activation_bytes(arch, setup, tokens, layers, adapter_params)
+    logits = logits_bytes(arch, setup, tokens)
+    first = layer_backward_bytes(arch, setup, tokens, layers, recompute=setup.gradient_checkpointing)
+    start = ({"gradients": g_acc, "activations": stored, "logits": logits} if logits >= first
+             else {"gradients": g_acc, "activations": stored + first, "logits": 0.0})
+    last = layer_backward_bytes(arch, setup, tokens, layers, recompute=True)
+    if arch.tie_word_embeddings:
+        end = {"gradients": g + 2 * embedding_g, "activations": 0.0, "logits": 0.0} if 2 * embedding_g > last \
+            else {"gradients": g, "activations": last, "logits": 0.0}
+    else:
+        end = {"gradients": g - embedding_g, "activations": last, "logits": 0.0} if last > embedding_g \
+            else {"gradients": g, "activations": 0.0, "logits": 0.0}
+    return start if sum(start.values()) >= sum(end.values()) else end
 
 
 def estimate_memory(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Architecture, hw: Hardware, *,

@@ -1,6 +1,7 @@
 """Memory outside the live tensors: allocator slack, CUDA context, NCCL (memory-model.md §0, §1.5).
 
   peak_reserved = peak_allocated × (1 + slack)      slack 0.15, 0.05 with expandable_segments:True
+                  + the loss's cached-unreused block when the peak is the loss moment (loss_unreused_bytes)
   peak_device   = peak_reserved + CUDA context (1.0 GiB) + NCCL (1.0 GiB when world > 1)
 """
 from __future__ import annotations
@@ -8,7 +9,9 @@ from __future__ import annotations
 import os
 from typing import Mapping
 
+from axlint.architectures import Architecture
 from axlint.memory import constants as C
+from axlint.memory.setup import TrainSetup
 
 
 def expandable_segments_enabled(env: Mapping[str, str] | None = None) -> bool:
@@ -25,3 +28,20 @@ def allocator_slack_bytes(allocated: float, expandable_segments: bool) -> float:
 def context_bytes(world: int) -> float:
     """CUDA context + kernels, plus NCCL communicators for a distributed run."""
     return (C.CUDA_CONTEXT_GIB + (C.NCCL_GIB if world > 1 else 0.0)) * C.GIB
+
+
+def loss_unreused_bytes(arch: Architecture, setup: TrainSetup, tokens: int) -> float:
+    """Reserved-but-unusable memory the HF loss leaves in the caching allocator at the start of backward.
+
+    T·V blocks in order (transformers 5 ForCausalLMLoss, memory-model.md §1.3): forward allocates the bf16 logits
+    2TV, their fp32 upcast 4TV and the fp32 log-softmax 4TV (saved); the bf16 logits and the upcast are freed once the
+    loss is computed. Backward then asks for two fp32 4TV gradients (nll, log-softmax) while the log-softmax is
+    alive: the first reuses the cached upcast block, the second finds only the 2TV block, too small (a cached block
+    serves only a request that fits in it, and non-adjacent free blocks are never merged [SRC PyTorch
+    c10/cuda/CUDACachingAllocator.cpp, best-fit over cached blocks ≥ the request]), so a new 4TV block is mapped.
+    Reserved at that moment = 2 + 4 + 4 + 4 = 14TV for 12TV allocated: the 2TV block stays cached, unused, until
+    the bf16 gradient of the logits takes it. Only the full HF loss has it: Liger CE and FLCE work in place or in
+    chunks, CCE never materialises the logits; chunked CE is not modelled (0)."""
+    if setup.loss != "hf":
+        return 0.0
+    return C.LOGITS_HF_UNREUSED * arch.vocab_size * tokens

@@ -35,10 +35,11 @@ def _layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear
 
 def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
     """PEFT matching: a regex string must fullmatch the module path; a list entry must equal the path or be a
-    ``.``-separated suffix of it. ``lora_target_linear`` = every Linear except lm_head and the fused experts
-    (transformers >= 5 stores experts as 3-D parameters, not ``nn.Linear``)."""
+    ``.``-separated suffix of it. ``lora_target_linear`` = Axolotl's ``find_all_linear_names``: every module that is
+    an ``nn.Linear`` (or has "Linear" in its class name) except lm_head; transformers >= 5 stores the experts as 3-D
+    parameters and the router as a ``*TopKRouter`` module holding a weight, so neither is one."""
     targets = setup.lora_target_modules
-    if setup.lora_target_linear and not lin.expert:
+    if setup.lora_target_linear and not lin.expert and lin.name != "gate":
         return True
     if isinstance(targets, str):
         return re.fullmatch(targets, name) is not None

@@ -39,6 +39,7 @@ class Sharding:
     persistence_threshold: float = C.DS_PERSISTENCE_THRESHOLD
     sub_group_size: float = C.DS_SUB_GROUP_SIZE
     overlap_comm: bool = False
+    fsdp_version: int = 1  # FSDP only: Axolotl takes 1 when fsdp_config has no fsdp_version (axolotl.md §1.3)
 
     @property
     def distributed(self) -> bool:
@@ -132,7 +133,8 @@ def read_sharding(config: Mapping[str, Any], ds: Mapping[str, Any] | None, hw: H
         reshard = fsdp_cfg.get("reshard_after_forward", fsdp_cfg.get("fsdp_reshard_after_forward"))
         stage = 0 if "no_shard" in strategy else 2 if ("shard_grad_op" in strategy or reshard is False) else 3
         offload = _truthy(fsdp_cfg.get("offload_params", fsdp_cfg.get("fsdp_offload_params"))) or "offload" in strategy
-        return Sharding("fsdp", stage, world, offload, offload)
+        version = _int(config.get("fsdp_version") or fsdp_cfg.get("fsdp_version") or fsdp_cfg.get("version"), 1)
+        return Sharding("fsdp", stage, world, offload, offload, fsdp_version=version)
     return Sharding("ddp" if world > 1 else "single", 0, world)
 
 

@@ -10,6 +10,7 @@ Buffers on the GPU:
   ZeRO-3     reduce bucket as above + gathered params 2·max(Lm, min(max_live, Lm + prefetch))
              + full grads of the current module 2·Lm + persistent small params (numel ≤ threshold)
   FSDP       root unit (embed + lm_head) + 2 decoder layers gathered (current + prefetch) + one layer's grads
+             (forward-backward only: resharded before the optimizer step)
   DDP        the reducer's gradient buckets: one more copy of the trainable gradients
   Lm = largest leaf module (usually the embedding), 2 = bytes of the bf16 params.
 Step temporaries: ZeRO-1/2 make the fp32 gradient partition 4·P/N; ZeRO-3 one fp32 sub-group 4·min(sub_group, P/N).
@@ -64,6 +65,15 @@ def buffer_bytes(arch: Architecture, setup: TrainSetup, grad_bytes: float) -> fl
     lm = arch.largest_module_params
     gathered = max(lm, min(s.max_live_parameters, lm + s.prefetch_bucket))
     return reduce + lp * (gathered + lm + _persistent_params(arch, s.persistence_threshold))
+
+
+def step_buffer_bytes(setup: TrainSetup, buffers: float) -> float:
+    """The buffers of ``buffer_bytes`` still allocated at the optimizer step. FSDP's are unsharded params and
+    gradients of the units being run: FULL_SHARD / SHARD_GRAD_OP free every unsharded FlatParameter in its
+    post-backward hook, the root's included, so the step sees sharded states only [MEM torch
+    distributed/fsdp/_runtime_utils.py `_should_free_in_backward`, `_post_backward_reshard`]. DeepSpeed's buckets and
+    persistent params and DDP's gradient buckets are allocated once and stay."""
+    return 0.0 if setup.sharding.kind == "fsdp" else buffers
 
 
 def step_temp_bytes(setup: TrainSetup, trainable: int, largest_module: int) -> float:

@@ -4,6 +4,8 @@ Bytes per trainable parameter (memory-model.md §1.1):
   pure bf16 (HF Trainer on a bf16-loaded model, Axolotl's default): W 2, G 2, AdamW states 2×2 = 8 B
   DeepSpeed mixed precision: W 2, G 2, fp32 master 4, AdamW states 2×4 = 16 B
   LoRA adapters (PEFT autocast_adapter_dtype, fp32): W 4, G 4, AdamW 2×4 = 16 B
+  FSDP1 full fine-tune with bf16/fp16 on: W 4, G 4, AdamW 2×4 = 16 B (accelerate upcasts the flat params to fp32,
+  see ``trainable_base_bytes``)
 """
 from __future__ import annotations
 
@@ -113,6 +115,26 @@ def _quantized_bytes(setup: TrainSetup) -> float:
     return C.INT8
 
 
+def fsdp1_upcasts(setup: TrainSetup) -> bool:
+    """accelerate's FSDP1 path upcasts every trainable, non-fp32 FlatParameter to fp32 when mixed precision is on
+    ("Upcasted low precision parameters in ... because mixed precision turned on in FSDP"), to mimic DeepSpeed's
+    fp32 partitions [SRC huggingface/accelerate src/accelerate/accelerator.py, Accelerator.prepare_model, FSDP1
+    branch: ``param.data = param.data.to(torch.float32)``]. Axolotl's bf16/fp16 reach accelerate as its
+    mixed_precision (TrainingArguments). The sharded param, its gradient and torch AdamW's states
+    (``zeros_like(param)``) are then fp32; the gathered compute copy stays bf16 (MixedPrecision.param_dtype).
+    Counted for full fine-tunes only: how FSDP1 groups frozen base weights with LoRA adapters in one FlatParameter
+    (use_orig_params) was not checked, so adapter runs keep the load dtype."""
+    s = setup.sharding
+    return (s.kind == "fsdp" and s.fsdp_version == 1 and s.world > 1 and setup.param_bytes < C.FP32
+            and not setup.quantization and not setup.adapter)
+
+
+def trainable_base_bytes(setup: TrainSetup) -> int:
+    """Bytes per element of the trainable base params as stored (and of their gradients): fp32 after the FSDP1
+    upcast, else the load dtype."""
+    return C.FP32 if fsdp1_upcasts(setup) else setup.param_bytes
+
+
 def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     """W = quantized linears × (0.516 NF4+DQ | 0.5625 NF4 | 1 int8) + the rest (embeddings, lm_head, norms,
     biases, vision tower) × load dtype, + LoRA adapters × 4 (fp32) + modules_to_save copies × load dtype.
@@ -123,19 +145,30 @@ def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     else:
         base = arch.total_params * setup.param_bytes
     copies = t.base * setup.param_bytes if setup.adapter else 0
-    return base + t.adapter * C.FP32 + copies
+    upcast = t.base * (C.FP32 - setup.param_bytes) if fsdp1_upcasts(setup) else 0
+    return base + t.adapter * C.FP32 + copies + upcast
 
 
 def gradient_bytes(setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
     """G = trainable base params × load dtype + adapters × 4; ≈ 0 when the update is fused into backward."""
     if spec.fused_backward:
         return 0.0
-    return t.base * setup.param_bytes + t.adapter * C.FP32
+    return t.base * trainable_base_bytes(setup) + t.adapter * C.FP32
+
+
+def embedding_gradient_bytes(arch: Architecture, setup: TrainSetup, spec: OptimizerSpec) -> float:
+    """The embedding's gradient V·h in the load dtype when the whole base trains (0 otherwise). Backward produces it
+    last: before the embedding backward it is missing from G (untied), or it waits in the autograd engine's input
+    buffer as lm_head's contribution (tied), and the embedding's own dense gradient and the sum of the two coexist
+    with it (3·V·h at once, measured on fake tensors: tests/test_simulate_vs_analytic.py, llama-3.2-1b full ckpt)."""
+    if setup.adapter or setup.unfrozen_parameters or spec.fused_backward:
+        return 0.0
+    return arch.embedding_params * setup.param_bytes
 
 
 def master_weight_bytes(setup: TrainSetup, t: Trainable) -> float:
-    """fp32 master copy of 16-bit trainable params: DeepSpeed (any stage) keeps one; HF pure-bf16 and FSDP with
-    a bf16-loaded model do not (memory-model.md §1.1)."""
+    """fp32 master copy of 16-bit trainable params: DeepSpeed (any stage) keeps one; HF pure-bf16 does not, nor
+    does FSDP1 (its params themselves become fp32: ``fsdp1_upcasts``, counted in the weights) (memory-model.md §1.1)."""
     if setup.sharding.kind != "deepspeed" or setup.param_bytes == C.FP32:
         return 0.0
     return t.base * C.FP32
@@ -148,7 +181,7 @@ def optimizer_state_bytes(setup: TrainSetup, t: Trainable, spec: OptimizerSpec) 
         return 2 * C.FP32 * t.total  # FusedAdam / DeepSpeedCPUAdam (zero_force_ds_cpu_optimizer)
     if spec.state_bytes is not None:
         return spec.states * spec.state_bytes * t.total
-    base_bytes = C.FP32 if setup.sharding.kind == "deepspeed" else setup.param_bytes
+    base_bytes = C.FP32 if setup.sharding.kind == "deepspeed" else trainable_base_bytes(setup)
     return spec.states * (base_bytes * t.base + C.FP32 * t.adapter)
 
 
@@ -156,4 +189,4 @@ def optimizer_temp_bytes(setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -
     """Step-time temporaries of a torch foreach optimizer: one state-sized tensor list (sqrt(exp_avg_sq))."""
     if not spec.foreach_temp or setup.sharding.kind == "deepspeed":
         return 0.0
-    return C.FOREACH_TEMP_STATES * (setup.param_bytes * t.base + C.FP32 * t.adapter)
+    return C.FOREACH_TEMP_STATES * (trainable_base_bytes(setup) * t.base + C.FP32 * t.adapter)
