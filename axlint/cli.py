@@ -8,6 +8,7 @@ from axlint.commands.check import check
 from axlint.commands.estimate import estimate
 from axlint.commands.fix import fix
 from axlint.commands.rules import rule_command, rules_command
+from axlint.commands.validate import validate
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,6 +22,7 @@ cli.add_command(estimate)
 cli.add_command(fix)
 cli.add_command(rules_command)
 cli.add_command(rule_command)
+cli.add_command(validate)
 
 
 def main() -> None:

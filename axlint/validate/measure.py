@@ -59,14 +59,14 @@ def current_rss() -> int:
 
 def device_name(on_cuda: bool) -> dict[str, Any]:
     """GPU name, driver and library versions (or the CPU) for the report."""
+    from importlib import metadata
+
     import torch
 
     info: dict[str, Any] = {"torch": torch.__version__}
     try:
-        import deepspeed
-
-        info["deepspeed"] = deepspeed.__version__
-    except ImportError:
+        info["deepspeed"] = metadata.version("deepspeed")  # without importing it: a DDP run does not need it
+    except metadata.PackageNotFoundError:
         info["deepspeed"] = None
     if on_cuda:
         info["gpu"] = torch.cuda.get_device_name()

@@ -25,12 +25,27 @@ class ValidationReport:
     estimate: dict[str, Any] | None = None
     probe: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
+    memory_limit_gib: float | None = None
 
     @property
     def status(self) -> str:
-        """"ok" when every rank finished; else the first non-ok status (oom, unsupported, error)."""
+        """"ok" when every rank finished; else the first non-ok status ("oom" or "error")."""
         bad = [r.get("status", "error") for r in self.ranks if r.get("status") != "ok"]
         return bad[0] if bad else ("ok" if self.ranks else "error")
+
+    @property
+    def peak_gib(self) -> float | None:
+        """The largest measured peak over the ranks: device memory (nvidia-smi's view) on CUDA, RSS on CPU."""
+        peaks = [rank_peak_bytes(r) for r in self.ranks if r.get("memory")]
+        return max(peaks) / GIB if peaks else None
+
+    @property
+    def within_limit(self) -> bool | None:
+        """Whether the measured peak stays within `memory_limit_gib`; None without a limit or a measurement."""
+        peak = self.peak_gib
+        if self.memory_limit_gib is None or peak is None:
+            return None
+        return peak <= self.memory_limit_gib
 
     def comparison(self) -> list[dict[str, Any]]:
         """Rows of measured (max over ranks) vs estimated bytes, with the error of the estimate in percent."""
@@ -63,21 +78,32 @@ class ValidationReport:
                 values.append(value / GIB)
         return max(values) if values else None
 
+    def rank_notes(self) -> list[str]:
+        """The ranks' notes (what ran differently from the config), each once, in order of first appearance."""
+        return list(dict.fromkeys(n for r in self.ranks for n in r.get("notes", [])))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "config": self.config, "model": {"id": self.model_id, "model_type": self.model_type},
             "device": self.device, "world_size": self.world_size, "steps": self.steps, "launcher": self.launcher,
             "status": self.status, "scaled_config": self.scaled_config, "notes": self.notes,
             "ranks": self.ranks, "estimate": self.estimate, "comparison": self.comparison(), "probe": self.probe,
+            "peak_gib": _rounded(self.peak_gib), "memory_limit_gib": self.memory_limit_gib,
+            "within_limit": self.within_limit,
         }
 
     def render_text(self) -> str:
         lines = [f"axlint validate {self.config}: {self.status}",
                  f"model {self.model_id} ({self.model_type}), {self.world_size} rank(s) on {self.device}, "
                  f"{self.steps} step(s), launcher {self.launcher}"]
-        lines += [f"note: {n}" for n in self.notes]
+        lines += [f"note: {n}" for n in self.notes + self.rank_notes()]
         for r in self.ranks:
             lines.append(_rank_line(r))
+            lines += [f"  | {line}" for line in _log_tail(r)]
+        if self.within_limit is not None:
+            verdict = "within" if self.within_limit else "OVER"
+            lines.append(f"measured peak {_fmt(self.peak_gib)} GiB: {verdict} "
+                         f"--memory-limit-gib {self.memory_limit_gib}")
         rows = self.comparison()
         if rows:
             lines.append("")
@@ -91,6 +117,23 @@ class ValidationReport:
             lines.append(f"probe {p['key']}: largest that ran = {p['largest_fit']} "
                          f"(peak {_fmt(p.get('largest_fit_peak_gib'))} GiB); estimate predicts {p.get('estimated_largest_fit')}")
         return "\n".join(lines)
+
+
+def rank_peak_bytes(rank: dict[str, Any]) -> int:
+    """One rank's peak: device bytes on CUDA, else the RSS (0 when it measured nothing)."""
+    mem = rank.get("memory") or {}
+    return int(mem.get("peak_device_bytes") or mem.get("peak_rss_bytes") or 0)
+
+
+def _log_tail(rank: dict[str, Any], lines: int = 15) -> list[str]:
+    """The last lines of a failed launch's output (the traceback), for the text report."""
+    if rank.get("status") != "error" or not rank.get("log"):
+        return []
+    return str(rank["log"]).rstrip().splitlines()[-lines:]
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
 
 
 def _minus(a: float | None, b: float) -> float | None:
@@ -113,7 +156,9 @@ def _rank_line(r: dict[str, Any]) -> str:
         return f"rank {r.get('rank')}: {r.get('status')}: {r.get('message', '')}"
     losses = ", ".join(f"{x:.4f}" for x in r.get("losses", []))
     tps = r.get("tokens_per_second") or 0.0
-    return f"rank {r['rank']}: {r['steps_completed']} steps, loss [{losses}], {tps:,.0f} tokens/s"
+    kind = "device" if (r.get("memory") or {}).get("peak_device_bytes") else "RSS"
+    return (f"rank {r['rank']}: {r['steps_completed']} steps, loss [{losses}], {tps:,.0f} tokens/s, "
+            f"peak {kind} {_fmt(rank_peak_bytes(r) / GIB)} GiB")
 
 
 def _fmt(value: float | None) -> str:

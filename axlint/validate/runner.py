@@ -8,9 +8,11 @@ from typing import Any, Mapping
 from axlint.validate.extras import require_validate_extras
 from axlint.validate.launch import choose_launcher, run_ranks
 from axlint.validate.probe import largest_fitting
-from axlint.validate.report import CPU_CAVEAT, GIB, ValidationReport
+from axlint.validate.report import CPU_CAVEAT, GIB, ValidationReport, rank_peak_bytes
 from axlint.validate.scaling import scale_down
+from axlint.validate.spec import train_spec
 
+LAUNCHERS = ("auto", "deepspeed", "torchrun")
 PROBE_KEYS = {"micro_batch_size": (1, 1), "sequence_len": (256, 256)}  # key -> (start, granularity)
 
 
@@ -26,19 +28,17 @@ def run_validation(config_path: Path, *, steps: int, num_gpus: int | None, devic
     `device` "cuda" runs the real architecture on `num_gpus` GPUs per node (default: all visible); "cpu" runs
     a scaled-down copy with DeepSpeed's CPU accelerator and gloo on `num_gpus` processes (default 1). `probe`
     ("micro_batch_size" | "sequence_len") searches the largest value that runs; on CPU it needs
-    `memory_limit_gib` (a point fails when its peak RSS exceeds the cap) since a CPU has no OOM to find.
+    `memory_limit_gib` (a point fails when its peak RSS exceeds the cap) since a CPU has no OOM to find. With
+    `memory_limit_gib` the report also says whether the measured peak stays within it (`within_limit`).
     """
     require_validate_extras()
-    if device not in ("cuda", "cpu"):
-        raise ValidationError(f"--device must be cuda or cpu, not {device!r}")
-    if probe is not None and probe not in PROBE_KEYS:
-        raise ValidationError(f"--probe takes {' or '.join(PROBE_KEYS)}, not {probe!r}")
-    if probe is not None and device == "cpu" and memory_limit_gib is None:
-        raise ValidationError("--probe on --device cpu needs --memory-limit-gib: a CPU run never runs out of GPU "
-                              "memory, so the cap on the peak RSS decides what fits")
+    _check_options(steps=steps, device=device, probe=probe, hostfile=hostfile, memory_limit_gib=memory_limit_gib,
+                   launcher=launcher)
+    config, ds_raw, arch = _load(config_path, model_config)
+    if device == "cpu" and train_spec(config).quantized:
+        raise ValidationError("QLoRA (load_in_4bit) needs bitsandbytes on a CUDA GPU; it cannot run with --device cpu")
     processes = num_gpus or (_visible_gpus() if device == "cuda" else 1)
     world = _hostfile_slots(hostfile) if hostfile else processes
-    config, ds_raw, arch = _load(config_path, model_config)
     model_config_dict = dict(arch.config)
     scaled = None
     if device == "cpu":
@@ -55,10 +55,28 @@ def run_validation(config_path: Path, *, steps: int, num_gpus: int | None, devic
     notes += [note] if note else []
     report = ValidationReport(config=str(config_path), model_id=arch.model_id, model_type=job["model_type"],
                               device=device, world_size=world, steps=steps, launcher=chosen, scaled_config=scaled,
-                              ranks=ranks, estimate=estimate, notes=notes)
+                              ranks=ranks, estimate=estimate, notes=notes, memory_limit_gib=memory_limit_gib)
     if probe is not None:
         report.probe = _probe(job, probe, processes, chosen, hostfile, memory_limit_gib, est_arch, world, ds)
     return report
+
+
+def _check_options(*, steps: int, device: str, probe: str | None, hostfile: Path | None,
+                   memory_limit_gib: float | None, launcher: str) -> None:
+    """Reject option combinations that cannot run, with the message the CLI prints (exit 2)."""
+    if steps < 1:
+        raise ValidationError(f"--steps must be at least 1, not {steps}")
+    if device not in ("cuda", "cpu"):
+        raise ValidationError(f"--device must be cuda or cpu, not {device!r}")
+    if probe is not None and probe not in PROBE_KEYS:
+        raise ValidationError(f"--probe takes {' or '.join(PROBE_KEYS)}, not {probe!r}")
+    if probe is not None and device == "cpu" and memory_limit_gib is None:
+        raise ValidationError("--probe on --device cpu needs --memory-limit-gib: a CPU run never runs out of GPU "
+                              "memory, so the cap on the peak RSS decides what fits")
+    if launcher not in LAUNCHERS:
+        raise ValidationError(f"--launcher takes {', '.join(LAUNCHERS)}, not {launcher!r}")
+    if hostfile is not None and launcher == "torchrun":
+        raise ValidationError("--hostfile needs the deepspeed launcher (torchrun here starts one node)")
 
 
 def _run(job: dict[str, Any], processes: int, launcher: str, hostfile: Path | None) -> list[dict[str, Any]]:
@@ -69,10 +87,18 @@ def _run(job: dict[str, Any], processes: int, launcher: str, hostfile: Path | No
 
 def _load(config_path: Path, model_config: Path | None) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
     """(Axolotl config with defaults, raw DeepSpeed dict or None, Architecture) via axlint.run."""
-    from axlint.document import load_document
+    from axlint.document import DocumentError, load_document
     from axlint.run import build_run
 
-    run = build_run(load_document(Path(config_path)), world_size=1, model_config_path=model_config)
+    try:
+        doc = load_document(Path(config_path))
+    except DocumentError as exc:
+        raise ValidationError(f"{config_path}: {exc.message}") from None
+    except OSError as exc:
+        raise ValidationError(f"{config_path}: cannot read: {exc.strerror}") from None
+    run = build_run(doc, world_size=1, model_config_path=model_config)
+    if run.axolotl is None:
+        raise ValidationError(f"{config_path}: a DeepSpeed config; validate takes the Axolotl YAML that references it")
     if run.ds_error is not None:
         raise ValidationError(str(run.ds_error.message))
     arch = run.arch
@@ -122,7 +148,7 @@ def _probe(job: dict[str, Any], key: str, processes: int, launcher: str, hostfil
     def runs(value: int) -> bool:
         point = {**job, "steps": 1, "axolotl": {**job["axolotl"], key: value}}
         ranks = _run(point, processes, launcher, hostfile)
-        peak = max((_peak_bytes(r) for r in ranks), default=0) / GIB
+        peak = max((rank_peak_bytes(r) for r in ranks), default=0) / GIB
         peaks[value] = peak
         ok = all(r.get("status") == "ok" for r in ranks) and bool(ranks)
         return ok and (limit_gib is None or peak <= limit_gib)
@@ -134,11 +160,6 @@ def _probe(job: dict[str, Any], key: str, processes: int, launcher: str, hostfil
             "largest_fit_peak_gib": round(peaks.get(measured.largest_fit or -1, 0.0), 3) or None,
             "tried": [{"value": v, "fits": ok, "peak_gib": round(peaks.get(v, 0.0), 3)} for v, ok in measured.tried],
             "estimated_largest_fit": predicted}
-
-
-def _peak_bytes(rank: Mapping[str, Any]) -> int:
-    mem = rank.get("memory") or {}
-    return int(mem.get("peak_device_bytes") or mem.get("peak_rss_bytes") or 0)
 
 
 def _predicted_fit(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Any, world: int, key: str,

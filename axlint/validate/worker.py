@@ -53,11 +53,6 @@ def run_rank(job: dict[str, Any]) -> dict[str, Any]:
     spec = train_spec(job["axolotl"])
     result: dict[str, Any] = {"rank": rank, "world_size": world, "device": job["device"], "status": "ok",
                               "notes": [], "steps_completed": 0, "losses": [], "step_seconds": []}
-    if not on_cuda:
-        result["notes"].append("CPU run: memory is the process RSS, not GPU memory")
-    if spec.quantized and not on_cuda:
-        return {**result, "status": "unsupported",
-                "message": "QLoRA (load_in_4bit) needs bitsandbytes on a CUDA GPU; it cannot run with --device cpu"}
     if on_cuda:
         torch.cuda.set_device(local_rank)
     ds = job.get("ds")
@@ -66,10 +61,12 @@ def run_rank(job: dict[str, Any]) -> dict[str, Any]:
     result["notes"] += [note] if note else []
     result["environment"] = device_name(on_cuda)
     meter = Meter(on_cuda)
-    preload(job["model_type"], job["model_config"])
-    with _zero3_init(ds):
+    zero3 = ds is not None and (ds.get("zero_optimization") or {}).get("stage") == 3
+    if zero3:
+        preload(job["model_type"], job["model_config"])
+    with _zero3_init(ds) if zero3 else contextlib.nullcontext():
         model = build_model(job["model_type"], job["model_config"], spec, attn=attn)
-    if ds is not None and (ds.get("zero_optimization") or {}).get("stage") == 3:
+    if zero3:
         _init_partitioned(model)
     model = prepare_for_training(model, spec)
     result["notes"] += _apply_liger(model, job["model_type"], spec, on_cuda)
@@ -182,10 +179,8 @@ def _init_distributed(ds: dict[str, Any] | None, world: int, on_cuda: bool) -> N
         dist.init_process_group(backend=backend)
 
 
-def _zero3_init(ds: dict[str, Any] | None) -> Any:
+def _zero3_init(ds: dict[str, Any]) -> Any:
     """`deepspeed.zero.Init` for ZeRO-3 so parameters are partitioned as they are created."""
-    if ds is None or (ds.get("zero_optimization") or {}).get("stage") != 3:
-        return contextlib.nullcontext()
     import deepspeed
 
     return deepspeed.zero.Init(config_dict_or_path=ds)

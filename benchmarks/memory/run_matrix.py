@@ -1,4 +1,4 @@
-"""Run `axlint validate` on every config of matrix.yaml (one process per config) and write the results.
+"""Run the `axlint validate` CLI on every config of matrix.yaml (one process per config) and write the results.
 
     python benchmarks/memory/run_matrix.py [--device cuda|cpu] [--steps 3] [--only NAME ...] [--out DIR]
 
@@ -23,26 +23,23 @@ HERE = Path(__file__).resolve().parent
 GIB = 2**30
 
 
-def run_one(config: Path, device: str, steps: int, num_gpus: int) -> dict[str, Any]:
-    """In-process body of one matrix entry: run_validation and print its JSON (called in a child process)."""
-    from axlint.validate import run_validation
-
-    report = run_validation(config, steps=steps, num_gpus=num_gpus, device=device, probe=None, hostfile=None)
-    return report.to_json()
+def validate_command(config: Path, device: str, steps: int, num_gpus: int) -> list[str]:
+    """The `axlint validate` command line of one matrix entry (JSON on stdout)."""
+    return [sys.executable, "-m", "axlint", "validate", str(config), "--device", device, "--steps", str(steps),
+            "--num-gpus", str(num_gpus), "--format", "json"]
 
 
 def measure(entry: dict[str, Any], device: str, steps: int, timeout: float) -> dict[str, Any]:
-    """One config in a fresh process, so an OOM or a crash leaves nothing behind."""
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--one", str(HERE / entry["config"]), "--device", device,
-           "--steps", str(steps), "--num-gpus", str(entry.get("num_gpus", 1))]
+    """One config through the `axlint validate` CLI in its own process, so an OOM or a crash leaves nothing
+    behind. Exit 0 and 1 print the report (1: a rank ran out of memory or failed); 2 prints a usage error."""
+    cmd = validate_command(HERE / entry["config"], device, steps, int(entry.get("num_gpus", 1)))
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         return {"status": "timeout"}
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
-    if proc.returncode != 0 or not lines:
+    if proc.returncode not in (0, 1) or not proc.stdout.strip():
         return {"status": "error", "log": (proc.stdout + proc.stderr)[-3000:]}
-    return json.loads(lines[-1])
+    return json.loads(proc.stdout)
 
 
 def summarise(name: str, report: dict[str, Any]) -> dict[str, Any]:
@@ -63,7 +60,8 @@ def summarise(name: str, report: dict[str, Any]) -> dict[str, Any]:
     error = round(100 * (estimate - reference) / reference, 1) if reference and estimate is not None else None
     return {"name": name, "status": report.get("status"), "estimate": est, "measured": measured,
             "error_percent": error, "gpu": env.get("gpu"), "driver": env.get("driver"), "torch": env.get("torch"),
-            "deepspeed": env.get("deepspeed"), "comparison": report.get("comparison")}
+            "deepspeed": env.get("deepspeed"), "comparison": report.get("comparison"),
+            **({"log": report["log"]} if report.get("log") else {})}
 
 
 def write_results(rows: list[dict[str, Any]], out: Path, device: str) -> tuple[Path, Path]:
@@ -101,12 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", help="names from matrix.yaml")
     ap.add_argument("--out", type=Path, default=HERE)
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per config")
-    ap.add_argument("--one", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--num-gpus", type=int, default=1, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.one:
-        print(json.dumps(run_one(args.one, args.device, args.steps, args.num_gpus)))
-        return 0
     entries = yaml.safe_load((HERE / "matrix.yaml").read_text())["configs"]
     entries = [e for e in entries if not args.only or e["name"] in args.only]
     rows = []
