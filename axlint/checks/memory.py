@@ -139,6 +139,13 @@ def _modelled_facts(run: TrainingRun) -> MemoryFacts | None:
     return facts if facts is not None and not not_modelled(run.config) else None
 
 
+def _oom_knob(run: TrainingRun, knob: str) -> tuple[MemoryFacts, Any] | None:
+    """(facts, the solver's fix that turns only `knob`) when training is over the GPU and that knob fits it."""
+    facts = _oom_facts(run)
+    fix_ = facts.knob_fixes.get(knob) if facts is not None else None
+    return (facts, fix_) if facts is not None and fix_ is not None else None
+
+
 def _oom_facts(run: TrainingRun) -> MemoryFacts | None:
     """The facts when a claim about an OOM can be made: exact token counts, training over the GPU."""
     facts = _modelled_facts(run)
@@ -150,6 +157,11 @@ def _oom_facts(run: TrainingRun) -> MemoryFacts | None:
 
 def gib(value: float) -> str:
     return f"{value / GIB:.1f} GiB"
+
+
+def gpu_args(facts: MemoryFacts) -> dict[str, str]:
+    """The GPU's memory and the hardware wording (with its assumption) that every memory message carries."""
+    return {"capacity": f"{facts.hw.memory_gib:.1f} GiB", "hardware": hardware_text(facts.hw)}
 
 
 def hardware_text(hw: "Hardware") -> str:
@@ -267,8 +279,8 @@ def oom_predicted(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     e = facts.estimate
     best = facts.suggestions[0] if facts.suggestions else None
     advice = f"fastest fix: {suggestion_text(best)}" if best else "nothing axlint can change fits it on this hardware"
-    args = {"peak": gib(e.peak_device), "capacity": f"{facts.hw.memory_gib:.1f} GiB", "phase": e.phase,
-            "top": top_components(e), "hardware": hardware_text(facts.hw), "advice": advice}
+    args = {"peak": gib(e.peak_device), **gpu_args(facts), "phase": e.phase,
+            "top": top_components(e), "advice": advice}
     yield ax_hit(run, _culprit(run, e), args, first_fix(run, facts.suggestions))
 
 
@@ -288,9 +300,9 @@ def low_headroom(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     expandable = estimate_setup(e.setup, facts.arch, facts.hw, expandable_segments=True)
     with_it = max(expandable.peak_device, expandable.eval_peak_device) if facts.evaluating else expandable.peak_device
     args = {"peak": gib(facts.peak), "phase": "eval" if eval_peak else "training",
-            "capacity": f"{facts.hw.memory_gib:.1f} GiB", "spare": gib(spare),
+            **gpu_args(facts), "spare": gib(spare),
             "percent": f"{spare / facts.capacity * 100:.1f}", "threshold": f"{LOW_HEADROOM * 100:.0f}",
-            "expandable": gib(with_it), "hardware": hardware_text(facts.hw)}
+            "expandable": gib(with_it)}
     yield ax_hit(run, (("micro_batch_size",), ("sequence_len",)), args)
 
 
@@ -314,8 +326,7 @@ def gradient_checkpointing_needed(run: TrainingRun, rule: Rule) -> Iterator[Hit]
         rest = {k: v for k, v in best.changes.items() if k not in ("gradient_checkpointing", "eval_batch_size")}
         effect = f"not enough alone: also {replace(best, changes=rest).changes_text}"
     args = {"tokens": f"{e.setup.micro_batch_size}×{e.setup.sequence_len}", "peak": gib(e.peak_device),
-            "new_peak": gib(on.peak_device), "capacity": f"{facts.hw.memory_gib:.1f} GiB", "effect": effect,
-            "hardware": hardware_text(facts.hw)}
+            "new_peak": gib(on.peak_device), **gpu_args(facts), "effect": effect}
     doc = run.axolotl
     assert doc is not None
     fix = Fix(doc.path, tuple(edits.set_value(doc, ("gradient_checkpointing",), True)), Applicability.SAFE,
@@ -359,22 +370,21 @@ def liger_or_cce_missing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if fix is None:
         return
     args = {"logits": gib(logits), "share": f"{logits / fwd * 100:.0f}", "vocab": f"{facts.arch.vocab_size:,}",
-            "tokens": f"{e.setup.micro_batch_size}×{e.setup.sequence_len}", "remedy": name,
-            "hardware": hardware_text(facts.hw)}
+            "tokens": f"{e.setup.micro_batch_size}×{e.setup.sequence_len}", "remedy": name, **gpu_args(facts)}
     yield ax_hit(run, (("plugins",), ("sequence_len",)), args, fix)
 
 
 @register_check("mem_micro_batch_too_large")
 def micro_batch_too_large(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Training over the GPU, and a smaller micro batch (accumulation raised, same effective batch) fits it."""
-    facts = _oom_facts(run)
-    fix_ = facts.knob_fixes.get("micro_batch") if facts is not None else None
-    if facts is None or fix_ is None:
+    found = _oom_knob(run, "micro_batch")
+    if found is None:
         return
+    facts, fix_ = found
     args = {"mbs": str(facts.estimate.setup.micro_batch_size), "peak": gib(facts.estimate.peak_device),
-            "capacity": f"{facts.hw.memory_gib:.1f} GiB", "new_mbs": str(fix_.changes["micro_batch_size"]),
+            **gpu_args(facts), "new_mbs": str(fix_.changes["micro_batch_size"]),
             "new_gas": str(fix_.changes["gradient_accumulation_steps"]), "new_peak": f"{fix_.peak_gib:.1f} GiB",
-            "speed": speed(fix_.relative_throughput), "hardware": hardware_text(facts.hw)}
+            "speed": speed(fix_.relative_throughput)}
     yield ax_hit(run, (("micro_batch_size",),), args, suggestion_fix(run, fix_))
 
 
@@ -395,25 +405,25 @@ def eval_batch_spike(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                   f"set `eval_batch_size: {new}`")
     else:
         advice, fix = "even eval_batch_size 1 does not fit: shorten eval_sequence_len", None
-    args = {"eval_peak": gib(e.eval_peak_device), "capacity": f"{facts.hw.memory_gib:.1f} GiB",
+    args = {"eval_peak": gib(e.eval_peak_device), **gpu_args(facts),
             "tokens": f"{e.setup.eval_batch_size}×{e.setup.eval_sequence_len}", "train_peak": gib(e.peak_device),
-            "advice": advice, "hardware": hardware_text(facts.hw)}
+            "advice": advice}
     yield ax_hit(run, (("eval_batch_size",), ("micro_batch_size",)), args, fix)
 
 
 @register_check("mem_zero_stage_too_weak")
 def zero_stage_too_weak(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Training over the GPU with the current sharding, and a higher ZeRO stage or CPU offload alone fits it."""
-    facts = _oom_facts(run)
-    fix_ = facts.knob_fixes.get("zero") if facts is not None else None
-    if facts is None or fix_ is None:
+    found = _oom_knob(run, "zero")
+    if found is None:
         return
+    facts, fix_ = found
     sh = facts.estimate.setup.sharding
     now = f"ZeRO stage {sh.stage}" + (" with optimizer offload" if sh.offload_optimizer else "") \
         if sh.kind == "deepspeed" else f"plain data parallelism over {sh.world} GPUs"
-    args = {"now": now, "peak": gib(facts.estimate.peak_device), "capacity": f"{facts.hw.memory_gib:.1f} GiB",
+    args = {"now": now, "peak": gib(facts.estimate.peak_device), **gpu_args(facts),
             "change": fix_.description, "new_peak": f"{fix_.peak_gib:.1f} GiB",
-            "speed": speed(fix_.relative_throughput), "hardware": hardware_text(facts.hw)}
+            "speed": speed(fix_.relative_throughput)}
     fix = suggestion_fix(run, fix_)
     if fix_.ds_changes and run.ds_source in ("file", "inline"):
         doc, span = run.ds_span(("zero_optimization", "stage"), "value")
@@ -446,7 +456,7 @@ def oom_at_full_length(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         fix = Fix(doc.path, tuple(edits.set_value(doc, ("sequence_len",), longest)), Applicability.UNSAFE,
                   f"set `sequence_len: {longest}` (longer samples are dropped)")
     args = {"tokens": f"{e.setup.micro_batch_size}×{e.setup.sequence_len}", "peak": gib(e.peak_device),
-            "capacity": f"{facts.hw.memory_gib:.1f} GiB", "hardware": hardware_text(facts.hw),
+            **gpu_args(facts),
             "longest": f"samples up to {longest} tokens fit" if longest else "not even 256-token samples fit"}
     yield ax_hit(run, (("sequence_len",),), args, fix)
 
@@ -497,9 +507,9 @@ def _perf_facts(run: TrainingRun) -> MemoryFacts | None:
 def _perf_args(facts: MemoryFacts, s: "Suggestion") -> dict[str, str]:
     from axlint.memory.solver import RELAX_MARGIN
 
-    return {"peak": f"{s.peak_gib:.1f} GiB", "capacity": f"{facts.hw.memory_gib:.1f} GiB",
+    return {"peak": f"{s.peak_gib:.1f} GiB", **gpu_args(facts),
             "speed": speed(s.relative_throughput), "extra": f"{-s.saving_gib:.1f} GiB",
-            "margin": f"{RELAX_MARGIN * 100:.0f}", "hardware": hardware_text(facts.hw)}
+            "margin": f"{RELAX_MARGIN * 100:.0f}"}
 
 
 @register_check("perf_checkpointing_unneeded")
