@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from axlint import edits
 from axlint.checks import Hit, register_check
 from axlint.document import Document, KeyPath
 from axlint.engine import Rule
@@ -47,22 +48,26 @@ def _sibling_exists(doc: Document, path: KeyPath, key: str) -> bool:
     return parent is not None and parent.get(key) is not None
 
 
-def _fix(doc: Document, edits: list, applicability: Applicability, title: str) -> Fix | None:
-    return Fix(doc.path, tuple(edits), applicability, title) if edits else None
+def _fix(doc: Document, changes: list, applicability: Applicability, title: str) -> Fix | None:
+    return Fix(doc.path, tuple(changes), applicability, title) if changes else None
+
+
+def _rename_fix(doc: Document, path: KeyPath, new: str, applicability: Applicability) -> Fix | None:
+    """Rename the key at `path` to `new`, unless a sibling already has that name (that would duplicate it)."""
+    if _sibling_exists(doc, path, new):
+        return None
+    return _fix(doc, edits.rename_key(doc, path, new), applicability, f"rename `{path[-1]}` to `{new}`")
 
 
 @register_check("schema_unknown_key")
 def unknown_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A key the schema does not know: Axolotl drops it silently, DeepSpeed's ZeRO blocks reject it."""
-    from axlint import edits
-
     for doc, problem, hit in _hits(run, {"unknown-key"}):
         effect = problem.message_args.get("effect")
         hit.args["effect"] = "it is silently ignored" if effect == "ignore" else "the launch fails on it"
         hit.args["hint"] = f"; did you mean `{problem.suggestion}`?" if problem.suggestion else ""
-        if problem.suggestion and not _sibling_exists(doc, problem.path, problem.suggestion):
-            hit.fix = _fix(doc, edits.rename_key(doc, problem.path, problem.suggestion), Applicability.UNSAFE,
-                           f"rename `{problem.path[-1]}` to `{problem.suggestion}`")
+        if problem.suggestion:
+            hit.fix = _rename_fix(doc, problem.path, problem.suggestion, Applicability.UNSAFE)
         yield hit
 
 
@@ -74,8 +79,6 @@ def wrong_type(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("schema_bad_enum")
 def bad_enum(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    from axlint import edits
-
     for doc, problem, hit in _hits(run, {"bad-enum"}):
         hit.args["hint"] = f"; did you mean `{problem.suggestion}`?" if problem.suggestion else ""
         if problem.suggestion:
@@ -87,8 +90,6 @@ def bad_enum(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("schema_deprecated_key")
 def deprecated_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A deprecated key with a direct replacement is renamed (Axolotl maps the old name to the new one: safe)."""
-    from axlint import edits
-
     for doc, problem, hit in _hits(run, {"deprecated-key"}):
         node = doc.node(problem.path)
         if node is not None and node.kind == "scalar" and node.value is None:
@@ -96,17 +97,14 @@ def deprecated_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         replacement = problem.suggestion
         hit.args["hint"] = f"; use `{replacement}`" if replacement else ""
         renamable = replacement and "." not in replacement and not isinstance(getattr(node, "value", None), bool)
-        if renamable and not _sibling_exists(doc, problem.path, replacement):
-            hit.fix = _fix(doc, edits.rename_key(doc, problem.path, replacement), Applicability.SAFE,
-                           f"rename `{problem.path[-1]}` to `{replacement}`")
+        if renamable:
+            hit.fix = _rename_fix(doc, problem.path, replacement, Applicability.SAFE)
         yield hit
 
 
 @register_check("schema_plugin_key_without_plugin")
 def plugin_key_without_plugin(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A plugin's key is read only when the plugin is listed in `plugins:`; otherwise it does nothing."""
-    from axlint import edits
-
     for doc, problem, hit in _hits(run, {"plugin-key-without-plugin"}):
         plugin = problem.message_args["plugin"]
         if "." in plugin and plugin.split(".")[-1][:1].isupper():
@@ -118,8 +116,6 @@ def plugin_key_without_plugin(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("schema_coerced_value")
 def coerced_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """YAML 1.1 reads `2e-4` as a string; pydantic converts it back. Writing `2.0e-4` says what is meant."""
-    from axlint import edits
-
     for doc, problem, hit in _hits(run, {"coerced-string"}):
         node = doc.node(problem.path)
         if node is None or not isinstance(node.value, str) or node.style:
