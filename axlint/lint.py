@@ -39,7 +39,7 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
         return result
     run = build_run(doc, hardware=options.hardware, model_config_path=options.model_config, texts=texts)
     result.runs.append(run)
-    docs = [doc] + ([run.deepspeed] if run.deepspeed is not None and run.ds_source == "file" and run.deepspeed is not doc else [])
+    docs = run.documents
     result.documents.update({d.path: d for d in docs})
     if run.ds_error is not None and "ds_error_path" in run.extra and "AX000" in selected:
         result.diagnostics.append(document_error_diagnostic(run.extra["ds_error_path"], _strip_path(run.ds_error)))

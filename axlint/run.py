@@ -107,8 +107,10 @@ class TrainingRun:
         return stage if isinstance(stage, int) else 0
 
     @property
-    def paths(self) -> list[Path]:
-        return [d.path for d in (self.axolotl, self.deepspeed if self.ds_source == "file" else None) if d is not None]
+    def documents(self) -> list[Document]:
+        """The files this run reads: the YAML, and the DeepSpeed JSON when it is a file of its own."""
+        own_ds = self.deepspeed if self.ds_source == "file" and self.deepspeed is not self.axolotl else None
+        return [d for d in (self.axolotl, own_ds) if d is not None]
 
     # ------------------------------------------------------------------------------------------- locations
 

@@ -4,22 +4,15 @@ from __future__ import annotations
 from typing import Iterator
 
 from axlint.checks import Hit, register_check
-from axlint.document import Document, duplicate_keys
+from axlint.document import duplicate_keys
 from axlint.engine import Rule
 from axlint.run import TrainingRun
-
-
-def _documents(run: TrainingRun) -> list[Document]:
-    docs = [run.axolotl] if run.axolotl is not None else []
-    if run.deepspeed is not None and run.ds_source == "file":
-        docs.append(run.deepspeed)
-    return docs
 
 
 @register_check("duplicate_keys")
 def check_duplicate_keys(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """PyYAML keeps the last of two equal keys silently; DeepSpeed's JSON loader raises on them."""
-    for doc in _documents(run):
+    for doc in run.documents:
         for path, first, repeated in duplicate_keys(doc.root):
             kept = "DeepSpeed refuses the file" if doc.format == "json" else "the loader keeps only this last one"
             yield Hit(doc, repeated.key.span, {"key": ".".join(map(str, path)), "line": first.key.span.line, "effect": kept})
