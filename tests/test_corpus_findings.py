@@ -16,8 +16,8 @@ import pytest
 from axlint.diagnostics import Diagnostic, Severity
 from axlint.engine import load_rules, select_rules
 from axlint.lint import LintOptions, lint_paths, lint_text
+from tests.corpus import CORPUS, corpus_files
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "axolotl"
 RULES = select_rules(load_rules(), ["AX1", "DS1"])
 
 ERRORS: dict[tuple[str, str], str] = {}
@@ -47,11 +47,6 @@ OTHERS: list[tuple[str, str, str]] = [
                    "zero3_bf16_cpuoffload_all", "zero3_bf16_cpuoffload_params")],
 ]
 """(file, code, why) of every warning and info finding, one entry per finding."""
-
-
-def corpus_files() -> list[Path]:
-    yamls = [*CORPUS.glob("examples/**/*.yml"), *CORPUS.glob("examples/**/*.yaml")]
-    return [p.relative_to(CORPUS) for p in sorted(yamls) + sorted(CORPUS.glob("deepspeed_configs/*.json"))]
 
 
 @pytest.fixture(scope="module")

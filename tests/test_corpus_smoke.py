@@ -1,4 +1,4 @@
-"""Every file of the Axolotl corpus (../shared/corpus/axolotl: 250 training YAMLs, 2 cloud YAMLs, 8 DeepSpeed
+"""Every file of the vendored Axolotl corpus (fixtures/axolotl: 250 training YAMLs, 2 cloud YAMLs, 8 DeepSpeed
 JSONs), checked with every rule: once through the library and once through one CLI process, from the corpus root
 as Axolotl itself would be run. No crash, no internal error, no unreadable file, and both paths agree."""
 from __future__ import annotations
@@ -14,21 +14,12 @@ import pytest
 from axlint.engine import load_rules
 from axlint.lint import LintOptions, lint_paths
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(__file__).parents[1].parent / "shared" / "corpus" / "axolotl"
-
-
-def corpus_files() -> list[Path]:
-    """The corpus files relative to its root, YAMLs then JSONs, sorted."""
-    yamls = [*CORPUS.glob("examples/**/*.yml"), *CORPUS.glob("examples/**/*.yaml")]
-    return [p.relative_to(CORPUS) for p in sorted(yamls) + sorted(CORPUS.glob("deepspeed_configs/*.json"))]
-
+from tests.corpus import CORPUS, ROOT, corpus_files
 
 FILES = corpus_files()
 
 
 def test_the_corpus_is_all_there():
-    assert CORPUS.is_dir(), f"{CORPUS} is missing: the corpus lives in ../shared beside the repository"
     assert sum(p.suffix in (".yml", ".yaml") for p in FILES) == 252
     assert sum(p.suffix == ".json" for p in FILES) == 8
     assert {p.name for p in FILES if p.parent.name == "cloud"} == {"baseten.yaml", "modal.yaml"}

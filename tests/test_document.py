@@ -11,16 +11,13 @@ import yaml
 from axlint.diagnostics import Span
 from axlint.document import (MAX_FILE_BYTES, MAX_NESTING, DocumentError, decode_bytes, duplicate_keys, iter_pairs,
                              load_document)
+from tests.corpus import CORPUS, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "fixtures" / "corpus-sample"
-CORPUS = Path(__file__).parents[1].parent / "shared" / "corpus" / "axolotl"
 
 
 def _real_files(pattern: str) -> list[Path]:
-    found = list(SAMPLE.glob(pattern)) + list(ROOT.glob(f"fixtures/{pattern}"))
-    if CORPUS.is_dir():
-        found += list(CORPUS.glob(f"examples/**/{pattern}")) + list(CORPUS.glob(f"deepspeed_configs/{pattern}"))
+    found = list(ROOT.glob(f"fixtures/{pattern}"))
+    found += list(CORPUS.glob(f"examples/**/{pattern}")) + list(CORPUS.glob(f"deepspeed_configs/{pattern}"))
     return sorted(found)
 
 

@@ -1,9 +1,8 @@
 """`fix --unsafe-fixes` over real configs: files still parse, only the keys the fixes named change, a second run
 changes nothing, and no fixable finding is left.
 
-Sources: the vendored fixtures/corpus-sample/ (always there) and, where ../shared sits beside the repository, the
-whole Axolotl corpus (250 example configs and their DeepSpeed files). Each is copied to a temporary folder and
-fixed there, with that folder as the working directory (examples name `deepspeed_configs/...` from the root).
+Source: the vendored Axolotl corpus, fixtures/axolotl (250 example configs and their DeepSpeed files). It is copied
+to a temporary folder and fixed there, with that folder as the working directory (examples name `deepspeed_configs/...` from the root).
 The checks are generic over whatever rules have fixes, so they grow with the rule packs.
 """
 from __future__ import annotations
@@ -22,9 +21,8 @@ from axlint.document import iter_pairs, load_document
 from axlint.engine import load_rules
 from axlint.fixer import FixReport, fix_paths, write_changed
 from axlint.lint import LintOptions, lint_paths
+from tests.corpus import CORPUS
 
-ROOT = Path(__file__).resolve().parents[1]
-SOURCES = [ROOT / "fixtures" / "corpus-sample", ROOT.parent / "shared" / "corpus" / "axolotl"]
 OPTIONS = LintOptions(load_rules())
 
 
@@ -86,11 +84,11 @@ def explained(changed: tuple, words: set[str], paths: list[tuple]) -> bool:
         changed[:len(p)] == p or p[:len(changed)] == changed for p in paths)
 
 
-@pytest.fixture(scope="module", params=[s for s in SOURCES if s.is_dir()], ids=lambda s: s.name)
-def fixed(request, tmp_path_factory) -> Iterator[tuple[Path, dict[Path, str], FixReport]]:
+@pytest.fixture(scope="module")
+def fixed(tmp_path_factory) -> Iterator[tuple[Path, dict[Path, str], FixReport]]:
     """A copy of one source, fixed once with --unsafe-fixes; yields (root, original texts, report)."""
     root = tmp_path_factory.mktemp("corpus") / "copy"
-    shutil.copytree(request.param, root)
+    shutil.copytree(CORPUS, root)
     files = config_files(root)
     originals = {p: text_of(root / p) for p in files}
     with pytest.MonkeyPatch.context() as mp:

@@ -13,11 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.corpus import SAMPLE
+
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ("torch", "deepspeed", "transformers", "peft", "liger_kernel", "numpy")
 CONFIGS = [
     "fixtures/llama3-8b-fft-zero3.yml", "fixtures/llama3-8b-lora.yml", "fixtures/ds_zero3.json",
-    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "fixtures" / "corpus-sample").glob("*.y*ml")),
+    *(str(p.relative_to(ROOT)) for p in SAMPLE if p.suffix != ".json"),
 ]
 PROBE = """
 import json, sys

@@ -1,4 +1,4 @@
-"""The analytic model against the published measurements quoted in shared/reference/memory-model.md.
+"""The analytic model against published GPU measurements (each point cites its source below).
 
 Prints a table (run with -s); asserts each point within its tolerance so that a constant change that breaks the
 calibration fails here.

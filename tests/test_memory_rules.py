@@ -17,11 +17,12 @@ from axlint.lint import LintOptions, lint_text
 from axlint.memory.solver import (Suggestion, eval_batch_candidates, evaluates, relax, single_knob_fixes,
                                   throughput_text)
 from axlint.run import build_run
+from tests.corpus import CORPUS as CORPUS_ROOT
 
 ROOT = Path(__file__).resolve().parents[1]
 FFT = ROOT / "fixtures" / "llama3-8b-fft-zero3.yml"
 LORA = ROOT / "fixtures" / "llama3-8b-lora.yml"
-CORPUS = Path("/work/shared/corpus/axolotl/examples")
+CORPUS = CORPUS_ROOT / "examples"
 MEMORY_RULES = select_rules(load_rules(), ["MEM", "PERF"])
 L8B = resolve_architecture("meta-llama/Llama-3.1-8B")
 LORA_8K = """\

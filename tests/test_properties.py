@@ -1,7 +1,6 @@
 """Property test: real configs, mutated at random, never make the library or the CLI raise.
 
-Seeds are the vendored real configs in fixtures/corpus-sample/ (always there) plus, where ../shared sits beside
-the repository, every file of the Axolotl corpus. A mutation deletes, duplicates or swaps lines, inserts random
+Seeds are every file of the vendored Axolotl corpus (fixtures/axolotl). A mutation deletes, duplicates or swaps lines, inserts random
 characters or bytes, re-indents a line, truncates the text or replaces a value with a random YAML scalar. Every
 problem must come out as a Diagnostic (no exception, no AX999 internal error) and the CLI must exit 0 or 1.
 """
@@ -19,20 +18,9 @@ from axlint.diagnostics import Diagnostic
 from axlint.engine import load_rules
 from axlint.lint import LintOptions, lint_text
 from axlint.report import RENDERERS
+from tests.corpus import CORPUS, corpus_files
 
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "fixtures" / "corpus-sample"
-CORPUS = Path(__file__).parents[1].parent / "shared" / "corpus" / "axolotl"
-
-
-def _seeds() -> list[Path]:
-    found = [*SAMPLE.glob("*.y*ml"), *SAMPLE.glob("deepspeed_configs/*.json")]
-    if CORPUS.is_dir():
-        found += [*CORPUS.glob("examples/**/*.y*ml"), *CORPUS.glob("deepspeed_configs/*.json")]
-    return sorted(found)
-
-
-SEEDS = _seeds()
+SEEDS = [CORPUS / p for p in corpus_files()]
 RULES = load_rules()
 OPTIONS = LintOptions(RULES)
 PROPERTY_SETTINGS = settings(max_examples=150, deadline=None, derandomize=True, database=None,

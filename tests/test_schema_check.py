@@ -13,8 +13,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from axlint.document import load_document
 from axlint.schema_check import COERCED, FAILURES, check_document, check_node, load_schema
+from tests.corpus import CORPUS
 
-CORPUS = Path("/work/shared/corpus/axolotl")
 EXAMPLES = sorted((CORPUS / "examples").rglob("*.y*ml"))
 DEEPSPEED = sorted((CORPUS / "deepspeed_configs").glob("*.json"))
 

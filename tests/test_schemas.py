@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
+from tests.corpus import CORPUS
+
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "axlint" / "schemas"
-CORPUS = Path("/work/shared/corpus/axolotl")
 
 
 def _generator():
