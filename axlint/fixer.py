@@ -89,7 +89,9 @@ class Fixer:
         self.unsafe = unsafe
         self.only = {_key(p) for p in only} if only is not None else None
         self.files: dict[Path, FileState] = {}
+        self.entries: list[Path] = []  # the configs named on the command line (fix_paths sets them)
         self._linted: dict[Path, LintResult] = {}
+        self._referrers: dict[Path, list[Path]] = {}
 
     def add_text(self, path: Path, text: str) -> None:
         """A file that lives only in memory (stdin under `--stdin-filename`)."""
@@ -128,7 +130,7 @@ class Fixer:
         seen = {self._snapshot()}
         for _ in range(MAX_PASSES):
             diags = self.lint(entry).diagnostics
-            if not self._apply_pass([d for d in diags if self._allowed(d.fix)]):
+            if not self._apply_pass([d for d in diags if self._allowed(entry, d)]):
                 return
             snapshot = self._snapshot()
             if snapshot in seen:
@@ -137,8 +139,46 @@ class Fixer:
             seen.add(snapshot)
         self._problem(entry, f"still changing after {MAX_PASSES} passes; stopped")
 
-    def _allowed(self, fix: Fix | None) -> bool:
-        return fix is not None and fix.applies(self.unsafe) and (self.only is None or _key(fix.path) in self.only)
+    def _allowed(self, entry: Path, diag: Diagnostic) -> bool:
+        """The fix may be applied: its applicability is allowed, and a fix to another file than the entry (its
+        DeepSpeed JSON) is needed by every config that shares that file, or it would change their runs too."""
+        fix = diag.fix
+        if fix is None or not fix.applies(self.unsafe) or (self.only is not None and _key(fix.path) not in self.only):
+            return False
+        if _key(fix.path) == _key(entry):
+            return True
+        others = [p for p in self.referrers(fix.path) if _key(p) != _key(entry) and not self._needs(p, fix)]
+        if others:
+            from axlint.report import display_path
+
+            names = ", ".join(display_path(p) for p in others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
+            which = "which does" if len(others) == 1 else "which do"
+            self._problem(fix.path, f"{diag.code} fix ({fix.title}) not applied: this DeepSpeed file is also used by "
+                                    f"{names}, {which} not need the change; give {display_path(entry)} its own copy")
+            return False
+        return True
+
+    def referrers(self, ds_path: Path) -> list[Path]:
+        """The Axolotl configs whose `deepspeed:` resolves to this file: the entries, and the YAMLs of the same
+        repository (the nearest folder with `.git`, else the folder of the entries and the file) that name it."""
+        key = _key(ds_path)
+        if key not in self._referrers:
+            from axlint.discovery import DiscoveryError, discover, git_root
+
+            folders = [key.parent, *(_key(e).parent for e in self.entries)]
+            root = git_root(key.parent) or Path(os.path.commonpath(folders))
+            try:
+                nearby = [p for p in discover([root]) if p.suffix != ".json"] if root != Path(root.anchor) else []
+            except DiscoveryError:
+                nearby = []
+            candidates = dict.fromkeys([*self.entries, *nearby])
+            self._referrers[key] = [p for p in candidates if _references(p, key, ds_path.name)]
+        return self._referrers[key]
+
+    def _needs(self, config: Path, fix: Fix) -> bool:
+        """The config's own lint asks for this very change of the shared file."""
+        return any(d.fix is not None and _key(d.fix.path) == _key(fix.path) and set(d.fix.edits) == set(fix.edits)
+                   for d in self.lint(config).diagnostics)
 
     def _snapshot(self) -> tuple[tuple[Path, str], ...]:
         return tuple(sorted((k, f.text) for k, f in self.files.items()))
@@ -184,6 +224,8 @@ class Fixer:
         for entry in entries:
             one = self.lint(entry)
             remaining.documents.update(one.documents)
+            remaining.runs.extend(one.runs)
+            remaining.skipped.extend(one.skipped)
             for diag in one.diagnostics:
                 ident = (str(_key(diag.path)), diag.span, diag.code, diag.message)
                 if ident not in seen:
@@ -191,6 +233,22 @@ class Fixer:
                     remaining.diagnostics.append(diag)
         remaining.diagnostics.sort(key=Diagnostic.sort_key)
         return FixReport(self.files, remaining)
+
+
+def _references(config: Path, ds_key: Path, name: str) -> bool:
+    """`config` is an Axolotl config whose `deepspeed:` resolves to `ds_key` (a text that never names the file is
+    not parsed)."""
+    from axlint.kind import ConfigKind
+    from axlint.run import build_run
+
+    try:
+        text = config.read_text(encoding="utf-8")
+        if name not in text:
+            return False
+        run = build_run(load_document(config, text), kind=ConfigKind.AXOLOTL)
+    except (OSError, UnicodeDecodeError, DocumentError):
+        return False
+    return run.ds_source == "file" and run.deepspeed is not None and _key(run.deepspeed.path) == ds_key
 
 
 def compatible_fixes(diags: list[Diagnostic]) -> list[Diagnostic]:
@@ -223,6 +281,7 @@ def _parses(path: Path, text: str) -> bool:
 def fix_paths(paths: list[Path], options: LintOptions, *, unsafe: bool = False) -> FixReport:
     """Fix every file in `paths` (and the DeepSpeed files they reference) in memory."""
     fixer = Fixer(options, unsafe=unsafe)
+    fixer.entries = list(paths)
     for path in paths:
         fixer.fix(path)
     return fixer.report(paths)

@@ -55,7 +55,8 @@ GPUS: tuple[GPU, ...] = (
 
 @dataclass(frozen=True)
 class Hardware:
-    """``count`` GPUs of one kind; ``assumed`` when nothing told us (defaults, or an ambiguous name)."""
+    """``count`` GPUs of one kind. ``assumed`` when nobody said which GPUs (the default); ``note`` says how a
+    given spec was read when that is worth saying (an ambiguous name, nvidia-smi detection)."""
 
     gpu: str
     count: int
@@ -63,10 +64,16 @@ class Hardware:
     assumed: bool = False
     bf16: bool = True
     nvlink: bool = False
+    note: str = ""
 
     @property
     def total_memory_gib(self) -> float:
         return self.count * self.memory_gib
+
+    @property
+    def label(self) -> str:
+        """``8×H100-80GB``."""
+        return f"{self.count}×{self.gpu}"
 
 
 def _norm(name: str) -> str:
@@ -111,8 +118,8 @@ def parse_hardware(spec: str) -> Hardware:
     if gpu is None:
         raise ValueError(f"--hardware {spec!r}: unknown GPU {what!r}. Use N x NAME or N x SIZE (e.g. 8xH100, "
                          f"2x24GiB). Known names: {', '.join(known_gpu_names())}")
-    ambiguous = _norm(what) == "A100"  # sold as 40 GB and 80 GB; 80 GB assumed
-    return Hardware(gpu.name, count, gpu.memory_gib, assumed=ambiguous, bf16=gpu.bf16, nvlink=gpu.nvlink)
+    note = "A100 read as the 80 GB card (write A100-40GB for the 40 GB one)" if _norm(what) == "A100" else ""
+    return Hardware(gpu.name, count, gpu.memory_gib, bf16=gpu.bf16, nvlink=gpu.nvlink, note=note)
 
 
 def _from_smi_name(name: str, memory_mib: float) -> Hardware:
@@ -157,7 +164,9 @@ def parse_smi_output(text: str) -> Hardware | None:
     if not cards:
         return None
     smallest = min(cards, key=lambda h: h.memory_gib)
-    return Hardware(smallest.gpu, len(cards), smallest.memory_gib, bf16=smallest.bf16, nvlink=smallest.nvlink)
+    note = f"hardware detected with nvidia-smi: {len(cards)}x {smallest.gpu} ({smallest.memory_gib:.1f} GiB)"
+    return Hardware(smallest.gpu, len(cards), smallest.memory_gib, bf16=smallest.bf16, nvlink=smallest.nvlink,
+                    note=note)
 
 
 def default_hardware(distributed: bool) -> Hardware:

@@ -1,13 +1,15 @@
 """Lint files: read each, build its TrainingRun, run the selected rules, apply suppressions."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
 from axlint.diagnostics import Diagnostic
-from axlint.document import Document, DocumentError, decode_bytes, load_document
+from axlint.document import Document, DocumentError, decode_bytes, load_document, read_text
+from axlint.fixes import Applicability
 from axlint.engine import Rule, apply_suppressions, document_error_diagnostic, run_rules
+from axlint.kind import ConfigKind, classify_data, classify_text
 from axlint.run import TrainingRun, build_run
 
 
@@ -18,11 +20,26 @@ class LintOptions:
     model_config: Path | None = None
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A file that was read and is neither an Axolotl nor a DeepSpeed config: no finding, counted in the summary."""
+
+    path: Path
+    reason: str
+
+
 @dataclass
 class LintResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     documents: dict[Path, Document] = field(default_factory=dict)
     runs: list[TrainingRun] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def merge(self, other: "LintResult") -> None:
+        self.diagnostics += other.diagnostics
+        self.documents.update(other.documents)
+        self.runs += other.runs
+        self.skipped += other.skipped
 
 
 def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
@@ -32,21 +49,55 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
     result = LintResult()
     selected = {r.code for r in options.rules}
     try:
-        doc = load_document(path, decode_bytes(text) if isinstance(text, bytes) else text)
-    except DocumentError as exc:
+        source = decode_bytes(text) if isinstance(text, bytes) else text if text is not None else read_text(path)
+    except DocumentError as exc:  # unreadable, binary, not UTF-8, too large
         if "AX000" in selected:
             result.diagnostics.append(document_error_diagnostic(path, exc))
         return result
-    run = build_run(doc, hardware=options.hardware, model_config_path=options.model_config, texts=texts)
+    try:
+        doc = load_document(path, source)
+    except DocumentError as exc:
+        if classify_text(source).kind is ConfigKind.OTHER:
+            result.skipped.append(Skipped(path, f"{exc.message} (and it writes no Axolotl or DeepSpeed key)"))
+        elif "AX000" in selected:
+            result.diagnostics.append(document_error_diagnostic(path, exc))
+        return result
+    verdict = classify_data(doc.data)
+    if verdict.kind is ConfigKind.OTHER:
+        result.skipped.append(Skipped(path, verdict.reason))
+        return result
+    run = build_run(doc, kind=verdict.kind, hardware=options.hardware, model_config_path=options.model_config,
+                    texts=texts)
     result.runs.append(run)
     docs = run.documents
     result.documents.update({d.path: d for d in docs})
     if run.ds_error is not None and "ds_error_path" in run.extra and "AX000" in selected:
         result.diagnostics.append(document_error_diagnostic(run.extra["ds_error_path"], _strip_path(run.ds_error)))
     diags = run_rules(run, options.rules)
+    memory_codes = {r.code for r in options.rules if r.pack == "memory"}
+    if run.hardware is not None:
+        hw = run.hardware
+        for diag in diags:
+            if diag.code in memory_codes:  # the verdict holds for these GPUs only: machine outputs say which
+                diag.extra["hardware"] = {"gpu": hw.gpu, "count": hw.count, "memory_gib": hw.memory_gib,
+                                          "assumed": hw.assumed}
+        if hw.assumed:
+            diags = hold_guessed_fixes(diags, memory_codes, hw.label)
     unused = next((r for r in options.rules if r.code == "AX002"), None)
     result.diagnostics.extend(apply_suppressions(diags, docs, unused))
     return result
+
+
+def hold_guessed_fixes(diags: list[Diagnostic], memory_codes: set[str], label: str) -> list[Diagnostic]:
+    """Memory fixes are right only for the GPUs they were computed for: under assumed GPUs they are shown, never
+    written (`fix --write` and `--unsafe-fixes` leave them), and their title says how to make them apply."""
+    held = []
+    for diag in diags:
+        if diag.code in memory_codes and diag.fix is not None and diag.fix.applicability is not Applicability.DISPLAY_ONLY:
+            title = f"{diag.fix.title} (shown, not applied: computed for an assumed {label}; set `hardware`)"
+            diag = replace(diag, fix=replace(diag.fix, applicability=Applicability.DISPLAY_ONLY, title=title))
+        held.append(diag)
+    return held
 
 
 def _strip_path(error: DocumentError) -> DocumentError:
@@ -61,6 +112,7 @@ def lint_paths(paths: list[Path], options: LintOptions) -> LintResult:
         one = lint_text(path, None, options)
         total.documents.update(one.documents)
         total.runs.extend(one.runs)
+        total.skipped.extend(one.skipped)
         for diag in one.diagnostics:
             key = (diag.path.resolve(), diag.span, diag.code, diag.message)  # one file, however it was reached
             if key not in seen:

@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from axlint.diagnostics import Span
 from axlint.document import Document, DocumentError, KeyPath, load_document
 from axlint.hardware import default_hardware
+from axlint.kind import ConfigKind, classify_data
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 STOCK_DEEPSPEED = PACKAGE_DIR / "data" / "deepspeed_stock"
@@ -206,10 +207,16 @@ def stock_deepspeed_names() -> list[str]:
     return sorted(p.name for p in STOCK_DEEPSPEED.glob("*.json"))
 
 
-def build_run(doc: Document, *, world_size: int | None = None, hardware: Any = None,
+def build_run(doc: Document, *, kind: ConfigKind | None = None, world_size: int | None = None, hardware: Any = None,
               model_config_path: Path | None = None, texts: Mapping[Path, str] | None = None) -> TrainingRun:
-    """A TrainingRun from a parsed document: an Axolotl YAML (its DeepSpeed file loaded) or a DeepSpeed JSON."""
-    if doc.format == "json" or _looks_like_deepspeed(doc.data):
+    """A TrainingRun from a parsed document: an Axolotl config (its DeepSpeed file loaded) or a DeepSpeed config.
+
+    `kind` is what the content says the document is (axlint.kind); without it, a JSON file or a mapping that
+    classifies as DeepSpeed is taken for DeepSpeed and anything else for Axolotl."""
+    if kind is None or kind is ConfigKind.OTHER:
+        kind = ConfigKind.DEEPSPEED if doc.format == "json" or classify_data(doc.data).kind is ConfigKind.DEEPSPEED \
+            else ConfigKind.AXOLOTL
+    if kind is ConfigKind.DEEPSPEED:
         run = TrainingRun(axolotl=None, deepspeed=doc, ds_source="file")
     else:
         run = TrainingRun(axolotl=doc, model_config_path=model_config_path)
@@ -224,13 +231,6 @@ def build_run(doc: Document, *, world_size: int | None = None, hardware: Any = N
         run.hardware = default_hardware(distributed)
         run.world_size = run.hardware.count
     return run
-
-
-_DS_MARKERS = {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "zero_allow_untested_optimizer"}
-
-
-def _looks_like_deepspeed(data: Any) -> bool:
-    return isinstance(data, dict) and bool(_DS_MARKERS & data.keys()) and "base_model" not in data
 
 
 def _attach_deepspeed(run: TrainingRun, texts: Mapping[Path, str]) -> None:

@@ -23,6 +23,9 @@ class Settings:
     hardware: str | None = None
     output_format: str | None = None
     model_config: str | None = None
+    exclude: list[str] | None = None
+    extend_exclude: list[str] = field(default_factory=list)
+    respect_gitignore: bool = True
     source: Path | None = None
 
     def resolve(self, value: str) -> Path:
@@ -32,7 +35,8 @@ class Settings:
 
 
 _TYPES = {"select": list, "ignore": list, "extend-select": list, "rules-dirs": list, "hardware": str,
-          "output-format": str, "model-config": str}
+          "output-format": str, "model-config": str, "exclude": list, "extend-exclude": list,
+          "respect-gitignore": bool}
 _FORMATS = ("full", "concise", "json", "sarif", "github")
 
 
@@ -73,7 +77,8 @@ def load_settings(path: Path | None) -> Settings:
             raise SettingsError(f"{path}: unknown setting `{key}` (known: {known})")
         want = _TYPES[key]
         if not isinstance(value, want) or (want is list and not all(isinstance(v, str) for v in value)):
-            raise SettingsError(f"{path}: setting `{key}` must be a {'list of strings' if want is list else 'string'}")
+            kind = {list: "list of strings", str: "string", bool: "boolean"}[want]
+            raise SettingsError(f"{path}: setting `{key}` must be a {kind}")
         if key == "output-format" and value not in _FORMATS:
             raise SettingsError(f"{path}: output-format must be one of {', '.join(_FORMATS)}")
         values[key.replace("-", "_")] = value

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CONFIG = ROOT / "fixtures" / "corpus-sample" / "llama-3-lora-1b.yml"
-DEFAULT_CORPUS = ROOT.parent / "shared" / "corpus" / "axolotl"
+DEFAULT_CONFIG = ROOT / "fixtures" / "axolotl" / "examples" / "llama-3" / "lora-1b.yml"
+DEFAULT_CORPUS = ROOT / "fixtures" / "axolotl"
 ONE_CONFIG_BUDGET_S = 0.100
 
 

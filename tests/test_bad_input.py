@@ -53,12 +53,7 @@ CASES = [
     ("malformed-yaml", {"c.yml": b"base_model: x\nlora_target_modules: [q_proj, v_proj\n"}, "c.yml", "c.yml:3:1", "AX000"),
     ("tab-indentation", {"c.yml": b"base_model: x\ndatasets:\n\t- path: a\n"}, "c.yml", "c.yml:3:1", "AX000"),
     ("malformed-json", {"ds.json": b'{"zero_optimization": {"stage": 3},}'}, "ds.json", "ds.json:1:36", "AX000"),
-    ("json-root-list", {"ds.json": b"[1, 2]"}, "ds.json", "ds.json:1:1", "AX000"),
-    ("empty-file", {"c.yml": b""}, "c.yml", "c.yml:1:1", "AX000"),
-    ("whitespace-only", {"c.yml": b"  \n\t\n\n"}, "c.yml", "c.yml:1:1", "AX000"),
-    ("comments-only", {"c.yml": b"# nothing here\n"}, "c.yml", "c.yml:1:1", "AX000"),
     ("root-list", {"c.yml": b"- base_model: x\n- adapter: lora\n"}, "c.yml", "c.yml:1:1", "AX000"),
-    ("root-scalar", {"c.yml": b"just a sentence\n"}, "c.yml", "c.yml:1:1", "AX000"),
     ("two-documents", {"c.yml": b"base_model: x\n---\nadapter: lora\n"}, "c.yml", "c.yml:2:1", "AX000"),
     ("binary-nul", {"c.yml": bytes(range(256)) * 8}, "c.yml", "c.yml:1:1", "AX000"),
     ("invalid-utf8", {"c.yml": b"base_model: x\nadapter: lor\xe9\n"}, "c.yml", "c.yml:2:13", "AX000"),
@@ -70,15 +65,23 @@ CASES = [
      "AX000"),
     ("deep-block-nesting", {"c.yml": b"base_model: x\nlayers:\n  " + b"- " * 50_000 + b"x\n"}, "c.yml", "c.yml:3:401",
      "AX000"),
-    ("deep-json-nesting", {"ds.json": b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"}, "ds.json", "ds.json:1:207",
-     "AX000"),
     ("missing-deepspeed-file", {"c.yml": DS_REFERENCE}, "c.yml", "c.yml:2:12", "DS000"),
     ("malformed-deepspeed-file", {"c.yml": DS_REFERENCE, "ds.json": b'{"zero_optimization": }'}, "c.yml",
      "ds.json:1:23", "AX000"),
     ("deepspeed-reference-is-a-directory", {"c.yml": b"base_model: x\ndeepspeed: sub\n", "sub/x": b""}, "c.yml",
      "c.yml:2:12", "DS000"),
-    ("directory-given-as-file", {"sub/x": b""}, "sub", "sub:1:1", "AX000"),
-    ("file-not-found", {}, "nope.yml", "nope.yml:1:1", "AX000"),
+]
+
+
+# Files that are not configs at all: skipped without a finding (counted in the summary), exit 0.
+NOT_CONFIGS = [
+    ("json-root-list", {"ds.json": b"[1, 2]"}, "ds.json", "the top level is a list, expected a mapping"),
+    ("empty-file", {"c.yml": b""}, "c.yml", "empty file"),
+    ("whitespace-only", {"c.yml": b"  \n\t\n\n"}, "c.yml", "empty file"),
+    ("comments-only", {"c.yml": b"# nothing here\n"}, "c.yml", "empty document"),
+    ("root-scalar", {"c.yml": b"just a sentence\n"}, "c.yml", "the top level is a scalar value"),
+    ("deep-json-nesting", {"ds.json": b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"}, "ds.json",
+     "nested too deeply"),
 ]
 
 
@@ -92,6 +95,38 @@ def write_files(folder: Path, files: dict[str, bytes]) -> None:
 def test_bad_input_is_a_located_finding(tmp_path, files, target, where, code):
     write_files(tmp_path, files)
     assert_reported(axlint(["check", target], tmp_path), where, code)
+
+
+@pytest.mark.parametrize(("files", "target", "why"), [c[1:] for c in NOT_CONFIGS], ids=[c[0] for c in NOT_CONFIGS])
+def test_a_file_that_is_no_config_is_skipped_and_says_why(tmp_path, files, target, why):
+    write_files(tmp_path, files)
+    done = axlint(["check", target, "--show-skipped"], tmp_path)
+    assert_no_traceback(done)
+    assert done.returncode == 0
+    assert done.stdout == "All checks passed (0 files; 1 file skipped: not Axolotl or DeepSpeed configs " \
+                          "(--show-skipped lists them)).\n"
+    assert done.stderr.startswith(f"{target}: skipped: ") and why in done.stderr, done.stderr
+    assert done.stderr.rstrip().endswith("(and it writes no Axolotl or DeepSpeed key)")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["check", "nope.yml"], "nope.yml: no such file or directory"),
+    (["check", "nope.yml", "--ignore", "AX000"], "nope.yml: no such file or directory"),
+    (["fix", "nope.yml"], "nope.yml: no such file or directory"),
+    (["check", "dangling.yml"], "dangling.yml: broken symbolic link"),
+    (["check", "nothing/*.yml"], "nothing/*.yml: no file matches this pattern"),
+])
+def test_a_path_that_cannot_be_read_is_a_usage_error(tmp_path, args, message):
+    (tmp_path / "dangling.yml").symlink_to(tmp_path / "gone.yml")
+    done = axlint(args, tmp_path)
+    assert_no_traceback(done)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_a_folder_without_configs_checks_nothing(tmp_path):
+    write_files(tmp_path, {"sub/x": b"", "sub/readme.md": b"# hi\n"})
+    done = axlint(["check", "sub"], tmp_path)
+    assert (done.returncode, done.stdout) == (0, "All checks passed (0 files).\n")
 
 
 def test_malformed_deepspeed_file_is_also_reported_at_the_reference(tmp_path):
@@ -167,7 +202,7 @@ def test_bom_in_deepspeed_json_is_accepted(tmp_path):
 @pytest.mark.parametrize(("data", "where"), [
     (b"base_model: x\x00\n", "x.yml:1:1"),
     (b"base_model: x\nadapter: \xff\n", "x.yml:2:10"),
-    (b"- a\n", "x.yml:1:1"),
+    (b"- base_model: a\n", "x.yml:1:1"),
 ])
 def test_bad_stdin_is_a_finding_under_the_stdin_filename(tmp_path, data, where):
     done = axlint(["check", "-", "--stdin-filename", "x.yml"], tmp_path, stdin=data)

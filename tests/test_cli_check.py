@@ -201,7 +201,7 @@ def test_stdin_with_stdin_filename(project):
 
 def test_stdin_without_a_filename_is_named_stdin(project):
     code, out, _ = invoke("check", "-", "--select", "AX001", "--output-format", "concise", "-q",
-                          stdin=b"a: 1\na: 2\n")
+                          stdin=b"base_model: a\nbase_model: b\n")
     assert (code, out.split(":")[0]) == (1, "stdin.yml")
 
 
@@ -214,7 +214,7 @@ def test_stdin_json_is_read_as_deepspeed(project):
 
 def test_stdin_and_files_together(project):
     code, out, _ = invoke("check", "-", "mixed.yml", "--select", "AX001", "--output-format", "concise",
-                          stdin=b"a: 1\na: 2\n")
+                          stdin=b"base_model: a\nbase_model: b\n")
     assert code == 1
     assert "stdin.yml:2:1: AX001" in out and "mixed.yml:4:1: AX001" in out
     assert out.endswith("Found 2 problems (2 errors) in 2 files.\n")
@@ -256,7 +256,7 @@ def test_deepspeed_json_checked_on_its_own(project):
 
 def test_paths_outside_the_working_folder_are_shown_absolute(project, tmp_path_factory):
     other = tmp_path_factory.mktemp("other") / "dup.yml"
-    other.write_text("a: 1\na: 2\n")
+    other.write_text("base_model: a\nbase_model: b\n")
     code, out, _ = invoke("check", str(other), "--select", "AX001", "--output-format", "concise", "-q")
     assert out.startswith(f"{other}:2:1: AX001 ")
 

@@ -128,7 +128,7 @@ def test_nothing_to_fix_exits_0_with_no_diff(work):
 
 
 def test_unfixable_findings_are_listed_on_stderr(work):
-    (work / "c.yml").write_text("lr: 1\n")
+    (work / "c.yml").write_text("lr: 1\nmicro_batch_size: 1\nsequence_len: 512\n")
     done = axlint("c.yml")
     assert done.exit_code == 1 and "+learning_rate: 1" in done.stdout
     assert "c.yml:1:1: TST004 [error] no base_model" in done.stderr

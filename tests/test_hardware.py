@@ -18,8 +18,11 @@ def test_parse(spec, gpu, count, gib):
     assert (hw.gpu, hw.count, hw.memory_gib) == (gpu, count, gib)
 
 
-def test_bare_a100_is_flagged_as_assumed():
-    assert parse_hardware("8xA100").assumed
+def test_bare_a100_is_given_not_assumed_and_says_how_it_was_read():
+    hw = parse_hardware("8xA100")
+    assert not hw.assumed and hw.memory_gib == 79.2
+    assert hw.note == "A100 read as the 80 GB card (write A100-40GB for the 40 GB one)"
+    assert parse_hardware("8xA100-40GB").note == ""
 
 
 def test_unknown_name_lists_known_names():

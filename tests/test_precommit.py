@@ -10,6 +10,7 @@ which built-in rules exist.
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -97,3 +98,88 @@ def test_axlint_fix_hook_fixes_the_file_and_fails_once(project, hook_repo, pre_c
     again = pre_commit(project, pre_commit_home, "run", "axlint-fix")
     assert again.returncode == 0, again.stdout + again.stderr
     assert "Passed" in again.stdout
+
+
+# ------------------------------------------------------------------------------------ a realistic repository
+
+WORKFLOW = """\
+name: ci
+on:
+  push:
+    branches: [main]
+jobs:
+  test:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+"""
+PACKAGE_JSON = '{\n  "name": "web",\n  "version": "1.0.0",\n  "scripts": {"build": "vite build"}\n}\n'
+NOTEBOOK = '{\n "cells": [],\n "metadata": {},\n "nbformat": 4,\n "nbformat_minor": 5\n}\n'
+COMPOSE = "services:\n  app:\n    image: python:3.11\n    command: python -m http.server\n"
+CONFIG = """\
+base_model: meta-llama/Llama-3.2-1B
+datasets:
+  - path: tatsu-lab/alpaca
+    type: alpaca
+sequence_len: 2048
+sample_packing: true
+micro_batch_size: 2
+gradient_accumulation_steps: 4
+learning_rate: 0.0002
+num_epochs: 1
+optimizer: adamw_torch_fused
+bf16: true
+attn_implementation: flash_attention_2
+gradient_checkpointing: true
+plugins:
+  - axolotl.integrations.liger.LigerPlugin
+liger_fused_linear_cross_entropy: true
+deepspeed: deepspeed_configs/zero2.json
+"""
+
+
+@pytest.fixture
+def repository(tmp_path, hook_repo) -> Path:
+    """An ML repository: CI workflow, pre-commit config with both hooks and no `files:` filter, package.json, a
+    notebook, docker-compose, Axolotl's cloud launcher YAML, and two training configs sharing one DeepSpeed JSON
+    (one with a deprecated key that the safe fix renames)."""
+    rev = git(hook_repo, "rev-parse", "HEAD").strip()
+    files = {
+        ".github/workflows/ci.yml": WORKFLOW,
+        ".pre-commit-config.yaml": f"repos:\n  - repo: {hook_repo}\n    rev: {rev}\n    hooks:\n"
+                                   "      - id: axlint\n      - id: axlint-fix\n",
+        "web/package.json": PACKAGE_JSON,
+        "notebooks/explore.ipynb": NOTEBOOK,
+        "docker-compose.yaml": COMPOSE,
+        "cloud/modal.yaml": (ROOT / "fixtures/axolotl/examples/cloud/modal.yaml").read_text(),
+        "deepspeed_configs/zero2.json": (ROOT / "fixtures/axolotl/deepspeed_configs/zero2.json").read_text(),
+        "configs/lora-1b.yml": CONFIG,
+        "configs/lora-1b-long.yml": CONFIG.replace("sequence_len: 2048", "sequence_len: 4096")
+                                          + "dataset_processes: 8\n",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    git(tmp_path, "init", "-q")
+    git(tmp_path, "add", "-A")
+    return tmp_path
+
+
+def test_hooks_on_a_realistic_repository_lint_only_the_training_configs(repository, pre_commit_home):
+    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(pre_commit_home), "PRE_COMMIT_COLOR": "never"}
+    run = functools.partial(subprocess.run, [sys.executable, "-m", "pre_commit", "run", "--all-files"],
+                            cwd=repository, env=env, capture_output=True, text=True, timeout=600)
+    first = run()
+    out = first.stdout
+    assert first.returncode == 1, out + first.stderr
+    # the fix hook renamed the deprecated key and changed nothing else
+    fixed = (repository / "configs/lora-1b-long.yml").read_text()
+    assert fixed.endswith("dataset_num_proc: 8\n") and "dataset_processes" not in fixed
+    for name in (".github/workflows/ci.yml", ".pre-commit-config.yaml", "web/package.json", "notebooks/explore.ipynb",
+                 "docker-compose.yaml", "cloud/modal.yaml"):
+        assert name not in out, f"{name} was reported:\n{out}"
+    assert "unknown key" not in out, out
+    assert "skipped: not Axolotl or DeepSpeed configs" in out, out
+    second = run()
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.stdout.count("Passed") == 2, second.stdout

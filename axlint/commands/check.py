@@ -6,49 +6,57 @@ from pathlib import Path
 
 import click
 
-from axlint.commands.common import (UsageError, internal_errors, prepare, read_stdin, reporting_options,
-                                    selection_options)
-from axlint.diagnostics import Severity
+from axlint.commands.common import (UsageError, discovery_options, files_to_read, internal_errors, prepare,
+                                    read_stdin, reporting_options, selection_options)
+from axlint.diagnostics import Diagnostic, Severity
 from axlint.lint import LintOptions, LintResult, lint_paths, lint_text
-from axlint.report import FORMATS, RENDERERS, render_statistics, summary_line
+from axlint.report import (FORMATS, RENDERERS, assumed_hardware, render_skipped, render_statistics,
+                           summary_line)
 
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @selection_options
+@discovery_options
 @click.option("--output-format", type=click.Choice(FORMATS), help="How to print findings (default: full).")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @reporting_options("Lowest severity that makes the exit code 1.", "Name to report for `-` (stdin).")
 @internal_errors
 def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
-          output_format, statistics, exit_zero, fail_on, stdin_filename, quiet) -> None:
-    """Lint Axolotl YAML configs and DeepSpeed JSON configs.
+          exclude, extend_exclude, force_exclude, show_skipped, output_format, statistics, exit_zero, fail_on,
+          stdin_filename, quiet) -> None:
+    """Lint Axolotl YAML configs and DeepSpeed JSON configs: files, folders (recursive) or globs.
 
-    Exit codes: 0 clean, 1 findings at or above --fail-on, 2 usage, settings or internal error.
+    Files that are neither (CI workflows, package.json, ...) are skipped and counted. Exit codes: 0 clean,
+    1 findings at or above --fail-on, 2 usage error (a missing or unreadable path included), settings or internal
+    error.
     """
     if not paths:
-        raise UsageError("no files given (pass config paths, or - for stdin)")
+        raise UsageError("no files given (pass config paths, folders, globs, or - for stdin)")
     setup = prepare(list(paths), select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config)
     options = LintOptions(setup.rules, setup.hardware, setup.model_config)
+    files = files_to_read([p for p in paths if str(p) != "-"], setup.settings, exclude, extend_exclude,
+                          force_exclude)
     result = LintResult()
-    files = [p for p in paths if str(p) != "-"]
-    if len(files) != len(paths):
-        one = lint_text(stdin_filename or Path("stdin.yml"), read_stdin(), options)
-        result.diagnostics += one.diagnostics
-        result.documents.update(one.documents)
+    stdin = any(str(p) == "-" for p in paths)
+    if stdin:
+        result.merge(lint_text(stdin_filename or Path("stdin.yml"), read_stdin(), options))
     if files:
-        more = lint_paths(files, options)
-        result.diagnostics += more.diagnostics
-        result.documents.update(more.documents)
+        result.merge(lint_paths(files, options))
+    result.diagnostics.sort(key=Diagnostic.sort_key)
     fmt = output_format or setup.settings.output_format or "full"
     out = sys.stdout
     if statistics:
         out.write(render_statistics(result.diagnostics))
     else:
         out.write(RENDERERS[fmt](result.diagnostics, result.documents, setup.rules))
+    if show_skipped:
+        click.echo(render_skipped(result.skipped), err=True, nl=False)
     if fmt in ("full", "concise") and not quiet:
-        click.echo(summary_line(result.diagnostics, len(paths)), err=statistics)
+        read = len(files) + stdin
+        click.echo(summary_line(result.diagnostics, read - len(result.skipped), skipped=len(result.skipped),
+                                assumed=assumed_hardware(result.runs, setup.rules)), err=statistics)
     threshold = Severity(fail_on).rank
     failing = any(d.severity.rank >= threshold for d in result.diagnostics)
     sys.exit(0 if exit_zero or not failing else 1)

@@ -33,13 +33,43 @@ def selection_options(fn: Callable) -> Callable:
                      help="Folder of extra rule packs (repeatable)."),
         click.option("--settings", "settings_path", type=click.Path(path_type=Path, dir_okay=False),
                      help="Settings file (default: closest .axlint.toml or pyproject.toml [tool.axlint])."),
-        click.option("--hardware", help="GPUs of the run: 8xH100, 1xA100-40GB, 2x24GiB."),
+        click.option("--hardware", help="GPUs of the run: 8xH100, 1xA100-40GB, 2x24GiB, or `local` (ask nvidia-smi)."),
         click.option("--model-config", type=click.Path(path_type=Path, dir_okay=False),
                      help="A Hugging Face config.json for a model the catalog lacks."),
     ]
     for option in reversed(options):
         fn = option(fn)
     return fn
+
+
+def discovery_options(fn: Callable) -> Callable:
+    """--exclude/--extend-exclude/--force-exclude/--show-skipped, for the commands that take many paths."""
+    for option in reversed([
+        click.option("--exclude", multiple=True,
+                     help="Patterns to skip when walking folders (gitignore syntax), replacing the defaults."),
+        click.option("--extend-exclude", multiple=True, help="Patterns to skip, added to the defaults."),
+        click.option("--force-exclude", is_flag=True,
+                     help="Apply the exclude patterns to files named on the command line too (for hooks)."),
+        click.option("--show-skipped", is_flag=True,
+                     help="List the files skipped as not Axolotl or DeepSpeed configs, and why."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def files_to_read(paths: list[Path], settings: Settings, exclude: tuple[str, ...], extend_exclude: tuple[str, ...],
+                  force_exclude: bool) -> list[Path]:
+    """The files named, found in folders or matched by globs (axlint.discovery); an unreadable path is exit 2."""
+    from axlint.discovery import DEFAULT_EXCLUDE, DiscoveryError, Excludes, discover
+
+    base = settings.source.parent if settings.source else Path.cwd()
+    patterns = _split(exclude) or settings.exclude or list(DEFAULT_EXCLUDE)
+    excludes = Excludes(tuple(patterns + settings.extend_exclude + _split(extend_exclude)), base,
+                        settings.respect_gitignore)
+    try:
+        return discover(paths, excludes, force_exclude=force_exclude)
+    except DiscoveryError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def reporting_options(fail_on_help: str, stdin_help: str) -> Callable[[Callable], Callable]:
@@ -90,10 +120,17 @@ def prepare(paths: list[Path], select: tuple[str, ...], ignore: tuple[str, ...],
 
 
 def parse_hardware_option(spec: str | None) -> Any:
+    """`--hardware` (or the settings' value): a spec such as 8xH100, `local` (ask nvidia-smi), or None when not
+    given (each run then assumes its default and says so). A bad spec, or `local` without a GPU, is exit 2."""
     if not spec:
         return None
-    from axlint.hardware import parse_hardware
+    from axlint.hardware import detect_local_gpus, parse_hardware
 
+    if spec.strip().lower() == "local":
+        found = detect_local_gpus()
+        if found is None:
+            raise UsageError("--hardware local: nvidia-smi found no GPU here; give the GPUs, e.g. --hardware 8xH100")
+        return found
     try:
         return parse_hardware(spec)
     except ValueError as exc:
@@ -105,6 +142,16 @@ def read_stdin() -> bytes:
     return sys.stdin.buffer.read()
 
 
+def stdin_text() -> str:
+    """stdin as text for the commands that read one config (`estimate -`, `validate -`); bad input is exit 2."""
+    from axlint.document import DocumentError, decode_bytes
+
+    try:
+        return decode_bytes(read_stdin())
+    except DocumentError as exc:
+        raise UsageError(f"stdin: {exc.message}") from None
+
+
 def internal_errors(fn: Callable) -> Callable:
     """Any unexpected exception is exit 2 with a one-line message (AXLINT_DEBUG=1 shows the traceback)."""
     @functools.wraps(fn)
@@ -113,8 +160,9 @@ def internal_errors(fn: Callable) -> Callable:
 
         try:
             return fn(*args, **kwargs)
-        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt):
-            raise
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit, KeyboardInterrupt,
+                BrokenPipeError):
+            raise  # click ends a closed pipe quietly (exit 1, no message)
         except Exception as exc:
             if os.environ.get("AXLINT_DEBUG"):
                 raise

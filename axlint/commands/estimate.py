@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from axlint.commands.common import UsageError, internal_errors, parse_hardware_option
+from axlint.commands.common import UsageError, internal_errors, parse_hardware_option, stdin_text
 
 if TYPE_CHECKING:
     from axlint.checks.memory import MemoryFacts
@@ -29,26 +29,16 @@ def int_list(text: str, option: str) -> tuple[int, ...]:
     return tuple(values)
 
 
-def choose_hardware(spec: str | None) -> tuple["Hardware | None", list[str]]:
-    """`--hardware` (or the settings' value): a spec, `local` (nvidia-smi), or None for build_run's default."""
-    if spec is None or spec.strip().lower() != "local":
-        return parse_hardware_option(spec), []
-    from axlint.hardware import detect_local_gpus
-
-    found = detect_local_gpus()
-    if found is None:
-        raise UsageError("--hardware local: nvidia-smi found no GPU here; give the GPUs, e.g. --hardware 8xH100")
-    return found, [f"hardware detected with nvidia-smi: {found.count}x {found.gpu} ({found.memory_gib:.1f} GiB)"]
-
-
-def load_run(config: Path, hardware: "Hardware | None", model_config: Path | None, online: bool) -> "TrainingRun":
-    """The TrainingRun of an Axolotl YAML with a resolved architecture; every problem is a usage error (exit 2)."""
+def load_run(config: Path, hardware: "Hardware | None", model_config: Path | None, online: bool,
+             text: str | None = None) -> "TrainingRun":
+    """The TrainingRun of an Axolotl YAML (`text` given: stdin under the name `config`) with a resolved
+    architecture; every problem is a usage error (exit 2)."""
     from axlint.architectures import resolve_architecture
     from axlint.document import DocumentError, load_document
     from axlint.run import build_run
 
     try:
-        doc = load_document(config)
+        doc = load_document(config, text)
     except DocumentError as exc:
         raise UsageError(f"{config}: {exc.message}") from None
     except OSError as exc:
@@ -95,7 +85,7 @@ def simulate_run(run: "TrainingRun") -> Any:
 
 
 @click.command()
-@click.argument("config", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("config", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
 @click.option("--hardware", help="GPUs of the run: 8xH100, 1xA100-40GB, 2x24GiB, or `local` (ask nvidia-smi). "
                                  "Default: the settings' value, else 1×H100-80GB (8 with DeepSpeed/FSDP), assumed.")
 @click.option("--model-config", type=click.Path(path_type=Path, dir_okay=False),
@@ -112,10 +102,13 @@ def simulate_run(run: "TrainingRun") -> Any:
               help="Columns of the --fit grid.")
 @click.option("--simulate", "with_simulation", is_flag=True,
               help="Also run the real model code on fake tensors (CPU, seconds; needs the simulate extra).")
+@click.option("--stdin-filename", type=click.Path(path_type=Path),
+              help="Name to read `-` (stdin) under (its folder is where a relative `deepspeed:` path is found).")
 @internal_errors
 def estimate(config: Path, hardware: str | None, model_config: Path | None, online: bool, settings_path: Path | None,
-             fmt: str, fit: bool, micro_batch_sizes: str, sequence_lens: str, with_simulation: bool) -> None:
-    """Estimate the per-GPU peak memory of an Axolotl config (and its DeepSpeed JSON).
+             fmt: str, fit: bool, micro_batch_sizes: str, sequence_lens: str, with_simulation: bool,
+             stdin_filename: Path | None) -> None:
+    """Estimate the per-GPU peak memory of an Axolotl config (and its DeepSpeed JSON); `-` reads stdin.
 
     Exit codes: 0 fits, 1 does not fit (training, or evaluation when the run evaluates), 2 usage error (unknown
     model included).
@@ -131,13 +124,16 @@ def estimate(config: Path, hardware: str | None, model_config: Path | None, onli
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
     grid_axes = (int_list(micro_batch_sizes, "--micro-batch-sizes"), int_list(sequence_lens, "--sequence-lens"))
-    hw, notes = choose_hardware(hardware or settings.hardware)
+    hw = parse_hardware_option(hardware or settings.hardware)
     model_path = model_config or (settings.resolve(settings.model_config) if settings.model_config else None)
-    run = load_run(config, hw, model_path, online)
+    text = None
+    if str(config) == "-":
+        config, text = stdin_filename or Path("stdin.yml"), stdin_text()
+    run = load_run(config, hw, model_path, online, text)
     expandable = expandable_segments_enabled()
     facts = compute_facts(run, expandable_segments=expandable)
     assert facts is not None  # load_run resolved the architecture
-    notes += run_notes(facts)
+    notes = run_notes(facts)
     if expandable:
         notes.append("PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True (5 % allocator slack instead of 15 %)")
     fits = facts.estimate.fits and facts.eval_fits
@@ -170,7 +166,7 @@ def _print_estimate(facts: "MemoryFacts", config: str, notes: list[str], fmt: st
 
 def _print_grid(facts: "MemoryFacts", config: str, axes: tuple[tuple[int, ...], tuple[int, ...]], fmt: str) -> None:
     from axlint.memory.solver import fit_grid
-    from axlint.report.estimate_table import fit_grid_json, render_fit_grid
+    from axlint.report.estimate_table import ASSUMED, fit_grid_json, render_fit_grid
 
     grid = fit_grid(facts.config, facts.ds, facts.arch, facts.hw, *axes)
     hw = facts.hw
@@ -179,5 +175,5 @@ def _print_grid(facts: "MemoryFacts", config: str, axes: tuple[tuple[int, ...], 
         click.echo(json.dumps(fit_grid_json(grid, config, hardware), indent=2))
     else:
         current = (facts.estimate.setup.micro_batch_size, facts.estimate.setup.sequence_len)
-        label = f"{hw.count}×{hw.gpu}{' (assumed: pass --hardware)' if hw.assumed else ''}"
+        label = f"{hw.label}{ASSUMED if hw.assumed else ''}"
         click.echo(render_fit_grid(grid, config, current, label), nl=False)

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from axlint.commands.common import (UsageError, internal_errors, prepare, read_stdin, reporting_options,
-                                    selection_options)
+from axlint.commands.common import (UsageError, discovery_options, files_to_read, internal_errors, prepare,
+                                    read_stdin, reporting_options, selection_options)
 from axlint.diagnostics import Severity
 from axlint.lint import LintOptions
-from axlint.report import display_path, render_concise
+from axlint.report import assumed_hardware, display_path, render_concise, render_skipped, scope_notes
 
 if TYPE_CHECKING:
     from axlint.fixer import FixReport
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @selection_options
+@discovery_options
 @click.option("--write", is_flag=True, help="Write the fixed files (default: print a unified diff).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply unsafe fixes (they change training behaviour).")
 @click.option("--show-fixes", is_flag=True, help="List what was fixed, per file and rule (on stderr).")
@@ -27,13 +28,15 @@ if TYPE_CHECKING:
                    "Name to lint `-` (stdin) under.")
 @internal_errors
 def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
-        write, unsafe_fixes, show_fixes, fail_on, stdin_filename, quiet) -> None:
+        exclude, extend_exclude, force_exclude, show_skipped, write, unsafe_fixes, show_fixes, fail_on, stdin_filename, quiet) -> None:
     """Fix findings in Axolotl YAML and DeepSpeed JSON configs.
 
     Without --write, print a unified diff of every file that would change (stdout) and exit 1 if any would,
     0 if none would. With --write, write the fixes (atomically) and exit 1 if findings at or above --fail-on
     remain or a file could not be written, 0 otherwise. `axlint fix -` reads stdin and prints the fixed text, exiting like --write.
-    Findings that have no fix are listed on stderr. Exit 2: usage, settings or internal error.
+    Findings that have no fix are listed on stderr. Memory fixes are written only when the GPUs are declared
+    (--hardware, settings, or `local`). Exit 2: usage error (a missing or unreadable path included), settings or
+    internal error.
     """
     if not paths:
         raise UsageError("no files given (pass config paths, or - for stdin)")
@@ -47,14 +50,19 @@ def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, sett
     if stdin:
         report = _fix_stdin(stdin_filename or Path("stdin.yml"), options, unsafe_fixes)
     else:
-        report = fix_paths(list(paths), options, unsafe=unsafe_fixes)
+        files = files_to_read(list(paths), setup.settings, exclude, extend_exclude, force_exclude)
+        report = fix_paths(files, options, unsafe=unsafe_fixes)
+    if show_skipped:
+        click.echo(render_skipped(report.remaining.skipped), err=True, nl=False)
     problems = report.problems
     unwritten = write_changed(report) if write and not stdin else []
     problems += unwritten
     if not write and not stdin:
         for state in report.changed:
             sys.stdout.write(unified_diff(state, display_path(state.path)))
-    _explain(report, problems, applied=write or stdin, show_fixes=show_fixes, quiet=quiet, unsafe=unsafe_fixes)
+    notes = scope_notes(len(report.remaining.skipped), assumed_hardware(report.remaining.runs, setup.rules))
+    _explain(report, problems, applied=write or stdin, show_fixes=show_fixes, quiet=quiet, unsafe=unsafe_fixes,
+             notes=notes)
     if write or stdin:
         threshold = Severity(fail_on).rank
         left = any(d.severity.rank >= threshold for d in report.remaining.diagnostics)
@@ -82,7 +90,7 @@ def _fix_stdin(name: Path, options: LintOptions, unsafe: bool) -> FixReport:
 
 
 def _explain(report: FixReport, problems: list[str], *, applied: bool, show_fixes: bool, quiet: bool,
-             unsafe: bool) -> None:
+             unsafe: bool, notes: str) -> None:
     """stderr: fix problems, the fixes per file and rule, the findings left, a summary line."""
     for problem in problems:
         click.echo(f"axlint: warning: {problem}", err=True)
@@ -96,7 +104,7 @@ def _explain(report: FixReport, problems: list[str], *, applied: bool, show_fixe
         return
     verb = "Fixed" if applied else "Would fix"
     line = f"{verb} {total} finding{'s' if total != 1 else ''} in {len(report.changed)} file" \
-           f"{'s' if len(report.changed) != 1 else ''}, {len(remaining)} remaining."
+           f"{'s' if len(report.changed) != 1 else ''}, {len(remaining)} remaining{notes}."
     hidden = sum(1 for d in remaining if d.fix and d.fix.applicability.value == "unsafe")
     if hidden and not unsafe:
         line += f" {hidden} more fixable with --unsafe-fixes."

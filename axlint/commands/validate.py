@@ -1,13 +1,15 @@
 """`axlint validate`: a short real training run of a config that measures every rank's peak memory."""
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import click
 
-from axlint.commands.common import UsageError, internal_errors
+from axlint.commands.common import UsageError, internal_errors, stdin_text
 
 DEVICES = ("cuda", "cpu")
 
@@ -22,8 +24,25 @@ def default_device() -> tuple[str, str | None]:
                    "pass --device to choose)")
 
 
+@contextlib.contextmanager
+def stdin_as_file(name: Path) -> Iterator[Path]:
+    """stdin written to a temporary file in the folder of `name` (so relative `deepspeed:` paths resolve), removed
+    afterwards."""
+    import tempfile
+
+    text = stdin_text()
+    folder = name.parent if str(name.parent) else Path(".")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".axlint-stdin-", suffix=name.suffix or ".yml")
+    try:
+        with open(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        yield Path(tmp)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
 @click.command()
-@click.argument("config", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@click.argument("config", type=click.Path(path_type=Path, exists=True, dir_okay=False, allow_dash=True))
 @click.option("--steps", type=click.IntRange(min=1), default=3, show_default=True,
               help="Measured training steps, after one warm-up step.")
 @click.option("--num-gpus", type=click.IntRange(min=1),
@@ -45,9 +64,12 @@ def default_device() -> tuple[str, str | None]:
                    "hostfile, torchrun otherwise.")
 @click.option("--model-config", type=click.Path(path_type=Path, exists=True, dir_okay=False),
               help="A Hugging Face config.json for a model the catalog lacks.")
+@click.option("--stdin-filename", type=click.Path(path_type=Path),
+              help="Name to read `-` (stdin) under (its folder is where a relative `deepspeed:` path is found).")
 @internal_errors
 def validate(config: Path, steps: int, num_gpus: int | None, device: str | None, fmt: str, probe: str | None,
-             memory_limit_gib: float | None, hostfile: Path | None, launcher: str, model_config: Path | None) -> None:
+             memory_limit_gib: float | None, hostfile: Path | None, launcher: str, model_config: Path | None,
+             stdin_filename: Path | None) -> None:
     """Run a few real training steps of CONFIG and measure every rank's peak memory.
 
     No weights and no data are downloaded: the model is built from its config.json with random weights and
@@ -59,6 +81,11 @@ def validate(config: Path, steps: int, num_gpus: int | None, device: str | None,
     """
     from axlint.validate import MissingExtraError, ValidationError, run_validation
 
+    if str(config) == "-":  # the launched ranks read a file: stdin goes to a temporary one beside where it is named
+        with stdin_as_file(stdin_filename or Path("stdin.yml")) as path:
+            validate.callback(path, steps, num_gpus, device, fmt, probe, memory_limit_gib, hostfile, launcher,
+                              model_config, None)
+        return
     if device is None:
         device, line = default_device()
         if line:

@@ -150,6 +150,8 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         notes.append(f"architecture from axlint's catalog ({arch.model_id})")
     if hw.assumed:
         notes.append(f"hardware assumed: {hw.count}x {hw.gpu} (pass --hardware)")
+    if hw.note:
+        notes.append(hw.note)
     return MemoryEstimate(
         arch=arch, hw=hw, setup=setup, components={**comps, "cuda_context": ctx, "allocator_slack": slack},
         phase=phase, phases={"forward-backward": p_fwd, "optimizer-step": p_step, "eval": p_eval},

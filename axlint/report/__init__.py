@@ -3,12 +3,16 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from axlint.diagnostics import Diagnostic
 from axlint.document import Document
 from axlint.engine import Rule
 from axlint.report.machine import render_github, render_json, render_sarif
+
+if TYPE_CHECKING:
+    from axlint.lint import Skipped
+    from axlint.run import TrainingRun
 
 FORMATS = ("full", "concise", "json", "sarif", "github")
 
@@ -22,7 +26,12 @@ def display_path(path: Path) -> str:
 
 def render_concise(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
     return "".join(f"{display_path(d.path)}:{d.span.line}:{d.span.col}: {d.code} [{d.severity.value}] {d.message}"
-                   f"{' [*]' if d.fix else ''}\n" for d in diags)
+                   f"{' [*]' if applicable(d) else ''}\n" for d in diags)
+
+
+def applicable(d: Diagnostic) -> bool:
+    """The finding has a fix that `axlint fix` can write (with --unsafe-fixes for an unsafe one)."""
+    return d.fix is not None and d.fix.applicability.value != "display-only"
 
 
 def render_full(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
@@ -43,21 +52,50 @@ def render_full(diags: list[Diagnostic], documents: dict[Path, Document], rules:
     return "\n".join(out) + ("\n" if out else "")
 
 
-def summary_line(diags: list[Diagnostic], files: int) -> str:
+def _files(n: int) -> str:
+    return f"{n} file{'s' if n != 1 else ''}"
+
+
+def assumed_hardware(runs: "Iterable[TrainingRun]", rules: list[Rule]) -> list[str]:
+    """Labels of the GPUs assumed (nobody said which) for the configs whose memory was judged; none when no memory
+    rule ran."""
+    if not any(r.pack == "memory" for r in rules):
+        return []
+    return sorted({run.hardware.label for run in runs
+                   if run.axolotl is not None and run.hardware is not None and run.hardware.assumed})
+
+
+def scope_notes(skipped: int, assumed: list[str]) -> str:
+    """What a summary must not hide: files skipped as not configs, and the hardware the memory verdict assumed."""
+    notes = []
+    if skipped:
+        notes.append(f"{_files(skipped)} skipped: not Axolotl or DeepSpeed configs (--show-skipped lists them)")
+    if assumed:
+        notes.append(f"memory judged for an assumed {' or '.join(assumed)}: set `hardware`")
+    return "".join(f"; {n}" for n in notes)
+
+
+def summary_line(diags: list[Diagnostic], files: int, *, skipped: int = 0, assumed: list[str] | None = None) -> str:
+    notes = scope_notes(skipped, assumed or [])
     if not diags:
-        return f"All checks passed ({files} file{'s' if files != 1 else ''})."
+        return f"All checks passed ({_files(files)}{notes})."
     sev = Counter(d.severity.value for d in diags)
     fixable = sum(1 for d in diags if d.fix and d.fix.applicability.value == "safe")
     parts = ", ".join(f"{sev[s]} {s}{'s' if sev[s] != 1 and s != 'info' else ''}" for s in ("error", "warning", "info") if sev[s])
-    line = f"Found {len(diags)} problem{'s' if len(diags) != 1 else ''} ({parts}) in {files} file{'s' if files != 1 else ''}."
+    line = f"Found {len(diags)} problem{'s' if len(diags) != 1 else ''} ({parts}) in {_files(files)}{notes}."
     if fixable:
         line += f"\n[*] {fixable} fixable with `axlint fix --write`."
     return line
 
 
+def render_skipped(skipped: "Iterable[Skipped]") -> str:
+    """`--show-skipped`: one `path: skipped: why` line per file that is not a config."""
+    return "".join(f"{display_path(s.path)}: skipped: {s.reason}\n" for s in skipped)
+
+
 def render_statistics(diags: list[Diagnostic]) -> str:
     counts = Counter((d.code, d.name) for d in diags)
-    fixable = Counter((d.code, d.name) for d in diags if d.fix)
+    fixable = Counter((d.code, d.name) for d in diags if applicable(d))
     return "".join(f"{n:>5}  {code:<7} {'[*]' if fixable[(code, name)] else '   '} {name}\n"
                    for (code, name), n in counts.most_common())
 

@@ -13,6 +13,8 @@ if TYPE_CHECKING:
 
 GIB = 2**30
 BAR_WIDTH = 32
+ASSUMED = " (assumed: pass --hardware)"
+"""After a hardware label that nobody gave: the default was used."""
 EIGHTHS = " ▏▎▍▌▋▊▉"
 OVERFLOW = "▶"
 LABELS = {"weights": "weights", "gradients": "gradients", "optimizer_states": "optimizer states",
@@ -85,7 +87,7 @@ def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, sugge
              f"model     {arch.model_id} · {_count(arch.total_params)} parameters, {_count(e.trainable_params)} "
              f"trainable · from {arch.source}",
              f"hardware  {e.hw.count} × {e.hw.gpu}, {e.hw.memory_gib:.1f} GiB per GPU"
-             f"{' (assumed: pass --hardware)' if e.hw.assumed else ''}",
+             f"{ASSUMED if e.hw.assumed else ''}",
              f"run       {_describe_run(e)}",
              "",
              f"  {'per GPU, ' + e.phase + ' peak':<{LABEL_WIDTH + BAR_WIDTH + 1}} {'GiB':>8}  {'of GPU':>7}"]

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from urllib.parse import quote
 
 from axlint import __version__
 from axlint.diagnostics import Diagnostic
@@ -25,10 +24,13 @@ def diagnostic_json(d: Diagnostic) -> dict:
     if d.fix:
         fix = {"applicability": d.fix.applicability.value, "message": d.fix.title, "path": _path(d.fix.path),
                "edits": [{"start": e.start, "end": e.end, "content": e.text} for e in d.fix.edits]}
-    return {"path": _path(d.path), "code": d.code, "name": d.name, "severity": d.severity.value,
-            "category": d.category, "message": d.message,
-            "location": {"line": d.span.line, "column": d.span.col},
-            "end_location": {"line": d.span.end_line, "column": d.span.end_col}, "fix": fix}
+    out = {"path": _path(d.path), "code": d.code, "name": d.name, "severity": d.severity.value,
+           "category": d.category, "message": d.message,
+           "location": {"line": d.span.line, "column": d.span.col},
+           "end_location": {"line": d.span.end_line, "column": d.span.end_col}, "fix": fix}
+    if "hardware" in d.extra:  # a memory verdict: the GPUs it was judged for, and whether they were assumed
+        out["hardware"] = d.extra["hardware"]
+    return out
 
 
 def render_json(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
@@ -42,6 +44,8 @@ SARIF_TEXT_LIMIT = 1024
 
 def _sarif_uri(path: Path) -> str:
     """A URI reference: percent-encoded and relative when under the working folder, else a file:// URI."""
+    from urllib.parse import quote  # SARIF only: off the path of the other formats
+
     rel = _path(path)
     return Path(rel).resolve().as_uri() if Path(rel).is_absolute() else quote(rel)
 
@@ -81,6 +85,8 @@ def render_sarif(diags: list[Diagnostic], documents: dict[Path, Document], rules
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
+        if "hardware" in d.extra:
+            result["properties"] = {"hardware": d.extra["hardware"]}
         results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",

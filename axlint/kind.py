@@ -1,0 +1,89 @@
+"""What a file is, decided by its content: an Axolotl training config, a DeepSpeed config, or neither.
+
+A repository holds many YAML and JSON files that are not training configs (CI workflows, pre-commit configs,
+package.json, notebooks, Axolotl's own cloud-launcher YAMLs, docker-compose files); axlint skips those without a
+finding. The decision reads the top-level keys only:
+
+- Axolotl: `base_model` (or `base_model_config`) is written, or at least two top-level keys are Axolotl keys and
+  they are at least half of all keys (a half-written config is still linted);
+- DeepSpeed: a key only DeepSpeed has (`zero_optimization`, `train_micro_batch_size_per_gpu`, ...) is written
+  and no `base_model`, or at least half of the keys are DeepSpeed keys and none is Axolotl-only;
+- anything else is neither. Keys are the top-level properties of axlint's bundled Axolotl and DeepSpeed schemas.
+
+A text that does not parse, or whose top level is not a mapping, is judged by the keys it appears to write
+(`key:`, `"key":`, `- key:` or `{"key":` at the start of a line),
+so a broken training config still gets its syntax finding while a broken notebook or editor settings file is
+skipped.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable
+
+SCHEMAS = Path(__file__).resolve().parent / "schemas"
+AXOLOTL_MARKERS = frozenset({"base_model", "base_model_config"})
+_KEY_LINE = re.compile(r"""^[ \t]{0,4}(?:-[ \t]+|\{[ \t]*)?["']?([A-Za-z_][\w.-]*)["']?[ \t]*:""", re.MULTILINE)
+
+
+class ConfigKind(str, Enum):
+    AXOLOTL = "axolotl"
+    DEEPSPEED = "deepspeed"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    kind: ConfigKind
+    reason: str  # why a file is skipped; empty for configs
+
+
+@lru_cache(maxsize=1)
+def _known_keys() -> tuple[frozenset[str], frozenset[str]]:
+    def props(name: str) -> frozenset[str]:
+        schema = json.loads((SCHEMAS / name).read_text(encoding="utf-8"))
+        return frozenset(schema.get("properties", {}))
+
+    return props("axolotl.schema.json"), props("deepspeed.schema.json")
+
+
+def classify_keys(keys: Iterable[Any]) -> Verdict:
+    """The kind of a mapping with these top-level keys (see the module docstring for the thresholds)."""
+    names = {k for k in keys if isinstance(k, str)}
+    if not names:
+        return Verdict(ConfigKind.OTHER, "no top-level keys")
+    axolotl, deepspeed = _known_keys()
+    ax, ds = names & axolotl, names & deepspeed
+    ax_only, ds_only = ax - deepspeed, ds - axolotl
+    if names & AXOLOTL_MARKERS:
+        return Verdict(ConfigKind.AXOLOTL, "")
+    if ds_only and not ax_only:
+        return Verdict(ConfigKind.DEEPSPEED, "")
+    if len(ax) >= 2 and 2 * len(ax) >= len(names) and len(ax_only) >= len(ds_only):
+        return Verdict(ConfigKind.AXOLOTL, "")
+    if ds and not ax_only and 2 * len(ds) >= len(names):
+        return Verdict(ConfigKind.DEEPSPEED, "")
+    shown = ", ".join(f"`{k}`" for k in sorted(names)[:4]) + (", ..." if len(names) > 4 else "")
+    return Verdict(ConfigKind.OTHER, f"top-level keys {shown} are not those of an Axolotl or DeepSpeed config")
+
+
+def classify_data(data: Any) -> Verdict:
+    """The kind of a parsed document."""
+    if data is None:
+        return Verdict(ConfigKind.OTHER, "empty")
+    if not isinstance(data, dict):
+        return Verdict(ConfigKind.OTHER, f"its top level is a {_type_name(data)}, not a mapping of settings")
+    return classify_keys(data)
+
+
+def classify_text(text: str) -> Verdict:
+    """The kind of a text that does not parse, from the keys it appears to write."""
+    return classify_keys(_KEY_LINE.findall(text))
+
+
+def _type_name(value: Any) -> str:
+    return {list: "list", str: "string", bool: "boolean", int: "number", float: "number"}.get(type(value), "value")
