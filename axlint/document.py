@@ -217,7 +217,8 @@ def _load_yaml(path: Path, text: str) -> Document:
         root = loader.get_single_node()
         if root is None:
             raise DocumentError("empty document: expected a mapping of config keys")
-        _expanded_size(root, {}, set())
+        if "*" in text:  # no alias indicator, no alias to expand
+            _expanded_size(root, {}, set())
         tree = _convert_yaml(root, loader)
         data = loader.construct_document(root)
     except yaml.MarkedYAMLError as exc:

@@ -314,9 +314,15 @@ def condition_keys(cond: Any) -> Iterator[str]:
             yield cond["key"]
 
 
+_CONDITION_KEYS: dict[tuple[str, Path], tuple[str, ...]] = {}
+
+
 def _scope_ok(run: TrainingRun, rule: Rule) -> bool:
     """A condition rule over Axolotl keys needs the YAML; one over DeepSpeed keys needs a DeepSpeed config."""
-    for key in condition_keys(rule.when):
+    ident = (rule.code, rule.source)
+    if ident not in _CONDITION_KEYS:  # a rule's condition never changes: walk it once per process
+        _CONDITION_KEYS[ident] = tuple(condition_keys(rule.when))
+    for key in _CONDITION_KEYS[ident]:
         prefix = key.rpartition(":")[0]
         if prefix in ("", "raw") and run.axolotl is None:
             return False

@@ -7,6 +7,7 @@ torch 79.2 GiB). Values are recalled from those tools' output on each card, not 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from dataclasses import dataclass
 
 # A "<N>GB" card exposes ≈ 99 % of N GiB to a process (80 GB -> 79.2 GiB, 40 GB -> 39.4 GiB, 24 GB -> 23.6 GiB).
@@ -83,6 +84,7 @@ def _norm(name: str) -> str:
     return re.sub(r"[\s_]+", "-", name.strip()).strip("-")
 
 
+@lru_cache(maxsize=1)
 def _index() -> dict[str, GPU]:
     return {_norm(key): g for g in GPUS for key in (g.name, *g.aliases)}
 

@@ -45,9 +45,15 @@ class SchemaProblem:
 
 def _close_match(word: str, candidates: list[str], n: int, cutoff: float) -> list[str]:
     """difflib's did-you-mean, imported only when a suggestion is needed (10 ms at start-up otherwise)."""
+    return list(_close_match_cached(word, tuple(candidates), n, cutoff))
+
+
+@lru_cache(maxsize=4096)
+def _close_match_cached(word: str, candidates: tuple[str, ...], n: int, cutoff: float) -> tuple[str, ...]:
+    """The same unknown key recurs across the configs of one run; difflib's ratio is the costly part."""
     import difflib
 
-    return difflib.get_close_matches(word, candidates, n=n, cutoff=cutoff)
+    return tuple(difflib.get_close_matches(word, candidates, n=n, cutoff=cutoff))
 
 
 @lru_cache(maxsize=None)

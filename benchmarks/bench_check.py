@@ -14,7 +14,7 @@ this checkout (`python -m axlint`, which in an editable install also pays for th
 Bytecode: this environment may set PYTHONDONTWRITEBYTECODE=1, so every run would compile axlint's sources
 again (~0.2 s), which no installed wheel does. The children get a private PYTHONPYCACHEPREFIX and one warm-up
 run instead, so both tools are timed with their bytecode cached, as after `pip install`.
-Budget: one config <= 100 ms wall; the corpus in one process no slower than yamllint.
+Budgets, as ratios against yamllint in the same run: one config <= 1.0x; the corpus in one process <= 0.5x.
 """
 from __future__ import annotations
 
@@ -32,7 +32,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CONFIG = ROOT / "fixtures" / "axolotl" / "examples" / "llama-3" / "lora-1b.yml"
 DEFAULT_CORPUS = ROOT / "fixtures" / "axolotl"
-ONE_CONFIG_BUDGET_S = 0.100
+ONE_CONFIG_RATIO = 1.0
+"""Budget: one config no slower than yamllint on the same file (median wall, both timed in the same run)."""
+CORPUS_RATIO = 0.5
+"""Budget: the whole corpus in one process in at most half of yamllint's time."""
 
 
 @dataclass
@@ -119,10 +122,10 @@ def main() -> None:
     print(row(f"corpus, per file (mean of {len(sample)})", *per_file))
     print(f"per file in one process: axlint {corpus[0].wall / len(files) * 1e3:.1f} ms, "
           f"yamllint {corpus[1].wall / len(files) * 1e3:.1f} ms")
-    one_ok = one[0].wall <= ONE_CONFIG_BUDGET_S
-    corpus_ok = corpus[0].wall <= corpus[1].wall
-    print(f"budget: one config <= {ONE_CONFIG_BUDGET_S * 1e3:.0f} ms: {'PASS' if one_ok else 'FAIL'}; "
-          f"corpus no slower than yamllint: {'PASS' if corpus_ok else 'FAIL'}")
+    one_ok = one[0].wall <= ONE_CONFIG_RATIO * one[1].wall
+    corpus_ok = corpus[0].wall <= CORPUS_RATIO * corpus[1].wall
+    print(f"budget: one config <= {ONE_CONFIG_RATIO:.1f}x yamllint: {'PASS' if one_ok else 'FAIL'}; "
+          f"corpus <= {CORPUS_RATIO:.1f}x yamllint: {'PASS' if corpus_ok else 'FAIL'}")
 
 
 if __name__ == "__main__":

@@ -32,14 +32,20 @@ print("\\nMODULES " + json.dumps({"exit": code, "modules": sorted(sys.modules)})
 """
 
 
-def modules_after(*args: str) -> tuple[int, set[str]]:
-    """Exit code of `axlint check ARGS` and the top-level packages imported by then."""
+def loaded_modules(*args: str) -> tuple[int, set[str]]:
+    """Exit code of `axlint check ARGS` and every module imported by then."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     done = subprocess.run([sys.executable, "-c", PROBE, "check", "-q", "--output-format", "concise", *args],
                           cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert "Traceback" not in done.stderr, done.stderr
     report = json.loads(done.stdout.rsplit("MODULES ", 1)[1])
-    return report["exit"], {name.split(".")[0] for name in report["modules"]}
+    return report["exit"], set(report["modules"])
+
+
+def modules_after(*args: str) -> tuple[int, set[str]]:
+    """Exit code of `axlint check ARGS` and the top-level packages imported by then."""
+    code, modules = loaded_modules(*args)
+    return code, {name.split(".")[0] for name in modules}
 
 
 def test_check_imports_nothing_heavy():
@@ -64,3 +70,28 @@ def test_jsonschema_only_for_a_user_pack(tmp_path):
     (tmp_path / "team.yaml").write_text(json.dumps(pack), encoding="utf-8")
     code, loaded = modules_after("--rules-dir", str(tmp_path), *CONFIGS)
     assert code == 1 and "jsonschema" in loaded
+
+
+def test_the_listed_check_modules_are_every_module_of_the_package():
+    from axlint import checks
+
+    files = {p.stem for p in (ROOT / "axlint" / "checks").glob("*.py") if p.stem != "__init__"}
+    assert set(checks.MODULES) == files
+
+
+def test_every_lazy_command_resolves_to_a_command_of_that_name():
+    import click
+
+    from axlint.cli import COMMANDS, cli
+
+    ctx = click.Context(cli)
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        assert isinstance(command, click.Command) and command.name == name
+    assert cli.get_command(ctx, "nope") is None
+
+
+def test_check_does_not_import_the_other_commands():
+    code, modules = loaded_modules("fixtures/llama3-8b-lora.yml")
+    assert code in (0, 1) and "axlint.commands.check" in modules
+    assert not {"axlint.commands.fix", "axlint.commands.estimate", "axlint.commands.validate"} & modules

@@ -78,58 +78,58 @@ class Architecture:
                 return self.config[n]
         return default
 
-    @property
+    @cached_property
     def decoder_type(self) -> str:
         return str(self.config.get("model_type", self.model_type))
 
-    @property
+    @cached_property
     def hidden_size(self) -> int:
         return int(self._get("hidden_size", "n_embd", "d_model"))
 
-    @property
+    @cached_property
     def num_layers(self) -> int:
         return int(self._get("num_hidden_layers", "n_layer", "num_layers"))
 
-    @property
+    @cached_property
     def num_heads(self) -> int:
         return int(self._get("num_attention_heads", "n_head"))
 
-    @property
+    @cached_property
     def num_kv_heads(self) -> int:
         if self.decoder_type == "falcon" and not self.config.get("new_decoder_architecture"):
             return 1 if self.config.get("multi_query", True) else self.num_heads
         return int(self._get("num_key_value_heads", "num_kv_heads", default=self.num_heads))
 
-    @property
+    @cached_property
     def head_dim(self) -> int:
         return int(self._get("head_dim", default=self.hidden_size // self.num_heads))
 
-    @property
+    @cached_property
     def intermediate_size(self) -> int:
         return int(self._get("intermediate_size", "ffn_hidden_size", "n_inner", default=4 * self.hidden_size))
 
-    @property
+    @cached_property
     def vocab_size(self) -> int:
         return int(self._get("vocab_size"))
 
-    @property
+    @cached_property
     def tie_word_embeddings(self) -> bool:
         return bool(self.config.get("tie_word_embeddings", False))
 
-    @property
+    @cached_property
     def max_position_embeddings(self) -> int | None:
         v = self._get("max_position_embeddings", "n_positions")
         return int(v) if v is not None else None
 
-    @property
+    @cached_property
     def num_experts(self) -> int:
         return int(self._get("num_local_experts", "num_experts", "n_routed_experts", default=0))
 
-    @property
+    @cached_property
     def experts_per_token(self) -> int:
         return int(self._get("num_experts_per_tok", "moe_topk", default=0)) if self.num_experts else 0
 
-    @property
+    @cached_property
     def moe_intermediate_size(self) -> int:
         return int(self._get("moe_intermediate_size", default=self.intermediate_size))
 
