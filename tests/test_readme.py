@@ -27,3 +27,19 @@ def test_quickstart_has_exactly_two_commands():
     assert "pytest" in commands[1]
     fixture = re.search(r"axlint check (\S+)", commands[0]).group(1)
     assert (Path(README).parent / fixture).is_file()
+
+
+def test_the_readme_check_example_is_what_axlint_prints():
+    """The `$ axlint check ... --output-format concise` block is a real run of the current code."""
+    import os
+    import shlex
+    import subprocess
+    import sys
+
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"```\n\$ (axlint check [^\n]*--output-format concise)\n(.*?)```", text, re.S)
+    assert block, "the README shows a concise check of the bundled fixture"
+    root = Path(README).parent
+    done = subprocess.run([sys.executable, "-m", "axlint", *shlex.split(block.group(1))[1:]], cwd=root,
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(root)}, timeout=120)
+    assert done.stdout == block.group(2)
