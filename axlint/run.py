@@ -157,14 +157,15 @@ def resolve_auto(ds_raw: dict[str, Any], cfg: dict[str, Any], world_size: int, h
     """
     ds = copy.deepcopy(ds_raw)
     mbs, gas = cfg.get("micro_batch_size") or 1, cfg.get("gradient_accumulation_steps") or 1
-    bf16 = cfg.get("bf16") in (True, "auto") or cfg.get("bf16") == "full"
+    # Axolotl's resolve_dtype: `bf16: auto` means bf16 unless fp16 is on (a bf16-capable GPU assumed)
+    bf16 = cfg.get("bf16") in (True, "full") or (cfg.get("bf16") == "auto" and not cfg.get("fp16"))
     fills: dict[KeyPath, Any] = {
         ("train_micro_batch_size_per_gpu",): mbs,
         ("gradient_accumulation_steps",): gas,
         ("train_batch_size",): _mul(world_size, mbs, gas),
         ("gradient_clipping",): cfg.get("max_grad_norm", 1.0) if cfg.get("max_grad_norm") is not None else 1.0,
         ("bf16", "enabled"): bool(bf16),
-        ("fp16", "enabled"): bool(cfg.get("fp16")),
+        ("fp16", "enabled"): bool(cfg.get("fp16")) and not bf16,  # Axolotl passes `fp16 and not bf16`
         ("optimizer", "params", "lr"): cfg.get("learning_rate"),
         ("optimizer", "params", "betas"): [cfg.get("adam_beta1") or 0.9, cfg.get("adam_beta2") or 0.999],
         ("optimizer", "params", "eps"): cfg.get("adam_epsilon") or 1e-8,
