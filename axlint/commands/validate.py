@@ -81,19 +81,18 @@ def validate(config: Path, steps: int, num_gpus: int | None, device: str | None,
     """
     from axlint.validate import MissingExtraError, ValidationError, run_validation
 
-    if str(config) == "-":  # the launched ranks read a file: stdin goes to a temporary one beside where it is named
-        with stdin_as_file(stdin_filename or Path("stdin.yml")) as path:
-            validate.callback(path, steps, num_gpus, device, fmt, probe, memory_limit_gib, hostfile, launcher,
-                              model_config, None)
-        return
     if device is None:
         device, line = default_device()
         if line:
             click.echo(line, err=True)
+    options = dict(steps=steps, num_gpus=num_gpus, device=device, probe=probe, hostfile=hostfile,
+                   memory_limit_gib=memory_limit_gib, launcher=launcher, model_config=model_config)
     try:
-        report = run_validation(config, steps=steps, num_gpus=num_gpus, device=device, probe=probe,
-                                hostfile=hostfile, memory_limit_gib=memory_limit_gib, launcher=launcher,
-                                model_config=model_config)
+        if str(config) == "-":  # the launched ranks read a file: stdin goes to a temporary one where it is named
+            with stdin_as_file(stdin_filename or Path("stdin.yml")) as path:
+                report = run_validation(path, **options)
+        else:
+            report = run_validation(config, **options)
     except (MissingExtraError, ValidationError) as exc:
         raise UsageError(str(exc)) from None
     if fmt == "json":
