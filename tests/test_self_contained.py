@@ -12,6 +12,7 @@ from tests.corpus import CORPUS, ROOT, corpus_files
 TESTS = sorted(p for p in ROOT.joinpath("tests").rglob("*.py") if p.name != Path(__file__).name)
 # Paths a test may name because they mean "nowhere" on every machine, never a file the test reads.
 HERMETIC = {"/nonexistent", "/dev/null"}
+SIBLING = "sha" "red"  # the folder beside the checkout in this workplace, spelled apart so this file names no path
 CLIMB = re.compile(r"parents\[(\d+)\]((?:\.parent)*)|(?:\.parent){3,}")
 
 
@@ -31,7 +32,7 @@ def outside_references(path: Path, root: Path = ROOT) -> list[str]:
                 found.append(f"{rel}:{line}: absolute path {word!r}")
             if word.startswith("../") or "/../" in word or "shared/" in word:
                 found.append(f"{rel}:{line}: path outside the repository {word!r}")
-        if value == "shared":  # a path component: Path(...) / "shared"
+        if value == SIBLING:  # a path component: Path(...) / <the folder beside the checkout>
             found.append(f"{rel}:{line}: path outside the repository {value!r}")
     for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         for match in CLIMB.finditer(text):
@@ -50,7 +51,7 @@ def test_no_test_names_a_path_outside_the_checkout():
 def test_the_checker_catches_what_it_is_for(tmp_path):
     bad = tmp_path / "tests" / "test_bad.py"
     bad.parent.mkdir()
-    sibling = "sha" + "red"  # spelled apart so that this file itself names no path outside the checkout
+    sibling = SIBLING
     bad.write_text('from pathlib import Path\n'
                    f'A = Path("/work/{sibling}/corpus")\n'
                    f'B = Path(__file__).parents[1].parent / "{sibling}"\n'
