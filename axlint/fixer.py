@@ -84,12 +84,13 @@ def _key(path: Path) -> Path:
 class Fixer:
     """Holds the texts of every file involved; `fix(entry)` runs the loop for one config given on the command line."""
 
-    def __init__(self, options: LintOptions, *, unsafe: bool = False, only: set[Path] | None = None) -> None:
+    def __init__(self, options: LintOptions, *, unsafe: bool = False, only: set[Path] | None = None,
+                 entries: list[Path] | None = None) -> None:
         self.options = options
         self.unsafe = unsafe
         self.only = {_key(p) for p in only} if only is not None else None
         self.files: dict[Path, FileState] = {}
-        self.entries: list[Path] = []  # the configs named on the command line (fix_paths sets them)
+        self.entries = list(entries or [])  # the configs named on the command line
         self._linted: dict[Path, LintResult] = {}
         self._referrers: dict[Path, list[Path]] = {}
 
@@ -280,8 +281,7 @@ def _parses(path: Path, text: str) -> bool:
 
 def fix_paths(paths: list[Path], options: LintOptions, *, unsafe: bool = False) -> FixReport:
     """Fix every file in `paths` (and the DeepSpeed files they reference) in memory."""
-    fixer = Fixer(options, unsafe=unsafe)
-    fixer.entries = list(paths)
+    fixer = Fixer(options, unsafe=unsafe, entries=paths)
     for path in paths:
         fixer.fix(path)
     return fixer.report(paths)

@@ -76,6 +76,10 @@ class Hardware:
         """``8×H100-80GB``."""
         return f"{self.count}×{self.gpu}"
 
+    def to_json(self) -> dict[str, object]:
+        """The DESIGN.md contract's `hardware` object: {"gpu", "count", "memory_gib"}."""
+        return {"gpu": self.gpu, "count": self.count, "memory_gib": self.memory_gib}
+
 
 def _norm(name: str) -> str:
     """Upper case, spaces/underscores to dashes, "NVIDIA"/"TESLA"/"GEFORCE" dropped: "NVIDIA H100 80GB HBM3" ->

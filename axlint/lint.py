@@ -79,8 +79,7 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
         hw = run.hardware
         for diag in diags:
             if diag.code in memory_codes:  # the verdict holds for these GPUs only: machine outputs say which
-                diag.extra["hardware"] = {"gpu": hw.gpu, "count": hw.count, "memory_gib": hw.memory_gib,
-                                          "assumed": hw.assumed}
+                diag.extra["hardware"] = {**hw.to_json(), "assumed": hw.assumed}
         if hw.assumed:
             diags = hold_guessed_fixes(diags, memory_codes, hw.label)
     unused = next((r for r in options.rules if r.code == "AX002"), None)

@@ -171,8 +171,7 @@ def _print_grid(facts: "MemoryFacts", config: str, axes: tuple[tuple[int, ...], 
     grid = fit_grid(facts.config, facts.ds, facts.arch, facts.hw, *axes)
     hw = facts.hw
     if fmt == "json":
-        hardware = {"gpu": hw.gpu, "count": hw.count, "memory_gib": hw.memory_gib}
-        click.echo(json.dumps(fit_grid_json(grid, config, hardware), indent=2))
+        click.echo(json.dumps(fit_grid_json(grid, config, hw.to_json()), indent=2))
     else:
         current = (facts.estimate.setup.micro_batch_size, facts.estimate.setup.sequence_len)
         label = f"{hw.label}{ASSUMED if hw.assumed else ''}"

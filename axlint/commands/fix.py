@@ -28,7 +28,8 @@ if TYPE_CHECKING:
                    "Name to lint `-` (stdin) under.")
 @internal_errors
 def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
-        exclude, extend_exclude, force_exclude, show_skipped, write, unsafe_fixes, show_fixes, fail_on, stdin_filename, quiet) -> None:
+        exclude, extend_exclude, force_exclude, show_skipped, write, unsafe_fixes, show_fixes, fail_on, stdin_filename,
+        quiet) -> None:
     """Fix findings in Axolotl YAML and DeepSpeed JSON configs.
 
     Without --write, print a unified diff of every file that would change (stdout) and exit 1 if any would,

@@ -90,7 +90,7 @@ class MemoryEstimate:
         return {
             "config": str(config_path),
             "model": {"id": self.arch.model_id, "source": self.arch.source, "parameters": self.arch.total_params},
-            "hardware": {"gpu": self.hw.gpu, "count": self.hw.count, "memory_gib": self.hw.memory_gib},
+            "hardware": self.hw.to_json(),
             "assumptions": list(self.assumptions),
             "per_gpu": {
                 "components_gib": {k: _gib(self.components[k]) for k in COMPONENTS},
