@@ -1,249 +1,218 @@
-"""Generate axlint/schemas/axolotl.schema.json from the field tables in axlint/schemas/source/.
+"""Generate axlint/schemas/axolotl/<version>.schema.json from the pydantic models of each Axolotl release.
 
-Inputs: `axolotl_fields_core.json` (the 388 top-level fields of `AxolotlInputConfig`),
-`axolotl_fields_plugins.json` (plugin argument models by plugin dir) and `axolotl_refinements.json` (plugin class
-paths, enum values, deprecations: facts the tables lack). Each Python annotation is parsed with `ast` and mapped to
-a JSON Schema (draft 2020-12) fragment. Run `python tools/gen_axolotl_schema.py` to rewrite the schema;
-`--check` exits 1 when the file on disk differs from what would be written.
+Inputs: the Axolotl releases of VERSIONS (wheels; sdists before 0.17) from the package index, installed one after
+the other with `--no-deps` into the throwaway venv of tools/schemagen.py together with the packages their config
+modules import (pinned as the release's own requirements say, else at DEFAULT_PINS). tools/dump_pydantic_schema.py then prints, inside the venv,
+`AxolotlInputConfig`'s JSON Schema, the argument models of the `axolotl.integrations` plugins and what
+`validate_config` does with deprecated and removed keys. Outputs: one schema per release and
+`axlint/schemas/axolotl/versions.json` (versions, build date of the release file, the DeepSpeed versions the
+release allows, whether `validate_config` could be probed).
+
+`python tools/gen_axolotl_schema.py` rewrites the files; `--check` exits 1 when a file on disk differs from what
+would be written. Both need the package index (network); tests read the committed files only.
 """
 from __future__ import annotations
 
-import ast
-import json
+import difflib
+import re
+import subprocess
 import sys
+import tarfile
+import tempfile
+import zipfile
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-SOURCE = ROOT / "axlint" / "schemas" / "source"
-TARGET = ROOT / "axlint" / "schemas" / "axolotl.schema.json"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import schemagen  # noqa: E402
 
-_SCALARS = {"str": "string", "int": "integer", "float": "number", "bool": "boolean",
-            "PositiveInt": "integer", "dict": "object", "Dict": "object", "list": "array", "List": "array"}
-_TYPE_ORDER = ["object", "array", "string", "number", "integer", "boolean", "null"]
-
-
-class _Mapper:
-    """Turns annotation strings into schema fragments, collecting the sub-models and enums they reference."""
-
-    def __init__(self, models: set[str], enums: dict[str, list[Any]], sub_models: dict[str, dict | None]) -> None:
-        self.models = models
-        self.enums = enums
-        self.sub_models = sub_models
-        self.defs: dict[str, dict] = {}
-
-    def __call__(self, annotation: str) -> dict:
-        return self._node(ast.parse(annotation, mode="eval").body)
-
-    def _node(self, node: ast.expr) -> dict:
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
-            return _union([self._node(node.left), self._node(node.right)])
-        if isinstance(node, ast.Constant) and node.value is None:
-            return {"type": "null"}
-        if isinstance(node, ast.Name):
-            return self._name(node.id)
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            args = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
-            return self._generic(node.value.id, args)
-        raise ValueError(f"unsupported annotation: {ast.unparse(node)}")
-
-    def _name(self, name: str) -> dict:
-        if name in _SCALARS:
-            return {"type": _SCALARS[name]}
-        if name == "Any":
-            return {}
-        if name in self.enums:
-            self.defs.setdefault(name, {"description": f"enum {name}", "enum": self.enums[name]})
-        elif name in self.sub_models:
-            self.defs.setdefault(name, _sub_model(name, self.sub_models[name]))
-        elif name not in self.models:
-            # A pydantic model or enum whose fields/values the source tables do not list: accept any value.
-            self.defs.setdefault(name, {"description": f"{name}: contents not listed in the source tables"})
-        return {"$ref": f"#/$defs/{name}"}
-
-    def _generic(self, name: str, args: list[ast.expr]) -> dict:
-        if name == "Optional":
-            return _union([self._node(args[0]), {"type": "null"}])
-        if name == "Union":
-            return _union([self._node(a) for a in args])
-        if name == "Annotated":
-            return self._node(args[0])
-        if name == "Literal":
-            return {"enum": [ast.literal_eval(a) for a in args]}
-        if name in ("list", "List", "tuple"):
-            items = _union([self._node(a) for a in args if not isinstance(a, ast.Constant) or a.value is not ...])
-            return {"type": "array", "items": items} if items else {"type": "array"}
-        if name in ("dict", "Dict"):
-            values = self._node(args[1])
-            return {"type": "object", "additionalProperties": values} if values else {"type": "object"}
-        raise ValueError(f"unsupported generic: {name}")
+TARGET = schemagen.ROOT / "axlint" / "schemas" / "axolotl"
+VERSIONS = ["0.12.2", "0.13.2", "0.14.0", "0.15.0", "0.16.1", "0.17.0", "0.18.0", "0.19.0"]
+"""The newest patch release of each minor version from 0.12 on."""
+DEFAULT_PINS = {
+    "pydantic": "2.12.5", "transformers": "5.14.1", "accelerate": "1.13.0", "huggingface-hub": "1.17.0",
+    "tokenizers": "0.22.2", "peft": "0.19.1", "typing-extensions": "4.15.0", "pyyaml": "6.0.3",
+}
+"""Versions of the imported packages a wheel does not pin exactly (the 0.18.0 pins)."""
+UNPINNED = ["typing-inspection", "annotated-types", "addict", "pillow", "packaging", "numpy", "safetensors", "regex",
+            "filelock", "fsspec", "tqdm", "psutil", "jinja2", "markupsafe", "sympy", "networkx", "mpmath", "httpx",
+            "httpcore", "h11", "idna", "certifi", "anyio", "sniffio", "requests", "urllib3", "charset-normalizer"]
+"""Pure-Python dependencies of the config modules whose version does not matter to the schema."""
+FOLLOW_TRANSFORMERS = {"huggingface-hub", "tokenizers"}
+"""Packages installed as the pinned transformers requires them when the release does not pin them exactly."""
+PYDANTIC_CORE = {"2.12.5": "2.41.5", "2.11.7": "2.33.2", "2.11.9": "2.33.2", "2.10.6": "2.27.2"}
+"""pydantic-core release each pydantic release requires."""
+_DS_REQUIREMENT = re.compile(r"^deepspeed(?![-\w])\s*\(?([^;)]*)")
 
 
-def _union(parts: list[dict]) -> dict:
-    """Merge alternatives: plain types into one `type` list, literals into one `enum`, the rest as anyOf branches."""
-    flat: list[dict] = []
-    for part in parts:
-        flat.extend(part["anyOf"] if set(part) == {"anyOf"} else [part])
-    if any(not part for part in flat):
-        return {}
-    types: list[str] = []
-    enum: list[Any] = []
-    branches: list[dict] = []
-    for part in flat:
-        if set(part) == {"type"}:
-            named = [part["type"]] if isinstance(part["type"], str) else part["type"]
-            types.extend(t for t in named if t not in types)
-        elif set(part) == {"enum"}:
-            enum.extend(v for v in part["enum"] if v not in enum)
-        elif part not in branches:
-            branches.append(part)
-    out: list[dict] = []
-    if types:
-        ordered = sorted(types, key=_TYPE_ORDER.index)
-        out.append({"type": ordered[0] if len(ordered) == 1 else ordered})
-    if enum:
-        out.append({"enum": enum})
-    out.extend(branches)
-    return out[0] if len(out) == 1 else {"anyOf": out}
+def download(version: str, folder: Path) -> Path:
+    """Download axolotl `version` (no dependencies) into `folder`: a wheel, or for older releases the sdist."""
+    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(folder),
+                    f"axolotl=={version}"], check=True, stderr=subprocess.DEVNULL)
+    return next(folder.glob(f"axolotl-{version}[-.]*"))
 
 
-def _sub_model(name: str, spec: dict | None) -> dict:
-    """A core pydantic sub-model: any mapping when its fields are not listed, else a closed object."""
-    if spec is None:
-        return {"type": "object", "description": f"{name}: fields not listed in the source tables"}
-    properties = {key: {**schema, "description": f"{name}.{key}"} for key, schema in spec["fields"].items()}
-    for alias, target in spec["aliases"].items():
-        properties[alias] = {**spec["fields"][target], "description": f"alias of {name}.{target}"}
-    prefix = spec["deprecated_prefix"]
-    for key, schema in spec["fields"].items():
-        if not key.startswith(prefix):
-            properties[prefix + key] = {**schema, "description": f"prefixed spelling of {name}.{key}",
-                                        "x-axlint-deprecated": {"replacement": key, "note": spec["ref"]}}
-    return _object(properties, f"{name}: {spec['ref']}")
+def _requirements(path: Path) -> tuple[list[str], str]:
+    """(requirement lines, build date) of a wheel (METADATA) or an sdist (requirements.txt, PKG-INFO)."""
+    if path.suffix == ".whl":
+        with zipfile.ZipFile(path) as zf:
+            info = next(i for i in zf.infolist() if i.filename.endswith(".dist-info/METADATA"))
+            lines = [line.split(":", 1)[1].strip() for line in zf.read(info).decode().splitlines()
+                     if line.startswith("Requires-Dist:")]
+            return lines, datetime(*info.date_time).date().isoformat()
+    with tarfile.open(path) as tf:
+        member = next(m for m in tf.getmembers() if m.name.count("/") == 1 and m.name.endswith("/requirements.txt"))
+        text = tf.extractfile(member).read().decode()
+        lines = [line.split("#")[0].strip() for line in text.splitlines() if line.split("#")[0].strip()]
+        return lines, datetime.fromtimestamp(member.mtime, tz=timezone.utc).date().isoformat()
 
 
-def _default(text: str, annotation: str) -> tuple[bool, Any]:
-    """(has_default, value) for a default as written in the source; factories and expressions have none."""
-    if text == "(required)":
-        field_default = _field_kwarg(annotation, "default")
-        return (True, field_default) if field_default is not None else (False, None)
-    try:
-        return True, ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return False, None
+def release_facts(path: Path) -> tuple[list[str], list[str], str | None, str]:
+    """(pins for the imported packages, packages to install as transformers requires them, DeepSpeed requirement,
+    build date) from the release's requirements."""
+    requires, built = _requirements(path)
+    pins = dict(DEFAULT_PINS)
+    exact = {}
+    deepspeed = None
+    for requirement in requires:
+        name, _, rest = requirement.partition("==")
+        key = name.strip().lower().replace("_", "-")
+        if key in pins and rest:
+            exact[key] = rest.split(";")[0].strip()
+        match = _DS_REQUIREMENT.match(requirement)
+        if match:
+            deepspeed = match.group(1).strip() or None
+    pins.update(exact)
+    follow = sorted(FOLLOW_TRANSFORMERS - set(exact))
+    pinned = [f"{k}=={v}" for k, v in pins.items() if k not in follow]
+    pinned.append(f"pydantic-core=={PYDANTIC_CORE[pins['pydantic']]}")
+    return pinned + UNPINNED, follow, deepspeed, built
 
 
-def _field_kwarg(annotation: str, name: str) -> Any:
-    """A keyword of a `Field(...)` inside `Annotated[...]`, or None."""
-    for node in ast.walk(ast.parse(annotation, mode="eval")):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Field":
-            for kw in node.keywords:
-                if kw.arg == name:
-                    return ast.literal_eval(kw.value)
+def _mentioned(key: str, probe: dict, properties: dict) -> list[str]:
+    """Config keys named by the error or warnings that talk about `key`, in order of appearance."""
+    texts = [t for t in [probe.get("error") or "", *probe.get("warnings", [])] if key in t]
+    words = re.findall(r"[a-z][a-z0-9_]*", " ".join(texts))
+    return [w for w in dict.fromkeys(words) if w in properties and w != key]
+
+
+def deprecation(probe: dict, prop: dict | None, properties: dict, version: str) -> dict | None:
+    """The `x-axlint-deprecated` annotation for a probed key, or None when Axolotl takes it without a word.
+
+    Keys that were not probed (validate_config did not import) but are flagged deprecated by pydantic or declared
+    among the deprecated parameters get a plain "marked deprecated" note. Refused (validation raises): replacement
+    only when the message names a key close to the old one. Moved (the value lands in another key): that key.
+    Warned: the key the warning names, when it names one.
+    """
+    key = probe["key"]
+    mentioned = _mentioned(key, probe, properties)
+    moved = [k for k in mentioned if k in probe.get("changed", [])] or (
+        probe.get("changed", []) if len(probe.get("changed", [])) == 1 and not probe.get("kept") else [])
+    if probe.get("error"):
+        close = difflib.get_close_matches(key, mentioned, n=1, cutoff=0.6)
+        return {"replacement": close[0] if close else None,
+                "note": f"Axolotl {version} refuses to start when it is set", "refused": True}
+    if moved:
+        warned = " with a warning" if probe.get("warnings") else ""
+        return {"replacement": moved[0], "note": f"Axolotl {version} moves the value to `{moved[0]}`{warned}"}
+    if probe.get("warnings"):
+        return {"replacement": mentioned[0] if len(mentioned) == 1 else None,
+                "note": f"Axolotl {version} warns when it is set"}
+    if prop is not None and (prop.get("deprecated") or prop.get("x-owner")):
+        return {"replacement": None, "note": f"marked deprecated in Axolotl {version}"}
     return None
 
 
-def _property(mapper: _Mapper, field: dict, where: str) -> dict:
-    prop = dict(mapper(field["type"]))
-    description = _field_kwarg(field["type"], "description")
-    prop["description"] = f"{description.rstrip('.')}. " if description else ""
-    prop["description"] += f"Defined in {where}; Python type `{field['type']}`."
-    has_default, value = _default(field["default"], field["type"])
-    if has_default:
-        prop["default"] = value
-    elif field["default"] == "(required)":
-        prop["x-axlint-required"] = True
-    else:
-        prop["description"] += f" Default: `{field['default']}`."
-    return prop
-
-
-def _object(properties: dict[str, dict], description: str) -> dict:
-    return {"type": "object", "description": description, "additionalProperties": False,
-            "x-axlint-extra": "ignore", "properties": properties}
-
-
-def _plugin_properties(mapper: _Mapper, plugin_dir: str, fields: list[dict], plugin: str) -> dict[str, dict]:
-    """Top-level keys of one plugin; fields of its nested sub-models become $defs."""
-    nested = {cls for f in fields for cls in mapper.models if cls in f["type"] and cls != f["cls"]}
-    where = f"axolotl/integrations/{plugin_dir}/args.py"
-    by_cls: dict[str, dict[str, dict]] = {}
-    for field in fields:
-        props = by_cls.setdefault(field["cls"], {})
-        props.setdefault(field["name"], _property(mapper, field, f"{field['cls']} ({where})"))
-    for cls in nested:
-        mapper.defs[cls] = _object(by_cls[cls], f"{cls} ({where})")
-    top: dict[str, dict] = {}
-    for cls, props in by_cls.items():
-        if cls not in nested:
-            for name, prop in props.items():
-                top.setdefault(name, {**prop, "x-axlint-plugin": plugin})
-    return top
-
-
-def build_schema(core: list[dict], plugins: dict[str, list[dict]], refinements: dict) -> dict:
-    """The Axolotl config schema: core fields (and their aliases), plugin fields, deprecations."""
-    models = {f["cls"] for fields in plugins.values() for f in fields}
-    enums = {name: spec["values"] for name, spec in refinements["enums"].items()}
-    sub_models = {k: v for k, v in refinements["sub_models"].items() if not k.startswith("_")}
-    mapper = _Mapper(models, enums, sub_models)
-    properties: dict[str, dict] = {}
-    for field in core:
-        prop = _property(mapper, field, f"{field['cls']} (axolotl/utils/schemas/{field['file']})")
-        properties[field["name"]] = prop
-        if field["alias"]:
-            properties[field["alias"]] = {**prop, "description": f"YAML alias of `{field['name']}`. "
-                                          + prop["description"]}
-            prop["description"] = f"Field name of the YAML alias `{field['alias']}`. " + prop["description"]
-    for name, spec in refinements["value_sets"].items():
-        properties[name] = {**_union([{"enum": spec["values"]}, {"type": "null"}]),
-                            **{k: v for k, v in properties[name].items() if k not in ("type", "enum", "anyOf")}}
-        properties[name]["description"] += f" Accepted values: {spec['ref']}."
-    classes = refinements["plugin_classes"]
-    for plugin_dir, fields in plugins.items():
-        plugin = classes.get(plugin_dir, f"axolotl.integrations.{plugin_dir}")
-        for name, prop in _plugin_properties(mapper, plugin_dir, fields, plugin).items():
-            properties.setdefault(name, prop)
-    for name, spec in refinements["removed_keys"].items():
-        if not name.startswith("_"):
-            properties[name] = {"description": "Not an Axolotl field; listed because Axolotl rejects it."}
-            refinements["deprecated"].setdefault(name, spec)
-    for field in core:
-        if field["deprecated"] and field["name"] not in refinements["deprecated"]:
-            raise ValueError(f"deprecated field {field['name']} lacks a replacement entry in the refinements")
-    for name, spec in refinements["deprecated"].items():
-        properties[name]["x-axlint-deprecated"] = {"replacement": spec["replacement"], "note": spec["note"]}
-    source = refinements["source"]
+def build(raw: dict) -> dict:
+    """The reduced schema of one release from the dumper's output."""
+    version = raw["version"]
+    config = raw["config"]
+    defs = config.get("$defs", {})
+    properties = schemagen.reduce_schema(config, defs)["properties"]
+    for prop, values in ((k, v["x-downstream-enum"]) for k, v in config["properties"].items()
+                         if "x-downstream-enum" in v):
+        branches = properties[prop].get("anyOf", [properties[prop]])
+        nullable = any("null" in ([b["type"]] if isinstance(b.get("type"), str) else b.get("type", []))
+                       for b in branches)
+        properties[prop] = {**{k: v for k, v in properties[prop].items() if k not in ("type", "anyOf", "enum")},
+                            "anyOf": [{"enum": values}, *[b for b in branches if "$ref" in b],
+                                      *([{"type": "null"}] if nullable else [])]}
+    if raw["datasets_by_rl"]:
+        properties["datasets"]["x-axlint-items-by"] = {
+            "key": "rl", "cases": {value: f"#/$defs/{model}" for value, model in raw["datasets_by_rl"].items()}}
+    for plugin in raw["plugins"]:
+        args = plugin["schema"]
+        plugin_defs = args.get("$defs", {})
+        for name, schema in plugin_defs.items():
+            defs.setdefault(name, schema)
+        for key, prop in schemagen.reduce_schema(args, plugin_defs).get("properties", {}).items():
+            properties.setdefault(key, {**prop, "x-axlint-plugin": plugin["plugin"]})
+    probed = {p["key"] for p in raw["probes"]}
+    unprobed = [{"key": k} for k, v in config["properties"].items()
+                if k not in probed and (v.get("deprecated") or v.get("x-owner"))]
+    for probe in raw["probes"] + unprobed:
+        note = deprecation(probe, config["properties"].get(probe["key"]), properties, version)
+        if note is not None:
+            properties[probe["key"]] = {**properties.get(probe["key"], {}), "x-axlint-deprecated": note}
+    reduced_defs = {name: schemagen.reduce_schema(schema, defs) for name, schema in sorted(defs.items())}
+    for found in raw["prefixed"]:
+        target = _model_def(config["properties"][found["parent"]], reduced_defs)
+        prop = dict(target["properties"][found["field"]])
+        if found["warnings"]:
+            prop["x-axlint-deprecated"] = {"replacement": found["field"],
+                                           "note": f"Axolotl {version} strips the prefix with a warning"}
+        target["properties"].setdefault(found["key"], prop)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": "https://axlint.invalid/schemas/axolotl.schema.json",
-        "title": "Axolotl training config",
-        "description": (f"AxolotlInputConfig of {source['repository']} {source['version']} ({source['commit'][:12]}) "
-                        "plus plugin arguments. Generated by tools/gen_axolotl_schema.py; do not edit."),
+        "$id": f"https://axlint.invalid/schemas/axolotl/{version}.schema.json",
+        "title": f"Axolotl {version} training config",
+        "description": (f"AxolotlInputConfig of Axolotl {version} and its plugins' arguments (extra keys: "
+                        f"{raw['extra']}). Generated by tools/gen_axolotl_schema.py; do not edit."),
         "type": "object",
         "additionalProperties": False,
-        "x-axlint-extra": "ignore",
+        "x-axlint-extra": "ignore" if raw["extra"] == "ignore" else "forbid",
         "properties": properties,
-        "$defs": dict(sorted(mapper.defs.items())),
+        "$defs": reduced_defs,
     }
 
 
-def render(source: Path = SOURCE) -> str:
-    """The schema file's exact text, generated from the data files under `source`."""
-    core = json.loads((source / "axolotl_fields_core.json").read_text())
-    plugins = json.loads((source / "axolotl_fields_plugins.json").read_text())
-    refinements = json.loads((source / "axolotl_refinements.json").read_text())
-    return json.dumps(build_schema(core, plugins, refinements), indent=1, ensure_ascii=False) + "\n"
+def _model_def(prop: dict, defs: dict) -> dict:
+    ref = next(b["$ref"] for b in prop.get("anyOf", [prop]) if "$ref" in b)
+    return defs[ref.rsplit("/", 1)[-1]]
+
+
+def generate(version: str, folder: Path) -> tuple[dict, dict[str, Any]]:
+    """(schema, index entry) of one release."""
+    path = download(version, folder)
+    pins, follow, deepspeed, built = release_facts(path)
+    python = schemagen.install(pins)
+    schemagen.install(schemagen.requirements_of(python, "transformers", set(follow)))
+    schemagen.install_file(python, path)
+    raw = schemagen.dump(python, "axolotl")
+    entry = {"version": version, "file": f"{version}.schema.json", "built": built,
+             "extra_keys": raw["extra"], "deepspeed_requirement": deepspeed,
+             "probed": raw["probe_error"] is None}
+    return build(raw), entry
 
 
 def main(argv: list[str]) -> int:
-    text = render()
-    if "--check" in argv:
-        same = TARGET.exists() and TARGET.read_text() == text
-        print("in sync" if same else f"{TARGET} is stale; run tools/gen_axolotl_schema.py")
-        return 0 if same else 1
-    TARGET.write_text(text)
-    print(f"wrote {TARGET.relative_to(ROOT)} ({len(json.loads(text)['properties'])} keys)")
+    """Write (or with --check compare) every release's schema and the index; 1 when --check finds a difference."""
+    check = "--check" in argv
+    stale = []
+    index = []
+    with tempfile.TemporaryDirectory() as folder:
+        for version in VERSIONS:
+            schema, entry = generate(version, Path(folder))
+            index.append(entry)
+            if not schemagen.write_if_changed(TARGET / entry["file"], schema, check):
+                stale.append(entry["file"])
+            print(f"{version}: {len(schema['properties'])} keys, {len(schema['$defs'])} definitions")
+    if not schemagen.write_if_changed(TARGET / "versions.json", {"axolotl": index}, check):
+        stale.append("versions.json")
+    if check:
+        print("in sync" if not stale else f"stale: {', '.join(stale)}; run tools/gen_axolotl_schema.py")
+        return 1 if stale else 0
     return 0
 
 
