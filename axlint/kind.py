@@ -17,15 +17,12 @@ skipped.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Iterable
 
-SCHEMAS = Path(__file__).resolve().parent / "schemas"
 AXOLOTL_MARKERS = frozenset({"base_model", "base_model_config"})
 _KEY_LINE = re.compile(r"""^[ \t]{0,4}(?:-[ \t]+|\{[ \t]*)?["']?([A-Za-z_][\w.-]*)["']?[ \t]*:""", re.MULTILINE)
 
@@ -44,11 +41,10 @@ class Verdict:
 
 @lru_cache(maxsize=1)
 def _known_keys() -> tuple[frozenset[str], frozenset[str]]:
-    def props(name: str) -> frozenset[str]:
-        schema = json.loads((SCHEMAS / name).read_text(encoding="utf-8"))
-        return frozenset(schema.get("properties", {}))
+    """Top-level keys of the default Axolotl and DeepSpeed schemas (the ones a plain `axlint check` uses)."""
+    from axlint.schema_check import load_schema
 
-    return props("axolotl.schema.json"), props("deepspeed.schema.json")
+    return frozenset(load_schema("axolotl")["properties"]), frozenset(load_schema("deepspeed")["properties"])
 
 
 def classify_keys(keys: Iterable[Any]) -> Verdict:

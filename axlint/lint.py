@@ -11,6 +11,7 @@ from axlint.fixes import Applicability
 from axlint.engine import Rule, apply_suppressions, document_error_diagnostic, run_rules
 from axlint.kind import ConfigKind, classify_data, classify_text
 from axlint.run import TrainingRun, build_run
+from axlint.schema_check import SchemaChoice, default_choice
 
 
 @dataclass
@@ -18,6 +19,8 @@ class LintOptions:
     rules: list[Rule]
     hardware: Any = None
     model_config: Path | None = None
+    schemas: SchemaChoice | None = None
+    """The bundled schema versions; None: `default_choice()`."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
         return result
     run = build_run(doc, kind=verdict.kind, hardware=options.hardware, model_config_path=options.model_config,
                     texts=texts)
+    run.extra["schemas"] = options.schemas or default_choice()
     result.runs.append(run)
     docs = run.documents
     result.documents.update({d.path: d for d in docs})
@@ -75,6 +79,10 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
         result.diagnostics.append(document_error_diagnostic(run.extra["ds_error_path"], _strip_path(run.ds_error)))
     diags = run_rules(run, options.rules)
     memory_codes = {r.code for r in options.rules if r.pack == "memory"}
+    schema_codes = {r.code for r in options.rules if r.pack == "schema"}
+    for diag in diags:
+        if diag.code in schema_codes:  # machine outputs say which schema versions the verdict used
+            diag.extra["schemas"] = run.extra["schemas"].to_json()
     if run.hardware is not None:
         hw = run.hardware
         for diag in diags:

@@ -8,7 +8,6 @@ accelerate `_prepare_deepspeed`; see ../shared/reference/deepspeed.md §2.2).
 from __future__ import annotations
 
 import copy
-import json
 import os
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
@@ -36,8 +35,10 @@ ZERO_ALIASES = {
 
 @lru_cache(maxsize=1)
 def axolotl_defaults() -> dict[str, Any]:
-    """Defaults of every Axolotl key that declares one, read from the generated schema."""
-    schema = json.loads((PACKAGE_DIR / "schemas" / "axolotl.schema.json").read_text(encoding="utf-8"))
+    """Defaults of every Axolotl key that declares one, read from the default Axolotl schema."""
+    from axlint.schema_check import load_schema
+
+    schema = load_schema("axolotl")
     return {k: v["default"] for k, v in schema["properties"].items() if isinstance(v, dict) and v.get("default") is not None}
 
 

@@ -1,14 +1,21 @@
 """Fast structural check of a document's node tree against axlint's JSON Schemas (no jsonschema import).
 
 Supports the subset the schemas in axlint/schemas use: type, enum, const, properties, additionalProperties,
-items, anyOf/oneOf and `$ref` to `#/$defs/...`, plus three annotations: `x-axlint-deprecated`,
-`x-axlint-plugin` and `x-axlint-extra`. Problems come back in document order; spans are left to the caller
+items, anyOf/oneOf and `$ref` to `#/$defs/...`, plus the annotations `x-axlint-deprecated`, `x-axlint-plugin`,
+`x-axlint-extra` and `x-axlint-items-by` (the items of a list are one model chosen by a top-level key's value, as
+Axolotl builds `datasets` entries by `rl`). Problems come back in document order; spans are left to the caller
 (`Document.span(problem.path, problem.span_part)`).
+
+The schemas are bundled per release: `schemas/axolotl/<version>.schema.json` and
+`schemas/deepspeed/<version>.schema.json`, each folder with a `versions.json` index. `choose_versions` picks the
+release to check against (asked for, else installed, else the newest bundled) without importing either package.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +25,8 @@ from axlint.document import Document, KeyPath, Node
 
 SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
 SUGGEST_CUTOFF = 0.75
+PACKAGES = {"axolotl": "Axolotl", "deepspeed": "DeepSpeed"}
+"""The packages with bundled schemas, by folder name, and how the output names them."""
 
 FAILURES = frozenset({"unknown-key", "wrong-type", "bad-enum"})
 """Kinds that make a value invalid."""
@@ -28,6 +37,8 @@ _YAML_NAMES = {"object": "map", "array": "list", "string": "str", "integer": "in
                "boolean": "bool", "null": "null"}
 _TRUE_STRINGS = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE_STRINGS = frozenset({"0", "off", "f", "false", "n", "no"})
+_LISTED = 12
+"""At most this many accepted values are spelled out in a message."""
 _INT_STRING = re.compile(r"[+-]?[0-9](?:_?[0-9])*(?:\.0*)?", re.ASCII)
 
 
@@ -56,21 +67,143 @@ def _close_match_cached(word: str, candidates: tuple[str, ...], n: int, cutoff: 
     return tuple(difflib.get_close_matches(word, candidates, n=n, cutoff=cutoff))
 
 
+@dataclass(frozen=True)
+class SchemaChoice:
+    """The bundled schema versions a run is checked against, and plain notes on how they were chosen."""
+
+    axolotl: str
+    deepspeed: str
+    axolotl_source: str = "set"
+    deepspeed_source: str = "set"
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, str]:
+        return {"axolotl": self.axolotl, "deepspeed": self.deepspeed, "axolotl_source": self.axolotl_source,
+                "deepspeed_source": self.deepspeed_source}
+
+    def label(self) -> str:
+        """"Axolotl 0.19.0 (newest bundled), DeepSpeed 0.18.9 (allowed by Axolotl 0.19.0)"."""
+        return (f"Axolotl {self.axolotl} ({self.axolotl_source}), "
+                f"DeepSpeed {self.deepspeed} ({self.deepspeed_source})")
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """(0, 18, 9) for "0.18.9"; parts after the leading numbers ("rc1", "+cu121") are ignored."""
+    parts = []
+    for piece in version.split("."):
+        digits = re.match(r"\d+", piece)
+        if digits is None:
+            break
+        parts.append(int(digits.group()))
+        if digits.end() != len(piece):
+            break
+    return tuple(parts)
+
+
 @lru_cache(maxsize=None)
-def load_schema(name: str) -> dict:
-    """The schema `axlint/schemas/<name>.schema.json` ("axolotl" or "deepspeed"), read once per process."""
-    with open(SCHEMA_DIR / f"{name}.schema.json", encoding="utf-8") as fh:
+def bundled(package: str) -> tuple[dict, ...]:
+    """The index entries of `package`'s bundled schemas, oldest first."""
+    with open(SCHEMA_DIR / package / "versions.json", encoding="utf-8") as fh:
+        entries = json.load(fh)[package]
+    return tuple(sorted(entries, key=lambda e: version_key(e["version"])))
+
+
+def installed_version(package: str) -> str | None:
+    """The installed distribution's version, read from the name of its `.dist-info` folder on `sys.path` as
+    importlib.metadata finds it (first match wins); the package is not imported, nor is importlib.metadata (whose
+    import alone costs about 20 ms at start-up)."""
+    wanted = re.sub(r"[-_.]+", "_", package).lower()
+    for entry in sys.path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".dist-info"):
+                dist, _, version = name[:-len(".dist-info")].partition("-")
+                if re.sub(r"[-_.]+", "_", dist).lower() == wanted and version:
+                    return version
+    return None
+
+
+def _satisfies(version: str, requirement: str) -> bool:
+    """Whether `version` meets a comma-separated requirement such as ">=0.18.6,<0.19.0" (numeric parts only)."""
+    key = version_key(version)
+    for clause in filter(None, (c.strip() for c in requirement.split(","))):
+        op, bound = re.match(r"(==|!=|>=|<=|~=|<|>)?\s*(.+)", clause).groups()
+        other = version_key(bound)
+        ok = {"==": key[:len(other)] == other, "!=": key[:len(other)] != other, ">=": key >= other,
+              "<=": key <= other, ">": key > other, "<": key < other,
+              "~=": key >= other and key[:len(other) - 1] == other[:-1]}[op or "=="]
+        if not ok:
+            return False
+    return True
+
+
+def pick_version(package: str, wanted: str | None, source: str) -> tuple[str, str | None]:
+    """(bundled version, note) for `wanted` of `package`: the newest bundled release not newer than it, else the
+    oldest; the note says so when that is not `wanted` itself. No `wanted`: the newest bundled release."""
+    versions = [e["version"] for e in bundled(package)]
+    name = PACKAGES[package]
+    if wanted is None:
+        return versions[-1], None
+    key = version_key(wanted)
+    older = [v for v in versions if version_key(v) <= key]
+    if older and version_key(older[-1]) == key:
+        return older[-1], None
+    if older:
+        return older[-1], (f"{name} {wanted} ({source}) has no bundled schema: checked with {older[-1]}, "
+                           "the newest bundled release before it")
+    return versions[0], f"{name} {wanted} ({source}) is older than every bundled schema: checked with {versions[0]}"
+
+
+def choose_versions(axolotl: str | None = None, deepspeed: str | None = None) -> SchemaChoice:
+    """The schemas to check with. Axolotl: `axolotl` (the setting or flag), else the installed release, else the
+    newest bundled. DeepSpeed: `deepspeed`, else the installed release, else the newest bundled release the chosen
+    Axolotl release allows."""
+    notes = []
+    ax_source = "set" if axolotl else "installed"
+    axolotl = axolotl or installed_version("axolotl")
+    ax, note = pick_version("axolotl", axolotl, ax_source)
+    notes += [note] if note else []
+    ax_source = ax_source if axolotl else "newest bundled"
+    ds_source = "set" if deepspeed else "installed"
+    deepspeed = deepspeed or installed_version("deepspeed")
+    if deepspeed is None:
+        entry = next(e for e in bundled("axolotl") if e["version"] == ax)
+        allowed = [e["version"] for e in bundled("deepspeed")
+                   if _satisfies(e["version"], entry.get("deepspeed_requirement") or "")]
+        ds = (allowed or [e["version"] for e in bundled("deepspeed")])[-1]
+        ds_source = f"allowed by Axolotl {ax}" if allowed else "newest bundled"
+    else:
+        ds, note = pick_version("deepspeed", deepspeed, ds_source)
+        notes += [note] if note else []
+    return SchemaChoice(ax, ds, ax_source, ds_source, tuple(notes))
+
+
+@lru_cache(maxsize=None)
+def default_choice() -> SchemaChoice:
+    """The choice when nothing was asked for (installed packages, else bundled defaults), made once per process."""
+    return choose_versions()
+
+
+@lru_cache(maxsize=None)
+def load_schema(name: str, version: str | None = None) -> dict:
+    """The schema of `name` ("axolotl" or "deepspeed") at a bundled `version` (default: `default_choice()`),
+    read once per process."""
+    version = version or getattr(default_choice(), name)
+    with open(SCHEMA_DIR / name / f"{version}.schema.json", encoding="utf-8") as fh:
         return json.load(fh)
 
 
-def check_document(doc: Document, schema_name: str) -> list[SchemaProblem]:
+def check_document(doc: Document, schema_name: str, version: str | None = None) -> list[SchemaProblem]:
     """Check a loaded document against one of axlint's schemas."""
-    return check_node(doc.root, load_schema(schema_name), plugins=listed_plugins(doc.root))
+    return check_node(doc.root, load_schema(schema_name, version), plugins=listed_plugins(doc.root))
 
 
 def check_node(node: Node, schema: dict, *, plugins: Iterable[str] = ()) -> list[SchemaProblem]:
     """Check `node` against `schema` (its own root for `$ref`); `plugins` are the config's `plugins:` entries."""
-    return _Checker(schema, tuple(plugins)).check(node, schema, ())
+    return _Checker(schema, tuple(plugins), node).check(node, schema, ())
 
 
 def listed_plugins(root: Node) -> tuple[str, ...]:
@@ -159,6 +292,8 @@ def _expected(schemas: list[dict]) -> str:
         values = _values(schema)
         words.extend("null" if v is None else repr(v) for v in values)
     unique = list(dict.fromkeys(words))
+    if len(unique) > _LISTED:  # optimizer names: a few, then how many more
+        return ", ".join(unique[:_LISTED - 2]) + f" or {len(unique) - _LISTED + 2} other values"
     return unique[0] if len(unique) == 1 else ", ".join(unique[:-1]) + " or " + unique[-1]
 
 
@@ -183,9 +318,21 @@ def _key_name(path: KeyPath) -> str:
 
 
 class _Checker:
-    def __init__(self, root: dict, plugins: tuple[str, ...]) -> None:
+    def __init__(self, root: dict, plugins: tuple[str, ...], top: Node) -> None:
         self.defs = root.get("$defs", {})
         self.plugins = plugins
+        self.top = top
+
+    def items_schema(self, sub: dict, node: Node) -> dict | None:
+        """The model every item of the list `node` is checked against when `sub` chooses it by a top-level key
+        (`x-axlint-items-by`) and the document sets that key to one of its cases; else None."""
+        select = sub.get("x-axlint-items-by")
+        if select is None or node.kind != "seq" or self.top.kind != "map":
+            return None
+        pair = self.top.get(select["key"])
+        value = pair.value.value if pair is not None and pair.value.kind == "scalar" else None
+        case = select["cases"].get(value) if isinstance(value, str) else None
+        return {"type": "array", "items": {"$ref": case}} if case else None
 
     def resolve(self, schema: dict) -> dict:
         while "$ref" in schema:
@@ -279,5 +426,5 @@ class _Checker:
             if plugin is not None and not any(p == plugin or p.startswith(plugin + ".") for p in self.plugins):
                 problems.append(SchemaProblem("plugin-key-without-plugin", sub_path, "key",
                                               {"key": key, "plugin": plugin}, plugin))
-            problems.extend(self.check(pair.value, sub, sub_path))
+            problems.extend(self.check(pair.value, self.items_schema(sub, pair.value) or sub, sub_path))
         return problems

@@ -23,6 +23,8 @@ class Settings:
     hardware: str | None = None
     output_format: str | None = None
     model_config: str | None = None
+    axolotl_version: str | None = None
+    deepspeed_version: str | None = None
     exclude: list[str] | None = None
     extend_exclude: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
@@ -35,7 +37,8 @@ class Settings:
 
 
 _TYPES = {"select": list, "ignore": list, "extend-select": list, "rules-dirs": list, "hardware": str,
-          "output-format": str, "model-config": str, "exclude": list, "extend-exclude": list,
+          "output-format": str, "model-config": str,
+          "axolotl-version": str, "deepspeed-version": str, "exclude": list, "extend-exclude": list,
           "respect-gitignore": bool}
 _FORMATS = ("full", "concise", "json", "sarif", "github")
 

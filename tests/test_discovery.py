@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from axlint.cli import cli
 from axlint.discovery import DiscoveryError, Excludes, discover
 from axlint.kind import ConfigKind, classify_data, classify_text
+from axlint.schema_check import default_choice
 from tests.corpus import CORPUS
 
 CONFIG = "base_model: meta-llama/Llama-3.2-1B\nlearning_rate: 0.0002\nlr: 1\n"
@@ -139,8 +140,8 @@ def test_check_a_folder_skips_what_is_not_a_config_and_counts_it(tmp_path):
     assert code == 1
     assert out.splitlines() == [
         "configs/a.yml:3:1: AX010 [error] unknown key `lr` in top level: it is silently ignored",
-        "Found 1 problem (1 error) in 1 file; 3 files skipped: not Axolotl or DeepSpeed configs (--show-skipped "
-        "lists them)."]
+        f"Found 1 problem (1 error) in 1 file; schemas of {default_choice().label()}; 3 files skipped: not Axolotl "
+        "or DeepSpeed configs (--show-skipped lists them)."]
     assert ".pre-commit-config.yaml: skipped: top-level keys `repos` are not those of an Axolotl or DeepSpeed " \
            "config" in err
 

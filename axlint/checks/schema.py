@@ -10,20 +10,22 @@ from axlint.document import Document, KeyPath
 from axlint.engine import Rule
 from axlint.fixes import Applicability, Fix
 from axlint.run import TrainingRun
-from axlint.schema_check import SchemaProblem, check_node, listed_plugins, load_schema
+from axlint.schema_check import SchemaProblem, check_node, default_choice, listed_plugins, load_schema
 
 
 def _problems(run: TrainingRun) -> list[tuple[Document, SchemaProblem]]:
     """Every schema problem of the run's documents, cached on the run (all six rules read the same walk)."""
     if "schema_problems" not in run.extra:
         found: list[tuple[Document, SchemaProblem]] = []
+        choice = run.extra.get("schemas") or default_choice()
         if run.axolotl is not None:
             doc = run.axolotl
-            found += [(doc, p) for p in check_node(doc.root, load_schema("axolotl"), plugins=listed_plugins(doc.root))]
+            schema = load_schema("axolotl", choice.axolotl)
+            found += [(doc, p) for p in check_node(doc.root, schema, plugins=listed_plugins(doc.root))]
         if run.deepspeed is not None and run.ds_source in ("file", "inline"):
             node = run.deepspeed.node(run.ds_prefix)
             if node is not None and node.kind == "map":
-                for p in check_node(node, load_schema("deepspeed")):
+                for p in check_node(node, load_schema("deepspeed", choice.deepspeed)):
                     found.append((run.deepspeed, SchemaProblem(p.kind, run.ds_prefix + p.path, p.span_part,
                                                                p.message_args, p.suggestion)))
         run.extra["schema_problems"] = found

@@ -7,16 +7,17 @@ from pathlib import Path
 import click
 
 from axlint.commands.common import (UsageError, discovery_options, files_to_read, internal_errors, prepare,
-                                    read_stdin, reporting_options, selection_options)
+                                    read_stdin, reporting_options, schema_options, selection_options)
 from axlint.diagnostics import Diagnostic, Severity
 from axlint.lint import LintOptions, LintResult, lint_paths, lint_text
 from axlint.report import (FORMATS, RENDERERS, assumed_hardware, render_skipped, render_statistics,
-                           summary_line)
+                           schema_versions, summary_line)
 
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @selection_options
+@schema_options
 @discovery_options
 @click.option("--output-format", type=click.Choice(FORMATS), help="How to print findings (default: full).")
 @click.option("--statistics", is_flag=True, help="Print a count per rule instead of each finding.")
@@ -24,7 +25,7 @@ from axlint.report import (FORMATS, RENDERERS, assumed_hardware, render_skipped,
 @reporting_options("Lowest severity that makes the exit code 1.", "Name to report for `-` (stdin).")
 @internal_errors
 def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
-          exclude, extend_exclude, force_exclude, show_skipped, output_format, statistics, exit_zero, fail_on,
+          axolotl_version, deepspeed_version, exclude, extend_exclude, force_exclude, show_skipped, output_format, statistics, exit_zero, fail_on,
           stdin_filename, quiet) -> None:
     """Lint Axolotl YAML configs and DeepSpeed JSON configs: files, folders (recursive) or globs.
 
@@ -34,8 +35,9 @@ def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, se
     """
     if not paths:
         raise UsageError("no files given (pass config paths, folders, globs, or - for stdin)")
-    setup = prepare(list(paths), select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config)
-    options = LintOptions(setup.rules, setup.hardware, setup.model_config)
+    setup = prepare(list(paths), select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
+                    axolotl_version, deepspeed_version)
+    options = LintOptions(setup.rules, setup.hardware, setup.model_config, setup.schemas)
     files = files_to_read([p for p in paths if str(p) != "-"], setup.settings, exclude, extend_exclude,
                           force_exclude)
     result = LintResult()
@@ -56,7 +58,8 @@ def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, se
     if fmt in ("full", "concise") and not quiet:
         read = len(files) + stdin
         click.echo(summary_line(result.diagnostics, read - len(result.skipped), skipped=len(result.skipped),
-                                assumed=assumed_hardware(result.runs, setup.rules)), err=statistics)
+                                assumed=assumed_hardware(result.runs, setup.rules),
+                                schemas=schema_versions(result.runs, setup.rules)), err=statistics)
     threshold = Severity(fail_on).rank
     failing = any(d.severity.rank >= threshold for d in result.diagnostics)
     sys.exit(0 if exit_zero or not failing else 1)

@@ -1,4 +1,4 @@
-"""Options and set-up shared by the commands that lint: settings, rule selection, hardware."""
+"""Options and set-up shared by the commands that lint: settings, rule selection, hardware, schema versions."""
 from __future__ import annotations
 
 import functools
@@ -10,6 +10,7 @@ from typing import Any, Callable
 import click
 
 from axlint.engine import PackError, Rule, load_rules, select_rules, unknown_selectors
+from axlint.schema_check import SchemaChoice, choose_versions, default_choice, version_key
 from axlint.settings import Settings, SettingsError, find_settings_file, load_settings
 
 
@@ -87,6 +88,18 @@ def reporting_options(fail_on_help: str, stdin_help: str) -> Callable[[Callable]
     return deco
 
 
+def schema_options(fn: Callable) -> Callable:
+    """--axolotl-version/--deepspeed-version: the releases whose bundled schemas the configs are checked with."""
+    for option in reversed([
+        click.option("--axolotl-version", help="Axolotl release to check against (default: the installed one, "
+                                               "else the newest bundled)."),
+        click.option("--deepspeed-version", help="DeepSpeed release to check against (default: the installed one, "
+                                                 "else the newest bundled release the Axolotl release allows)."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
 @dataclass
 class Setup:
     settings: Settings
@@ -94,11 +107,13 @@ class Setup:
     all_rules: list[Rule]
     hardware: Any
     model_config: Path | None
+    schemas: SchemaChoice | None = None
 
 
 def prepare(paths: list[Path], select: tuple[str, ...], ignore: tuple[str, ...], extend_select: tuple[str, ...],
             rules_dirs: tuple[Path, ...], settings_path: Path | None, hardware: str | None,
-            model_config: Path | None) -> Setup:
+            model_config: Path | None, axolotl_version: str | None = None,
+            deepspeed_version: str | None = None) -> Setup:
     """Settings (closest file), then CLI flags over them; every problem is a UsageError (exit 2)."""
     try:
         start = paths[0] if paths and str(paths[0]) != "-" else Path.cwd()
@@ -116,7 +131,16 @@ def prepare(paths: list[Path], select: tuple[str, ...], ignore: tuple[str, ...],
     rules = select_rules(all_rules, chosen_select, chosen_ignore, chosen_extend)
     hw = parse_hardware_option(hardware or settings.hardware)
     mc = model_config or (settings.resolve(settings.model_config) if settings.model_config else None)
-    return Setup(settings, rules, all_rules, hw, mc)
+    return Setup(settings, rules, all_rules, hw, mc, choose_schemas(axolotl_version or settings.axolotl_version,
+                                                                    deepspeed_version or settings.deepspeed_version))
+
+
+def choose_schemas(axolotl: str | None, deepspeed: str | None) -> SchemaChoice:
+    """The bundled schemas for the releases asked for (flag, else setting), else the defaults."""
+    for name, value in (("axolotl-version", axolotl), ("deepspeed-version", deepspeed)):
+        if value is not None and not version_key(value):
+            raise UsageError(f"{name}: `{value}` is not a release number such as 0.18.0")
+    return choose_versions(axolotl, deepspeed) if axolotl or deepspeed else default_choice()
 
 
 def parse_hardware_option(spec: str | None) -> Any:

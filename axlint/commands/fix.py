@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING
 import click
 
 from axlint.commands.common import (UsageError, discovery_options, files_to_read, internal_errors, prepare,
-                                    read_stdin, reporting_options, selection_options)
+                                    read_stdin, reporting_options, schema_options, selection_options)
 from axlint.diagnostics import Severity
 from axlint.lint import LintOptions
-from axlint.report import assumed_hardware, display_path, render_concise, render_skipped, scope_notes
+from axlint.report import (assumed_hardware, display_path, render_concise, render_skipped, schema_versions,
+                           scope_notes)
 
 if TYPE_CHECKING:
     from axlint.fixer import FixReport
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @selection_options
+@schema_options
 @discovery_options
 @click.option("--write", is_flag=True, help="Write the fixed files (default: print a unified diff).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply unsafe fixes (they change training behaviour).")
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
                    "Name to lint `-` (stdin) under.")
 @internal_errors
 def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
-        exclude, extend_exclude, force_exclude, show_skipped, write, unsafe_fixes, show_fixes, fail_on, stdin_filename,
+        axolotl_version, deepspeed_version, exclude, extend_exclude, force_exclude, show_skipped, write, unsafe_fixes, show_fixes, fail_on, stdin_filename,
         quiet) -> None:
     """Fix findings in Axolotl YAML and DeepSpeed JSON configs.
 
@@ -46,8 +48,9 @@ def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, sett
         raise UsageError("`-` (stdin) cannot be combined with other paths")
     from axlint.fixer import fix_paths, unified_diff, write_changed  # not on `axlint check`'s import path
 
-    setup = prepare(list(paths), select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config)
-    options = LintOptions(setup.rules, setup.hardware, setup.model_config)
+    setup = prepare(list(paths), select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
+                    axolotl_version, deepspeed_version)
+    options = LintOptions(setup.rules, setup.hardware, setup.model_config, setup.schemas)
     if stdin:
         report = _fix_stdin(stdin_filename or Path("stdin.yml"), options, unsafe_fixes)
     else:
@@ -61,7 +64,8 @@ def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, sett
     if not write and not stdin:
         for state in report.changed:
             sys.stdout.write(unified_diff(state, display_path(state.path)))
-    notes = scope_notes(len(report.remaining.skipped), assumed_hardware(report.remaining.runs, setup.rules))
+    notes = scope_notes(len(report.remaining.skipped), assumed_hardware(report.remaining.runs, setup.rules),
+                        schema_versions(report.remaining.runs, setup.rules))
     _explain(report, problems, applied=write or stdin, show_fixes=show_fixes, quiet=quiet, unsafe=unsafe_fixes,
              notes=notes)
     if write or stdin:

@@ -65,9 +65,20 @@ def assumed_hardware(runs: "Iterable[TrainingRun]", rules: list[Rule]) -> list[s
                    if run.axolotl is not None and run.hardware is not None and run.hardware.assumed})
 
 
-def scope_notes(skipped: int, assumed: list[str]) -> str:
-    """What a summary must not hide: files skipped as not configs, and the hardware the memory verdict assumed."""
-    notes = []
+def schema_versions(runs: "Iterable[TrainingRun]", rules: list[Rule]) -> list[str]:
+    """What the schema verdict was checked against ("schemas of Axolotl 0.18.0 (installed), DeepSpeed 0.18.9
+    (allowed by Axolotl 0.18.0)"), and a note when a release asked for has no schema of its own; none when no
+    schema rule ran."""
+    if not any(r.pack == "schema" for r in rules):
+        return []
+    choices = list(dict.fromkeys(run.extra["schemas"] for run in runs if "schemas" in run.extra))
+    return [f"schemas of {c.label()}" for c in choices] + list(dict.fromkeys(n for c in choices for n in c.notes))
+
+
+def scope_notes(skipped: int, assumed: list[str], schemas: list[str] | None = None) -> str:
+    """What a summary must not hide: files skipped as not configs, the hardware the memory verdict assumed, and
+    the Axolotl / DeepSpeed releases the schema verdict was checked against."""
+    notes = list(schemas or [])
     if skipped:
         notes.append(f"{_files(skipped)} skipped: not Axolotl or DeepSpeed configs (--show-skipped lists them)")
     if assumed:
@@ -75,8 +86,9 @@ def scope_notes(skipped: int, assumed: list[str]) -> str:
     return "".join(f"; {n}" for n in notes)
 
 
-def summary_line(diags: list[Diagnostic], files: int, *, skipped: int = 0, assumed: list[str] | None = None) -> str:
-    notes = scope_notes(skipped, assumed or [])
+def summary_line(diags: list[Diagnostic], files: int, *, skipped: int = 0, assumed: list[str] | None = None,
+                 schemas: list[str] | None = None) -> str:
+    notes = scope_notes(skipped, assumed or [], schemas)
     if not diags:
         return f"All checks passed ({_files(files)}{notes})."
     sev = Counter(d.severity.value for d in diags)

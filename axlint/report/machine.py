@@ -30,6 +30,8 @@ def diagnostic_json(d: Diagnostic) -> dict:
            "end_location": {"line": d.span.end_line, "column": d.span.end_col}, "fix": fix}
     if "hardware" in d.extra:  # a memory verdict: the GPUs it was judged for, and whether they were assumed
         out["hardware"] = d.extra["hardware"]
+    if "schemas" in d.extra:  # a schema verdict: the Axolotl and DeepSpeed releases it was checked against
+        out["schemas"] = d.extra["schemas"]
     return out
 
 
@@ -85,8 +87,9 @@ def render_sarif(diags: list[Diagnostic], documents: dict[Path, Document], rules
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
-        if "hardware" in d.extra:
-            result["properties"] = {"hardware": d.extra["hardware"]}
+        properties = {key: d.extra[key] for key in ("hardware", "schemas") if key in d.extra}
+        if properties:
+            result["properties"] = properties
         results.append(result)
     log = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
