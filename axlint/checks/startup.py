@@ -80,11 +80,16 @@ def eval_without_split(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield _at(run, "eval_steps", "eval_strategy")
 
 
+def _value_without_companion(run: TrainingRun, key: str, value: str, companion: str) -> Iterator[Hit]:
+    """`key: value` written while `companion`, which that value needs, is not set."""
+    raw = _raw(run)
+    if raw is not None and raw.get(key) == value and not raw.get(companion):
+        yield _at(run, key, part="value")
+
+
 @register_check("startup_save_best_metric")
 def save_best_metric(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    raw = _raw(run)
-    if raw is not None and raw.get("save_strategy") == "best" and not raw.get("metric_for_best_model"):
-        yield _at(run, "save_strategy", part="value")
+    yield from _value_without_companion(run, "save_strategy", "best", "metric_for_best_model")
 
 
 @register_check("startup_early_stopping")
@@ -139,9 +144,7 @@ def sharegpt_type(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("startup_jinja_template")
 def jinja_template(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    raw = _raw(run)
-    if raw is not None and raw.get("chat_template") == "jinja" and not raw.get("chat_template_jinja"):
-        yield _at(run, "chat_template", part="value")
+    yield from _value_without_companion(run, "chat_template", "jinja", "chat_template_jinja")
 
 
 @register_check("startup_fsdp_8bit_optimizer")
