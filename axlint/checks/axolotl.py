@@ -126,23 +126,27 @@ def check_multiple_cross_entropy(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("ax_cce_needs_half_precision")
 def check_cce_half_precision(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """The CCE plugin checks the raw YAML for a truthy `bf16`/`fp16` and raises without one (§2.5 #136)."""
+    """The CCE plugin's validator reads the YAML as written: a truthy `cut_cross_entropy` with neither `bf16` nor
+    `fp16` truthy is refused (Axolotl 0.18.0 `integrations/cut_cross_entropy/args.py`, `check_dtype_is_half`).
+    The plugin's own default (`cut_cross_entropy` on) is not seen by that check, so listing the plugin alone
+    passes, and `bf16: auto` (Axolotl's default) trains in bf16 on GPUs that have it."""
     plugins = run.raw.get("plugins")
-    if not isinstance(plugins, list) or CCE_PLUGIN not in plugins or run.raw.get("cut_cross_entropy") is False:
+    if not isinstance(plugins, list) or CCE_PLUGIN not in plugins or not run.raw.get("cut_cross_entropy"):
         return
     if run.raw.get("bf16") or run.raw.get("fp16"):
         return
-    where = ("bf16",) if "bf16" in run.raw else ("plugins", plugins.index(CCE_PLUGIN))
+    where = ("bf16",) if "bf16" in run.raw else ("cut_cross_entropy",)
     yield ax_hit(run, where, part="value", bf16=run.raw.get("bf16", "unset"))
 
 
 @register_check("ax_attention_with_legacy_flag")
 def check_attention_with_legacy_flag(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """`attn_implementation` next to a legacy attention flag: Axolotl refuses the combination (§2.1 #3)."""
-    if not isinstance(run.raw.get("attn_implementation"), str):
+    """`attn_implementation` next to a legacy attention flag: Axolotl refuses the combination when the flag is
+    truthy, `"true"` and `1` included (Axolotl 0.18.0 `utils/schemas/config.py`, the legacy-flag validator)."""
+    if not run.raw.get("attn_implementation"):
         return
     for flag, _ in LEGACY_ATTENTION:
-        if run.raw.get(flag) is True:
+        if run.raw.get(flag):
             yield ax_hit(run, (flag,), flag=flag, impl=run.raw["attn_implementation"])
 
 

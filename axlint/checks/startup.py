@@ -1,0 +1,217 @@
+"""Settings Axolotl's start-up validation refuses: the config never reaches the model download.
+
+Each check mirrors one validator of Axolotl 0.18.0 (`src/axolotl/utils/schemas/validation.py` and `config.py`,
+`AxolotlInputConfig`), reading the config as written (`run.raw`), the way those `mode="before"` validators read
+`data.get(...)`: a key counts when its value is truthy, so `0`, `""`, `[]` and `null` are "not set". The
+differential suite (tests/test_oracle.py) runs the real validators on the same configs and holds the two equal.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from axlint.checks import Hit, register_check
+from axlint.checks.axolotl import ax_hit
+from axlint.engine import Rule
+from axlint.run import TrainingRun
+
+BATCH_KEYS = ("micro_batch_size", "gradient_accumulation_steps", "batch_size")
+CANONICAL_ATTENTION = frozenset({"eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention",
+                                 "xformers", "sage", "fp8"})
+"""The backends `attn_implementation` accepts by name (Axolotl 0.18.0 `utils/schemas/enums.py`); a value with a
+`/` is a hub kernel and passes too."""
+ATTENTION_ALIASES = {"flash": "flash_attention_2", "flex": "flex_attention", "sdp": "sdpa"}
+EIGHT_BIT_UNDER_FSDP2 = frozenset({"adamw_8bit", "adamw_bnb_8bit"})
+
+
+def _raw(run: TrainingRun) -> dict[str, Any] | None:
+    return run.raw if run.axolotl is not None and isinstance(run.raw, dict) else None
+
+
+def _at(run: TrainingRun, *keys: str, **args: Any) -> Hit:
+    """A hit at the first of `keys` that is written (line 1 when none is)."""
+    raw = run.raw
+    key = next((k for k in keys if k in raw), keys[0])
+    return ax_hit(run, (key,), **args)
+
+
+@register_check("startup_batch_keys")
+def batch_keys(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Fewer than two of micro_batch_size, gradient_accumulation_steps, batch_size are set (truthy)."""
+    raw = _raw(run)
+    if raw is not None and sum(1 for k in BATCH_KEYS if raw.get(k)) < 2:
+        written = [k for k in BATCH_KEYS if raw.get(k)]
+        yield _at(run, *BATCH_KEYS, written=", ".join(f"`{k}`" for k in written) or "none of them")
+
+
+@register_check("startup_save_schedule")
+def save_schedule(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`save_steps` with a `save_strategy` other than steps, or next to `saves_per_epoch`."""
+    raw = _raw(run)
+    if raw is None or not raw.get("save_steps"):
+        return
+    if raw.get("save_strategy") and raw.get("save_strategy") != "steps":
+        yield _at(run, "save_steps", problem=f"`save_strategy: {raw['save_strategy']}` does not save by steps")
+    elif raw.get("saves_per_epoch"):
+        yield _at(run, "save_steps", problem="`saves_per_epoch` sets the same schedule another way")
+
+
+@register_check("startup_eval_schedule")
+def eval_schedule(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`eval_steps` with an `eval_strategy` other than steps or next to `evals_per_epoch`; `evals_per_epoch` with
+    an `eval_strategy` other than steps."""
+    raw = _raw(run)
+    if raw is None:
+        return
+    strategy = raw.get("eval_strategy")
+    if raw.get("eval_steps") and strategy and strategy != "steps":
+        yield _at(run, "eval_steps", problem=f"`eval_strategy: {strategy}` does not evaluate by steps")
+    elif raw.get("eval_steps") and raw.get("evals_per_epoch"):
+        yield _at(run, "eval_steps", problem="`evals_per_epoch` sets the same schedule another way")
+    elif raw.get("evals_per_epoch") and strategy and strategy != "steps":
+        yield _at(run, "evals_per_epoch", problem=f"`eval_strategy: {strategy}` does not evaluate by steps")
+
+
+@register_check("startup_eval_without_split")
+def eval_without_split(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`val_set_size: 0` written, an eval schedule set, no `test_datasets`, and `eval_strategy` not "no"."""
+    raw = _raw(run)
+    if (raw is not None and raw.get("val_set_size") == 0 and (raw.get("eval_steps") or raw.get("eval_strategy"))
+            and not raw.get("test_datasets") and raw.get("eval_strategy") != "no"):
+        yield _at(run, "eval_steps", "eval_strategy")
+
+
+def _value_without_companion(run: TrainingRun, key: str, value: str, companion: str) -> Iterator[Hit]:
+    """`key: value` written while `companion`, which that value needs, is not set."""
+    raw = _raw(run)
+    if raw is not None and raw.get(key) == value and not raw.get(companion):
+        yield _at(run, key, part="value")
+
+
+@register_check("startup_save_best_metric")
+def save_best_metric(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    yield from _value_without_companion(run, "save_strategy", "best", "metric_for_best_model")
+
+
+@register_check("startup_early_stopping")
+def early_stopping(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`early_stopping_patience` needs `save_steps` and `eval_steps`, with eval_steps dividing save_steps."""
+    raw = _raw(run)
+    if raw is None or not raw.get("early_stopping_patience"):
+        return
+    save, every = raw.get("save_steps"), raw.get("eval_steps")
+    if not save or not every:
+        yield _at(run, "early_stopping_patience", problem="it needs both `save_steps` and `eval_steps` set")
+    elif _number(save) is not None and _number(every) and _number(save) % _number(every) != 0:
+        yield _at(run, "early_stopping_patience", problem=f"`eval_steps: {every}` does not divide `save_steps: {save}`")
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+@register_check("startup_test_datasets_split")
+def test_datasets_split(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    raw = _raw(run)
+    if raw is not None and raw.get("test_datasets") and raw.get("val_set_size"):
+        yield _at(run, "val_set_size")
+
+
+@register_check("startup_streaming")
+def streaming(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Streaming datasets need `max_steps` and cannot split off `val_set_size`."""
+    raw = _raw(run)
+    if raw is None or not raw.get("streaming"):
+        return
+    if raw.get("val_set_size"):
+        yield _at(run, "val_set_size", problem="`val_set_size` cannot split a stream; use `test_datasets`")
+    elif not raw.get("max_steps"):
+        yield _at(run, "streaming", problem="the trainer cannot count a stream's steps; set `max_steps`")
+
+
+@register_check("startup_sharegpt_type")
+def sharegpt_type(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A `datasets` entry of `type: sharegpt...`, removed in favour of `type: chat_template`."""
+    raw = _raw(run)
+    datasets = raw.get("datasets") if raw is not None else None
+    if not isinstance(datasets, list):
+        return
+    for i, entry in enumerate(datasets):
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        if isinstance(kind, str) and kind.startswith("sharegpt"):
+            yield ax_hit(run, ("datasets", i, "type"), "value", type=kind)
+            return  # Axolotl stops at the first one
+
+
+@register_check("startup_jinja_template")
+def jinja_template(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    yield from _value_without_companion(run, "chat_template", "jinja", "chat_template_jinja")
+
+
+@register_check("startup_fsdp_8bit_optimizer")
+def fsdp_8bit_optimizer(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """An 8-bit optimizer Axolotl refuses under FSDP: bitsandbytes' AdamW under FSDP2, any 8-bit optimizer with
+    FSDP1 parameter offload."""
+    raw = _raw(run)
+    fsdp = raw.get("fsdp_config") if raw is not None else None
+    optimizer = str(raw.get("optimizer")) if raw is not None and raw.get("optimizer") else ""
+    if not fsdp or "8bit" not in optimizer:
+        return
+    if str(raw.get("fsdp_version") or (fsdp.get("fsdp_version") if isinstance(fsdp, dict) else None)) == "2":
+        if optimizer in EIGHT_BIT_UNDER_FSDP2:
+            yield _at(run, "optimizer", part="value", problem="FSDP2 fails in bitsandbytes' CUDA ops with it",
+                      instead="adamw_torch_8bit")
+    elif isinstance(fsdp, dict) and (fsdp.get("offload_params") or fsdp.get("fsdp_offload_params")):
+        yield _at(run, "optimizer", part="value", problem="FSDP1 parameter offload does not support it",
+                  instead="a 32-bit optimizer such as adamw_torch_fused")
+
+
+@register_check("startup_eval_table_packing")
+def eval_table_packing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    raw = _raw(run)
+    if (raw is not None and raw.get("sample_packing") and raw.get("eval_table_size")
+            and raw.get("eval_sample_packing") is not False):
+        yield _at(run, "eval_table_size")
+
+
+@register_check("startup_attn_implementation")
+def attn_implementation(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """An `attn_implementation` Axolotl does not accept (next to a legacy flag is AX118's finding)."""
+    raw = _raw(run)
+    if raw is None or raw.get("attn_implementation") is None:
+        return
+    value = raw["attn_implementation"]
+    if not isinstance(value, str) or not value:
+        return  # a wrong type is the schema's finding
+    if value in ATTENTION_ALIASES:
+        yield _at(run, "attn_implementation", part="value",
+                  problem=f"`{value}` is a short name Axolotl refuses; write `{ATTENTION_ALIASES[value]}`")
+    elif value not in CANONICAL_ATTENTION and "/" not in value:
+        yield _at(run, "attn_implementation", part="value",
+                  problem=f"`{value}` is not a backend; write one of {', '.join(sorted(CANONICAL_ATTENTION))}, "
+                          "or a hub kernel path such as `kernels-community/flash-attn3`")
+
+
+@register_check("startup_learning_rate")
+def learning_rate(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A `learning_rate` string Python's float() cannot read (Axolotl converts strings with it)."""
+    raw = _raw(run)
+    value = raw.get("learning_rate") if raw is not None else None
+    if isinstance(value, str) and value:
+        try:
+            float(value)
+        except ValueError:
+            yield _at(run, "learning_rate", part="value", value=value)
+
+
+@register_check("startup_required_keys")
+def required_keys(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`base_model` and `learning_rate` are required fields; `datasets` or `pretraining_dataset` must be given."""
+    raw = _raw(run)
+    if raw is None:
+        return
+    for key in ("base_model", "learning_rate"):
+        if key not in raw:
+            yield _at(run, key, missing=f"`{key}` is required")
+    if raw.get("datasets") is None and raw.get("pretraining_dataset") is None:
+        yield _at(run, "datasets", "pretraining_dataset",
+                  missing="`datasets` (or `pretraining_dataset`) is required")

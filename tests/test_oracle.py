@@ -1,0 +1,202 @@
+"""The real stack as the judge: Axolotl 0.18.0's start-up validation (tests/oracle) against axlint's errors.
+
+The vendored corpus and `COUNT` seeded mutations of it are written to a scratch folder laid out like Axolotl's
+repository (so `deepspeed: deepspeed_configs/...` resolves as it does there) and judged twice: by the real
+Axolotl, run in its own pinned venv (`load_cfg`'s steps: plugins, then `validate_config` with the capabilities of
+axlint's default hardware, 8×H100), and by `axlint check` with every rule except the memory estimate (whose
+verdicts are judged against GPU measurements elsewhere: start-up validation allocates nothing).
+
+- Every config Axolotl refuses gets an axlint error, at the key the refusal names where it names one, or its
+  refusal matches an entry of `KNOWN_MISSES`, each with the reason axlint does not catch it.
+- Every axlint error on a config Axolotl accepts belongs to a rule whose docs say, under `silent_failure`, what
+  the stack silently does instead (a typo'd key dropped, a DeepSpeed setting ignored, weights saved empty).
+The confusion table is written to build/oracle/confusion.md, every record to build/oracle/records.json.
+"""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+
+from axlint.diagnostics import Severity
+from axlint.engine import load_rules, select_rules
+from axlint.lint import LintOptions, lint_text
+from tests.corpus import CORPUS, ROOT
+from tests.oracle.mutations import mutate
+from tests.oracle.venv import judge, oracle_python
+
+SEED = 20261123
+COUNT = 2000
+CAPABILITIES = {"bf16": True, "fp8": True, "n_gpu": 8, "n_node": 1, "compute_capability": "sm_90"}
+"""What Axolotl's `gpu_capabilities()` reports on axlint's default hardware, 8×H100-80GB on one node."""
+
+RULES = select_rules(load_rules(), ignore=["MEM"])
+SILENT = {r.code for r in RULES if r.docs.get("silent_failure")}
+
+KNOWN_MISSES: dict[str, str] = {
+    r"`(rope_scaling|max_packed_sequence_len|flash_attn_rms_norm)` is no longer supported|`unsloth_lora_mlp` has "
+    r"been removed": "removed keys: AX013 reports them, as a warning, because the bundled schema does not yet say "
+                     "which removals Axolotl refuses and which it only logs",
+    r"^Input should be '": "an enum value outside Axolotl's list for a key whose values the bundled schema does not "
+                           "enumerate (chat_template)",
+    r"'EBFTConfig' object has no attribute 'get'": "a bug in Axolotl 0.18.0 itself: its EBFT validator calls "
+                                                   "`.get` on the parsed `ebft:` block, so every `rl: ebft` config "
+                                                   "crashes validation",
+    r"not supported with mistral-common tokenizer": "Axolotl infers the mistral-common tokenizer from the model "
+                                                    "name (Magistral, Devstral, Voxtral, ...); axlint does not",
+    r"^Input should be a valid string$": "`optimizer` written as a mapping: the bundled schema takes the enum of "
+                                         "custom optimizers for a model with any fields and lets it through",
+    r"GRPO": "GRPO batch arithmetic (generations x world size) has no rule yet",
+    r"`liger_rms_norm` is incompatible with tensor parallelism": "no rule yet",
+    r"model_quantization_config and load_in_8bit or load_in_4bit": "no rule yet",
+    r"QAT and load_in_8bit": "no rule yet",
+    r"val_set_size is not supported with pretraining_dataset": "no rule yet",
+    r"use_dsv4_kernels|quantize_moe_experts": "model-specific kernel options, no rule yet",
+}
+"""Regex over Axolotl's refusal -> why axlint does not report it. Every entry must still match a refusal."""
+
+LATER_STAGE: dict[tuple[str, str], str] = {
+    ("DS000", ""): "a `deepspeed:` file that does not exist passes Axolotl's validation; the HF Trainer fails to "
+                   "open it a step later, at launch",
+    ("AX011", "flash_attention"): "legacy attention flags are read for truthiness and removed before pydantic "
+                                  "checks their type, so a list there still turns flash attention on",
+}
+"""(code, key the error is at, "" for any) of errors on accepted configs that are right for another reason than
+a silent failure, with that reason."""
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory) -> list[dict]:
+    """One record per judged config: path, how it was made, Axolotl's verdict, axlint's errors."""
+    root = tmp_path_factory.mktemp("oracle")
+    shutil.copytree(CORPUS / "deepspeed_configs", root / "deepspeed_configs")
+    made: dict[str, str] = {}
+    bases: dict[str, dict] = {}
+    for path in sorted([*CORPUS.glob("examples/**/*.yml"), *CORPUS.glob("examples/**/*.yaml")]):
+        rel = path.relative_to(CORPUS).as_posix()
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(path.read_bytes())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "base_model" in data:  # the cloud launchers' YAMLs are not training configs
+            bases[rel] = data
+            made[rel] = "corpus"
+    python = oracle_python()
+    first = judge(python, [{"id": rel, "capabilities": CAPABILITIES} for rel in made], root)
+    accepted = {rel: cfg for rel, cfg in bases.items() if first[rel]["verdict"] == "accepted"}
+    for i, m in enumerate(mutate(accepted, COUNT, SEED)):
+        rel = f"mutations/{i:04d}.yml"
+        (root / "mutations").mkdir(exist_ok=True)
+        (root / rel).write_text(yaml.safe_dump(m.config, sort_keys=False), encoding="utf-8")
+        made[rel] = f"{m.base}: {m.name}"
+    second = judge(python, [{"id": rel, "capabilities": CAPABILITIES} for rel in made if rel.startswith("mut")], root)
+    options = LintOptions(RULES)
+    records = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(root)
+        for rel, how in made.items():
+            verdict = first.get(rel) or second[rel]
+            result = lint_text(Path(rel), None, options)
+            errors = [d for d in result.diagnostics if d.severity is Severity.ERROR]
+            text = (root / rel).read_text(encoding="utf-8")
+            records.append({"path": rel, "how": how, **verdict, "text": text,
+                            "errors": [(d.code, d.path.as_posix(), d.span.line, _key_at(text, d))
+                                       for d in errors]})
+    _write_table(records)
+    return records
+
+
+def _key_at(text: str, diag) -> str:
+    """The top-level key whose block holds the finding's line ("" when it is not in that file)."""
+    if diag.path.as_posix().endswith(".json"):
+        return ""
+    for line in reversed(text.splitlines()[: diag.span.line]):
+        match = re.match(r"([A-Za-z_][\w-]*)\s*:", line)
+        if match:
+            return match.group(1)
+    return ""
+
+
+def _later_stage(code: str, key: str) -> bool:
+    return (code, "") in LATER_STAGE or (code, key) in LATER_STAGE
+
+
+def _known_miss(error: str) -> str | None:
+    return next((pattern for pattern in KNOWN_MISSES if re.search(pattern, error)), None)
+
+
+def _key_lines(text: str, key: str) -> range | None:
+    """Lines (1-based) of top-level `key` and its block in a YAML text, None when it is not there."""
+    lines = text.splitlines()
+    start = next((i for i, line in enumerate(lines) if re.match(rf"{re.escape(key)}\s*:", line)), None)
+    if start is None:
+        return None
+    end = next((j for j in range(start + 1, len(lines)) if lines[j][:1] not in ("", " ", "-", "#")), len(lines))
+    return range(start + 1, end + 1)
+
+
+def test_the_oracle_judged_the_corpus_and_the_mutations(verdicts):
+    counts = Counter(r["verdict"] for r in verdicts)
+    assert len(verdicts) >= COUNT + 240
+    assert {r["path"] for r in verdicts if r["how"] == "corpus"} >= {"examples/llama-3/lora-1b.yml"}
+    assert counts["accepted"] > 0 and counts["refused"] > 200, counts
+
+
+def test_every_refused_config_gets_an_error(verdicts):
+    missed = [f"{r['path']} ({r['how']}): {r['error']}" for r in verdicts
+              if r["verdict"] == "refused" and not r["errors"] and _known_miss(r["error"]) is None]
+    assert not missed, f"{len(missed)} configs Axolotl refuses pass axlint:\n" + "\n".join(missed[:60])
+
+
+def test_the_error_is_at_the_key_axolotl_names(verdicts):
+    wrong = []
+    for r in verdicts:
+        if r["verdict"] != "refused" or not r["errors"] or not r["locs"] or not r["locs"][0]:
+            continue
+        lines = _key_lines(r["text"], r["locs"][0][0])
+        if _known_miss(r["error"]) is not None:
+            continue
+        own = [line for _, path, line, _ in r["errors"] if path == r["path"]]
+        if lines is not None and own and not any(line in lines for line in own):
+            wrong.append(f"{r['path']} ({r['how']}): Axolotl names `{'.'.join(r['locs'][0])}`, "
+                         f"axlint's errors are at lines {own}")
+    assert not wrong, "\n".join(wrong[:40])
+
+
+def test_errors_on_accepted_configs_name_the_silent_failure(verdicts):
+    unexplained = [f"{r['path']} ({r['how']}): {code}" for r in verdicts if r["verdict"] == "accepted"
+                   for code, _, _, key in r["errors"] if code not in SILENT and not _later_stage(code, key)]
+    assert not unexplained, (f"{len(unexplained)} errors on configs Axolotl accepts, from rules whose docs name "
+                             "no silent failure:\n" + "\n".join(unexplained[:60]))
+
+
+def test_every_known_miss_still_happens(verdicts):
+    used = {_known_miss(r["error"]) for r in verdicts if r["verdict"] == "refused" and not r["errors"]}
+    assert set(KNOWN_MISSES) <= used, set(KNOWN_MISSES) - used
+
+
+def _write_table(records: list[dict]) -> None:
+    """The confusion table: refused and caught / refused and missed / accepted and flagged, by rule."""
+    table = Counter()
+    flagged_by: dict[str, int] = defaultdict(int)
+    for r in records:
+        caught = bool(r["errors"])
+        table[(r["verdict"], caught)] += 1
+        if r["verdict"] == "accepted":
+            for code in sorted({e[0] for e in r["errors"]}):
+                flagged_by[code] += 1
+    rows = [f"# axlint against Axolotl 0.18.0's start-up validation ({len(records)} configs, seed {SEED})", "",
+            "| Axolotl | axlint error | axlint silent |", "|---|---|---|"]
+    for verdict in ("refused", "accepted", "environment"):
+        rows.append(f"| {verdict} | {table[(verdict, True)]} | {table[(verdict, False)]} |")
+    rows += ["", "Errors on accepted configs, by rule (configs):", ""]
+    rows += [f"- {code}: {n}" for code, n in sorted(flagged_by.items())]
+    out = ROOT / "build" / "oracle"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "confusion.md").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (out / "records.json").write_text(json.dumps(records, indent=1), encoding="utf-8")
