@@ -239,7 +239,8 @@ def _operand(run: TrainingRun, value: Any) -> Any:
     return value
 
 
-def _number(v: Any) -> float | None:
+def as_number(v: Any) -> float | None:
+    """A number, or a string pydantic would read as one, as a float; None for bools and anything else."""
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
@@ -271,7 +272,7 @@ def _leaf(run: TrainingRun, cond: dict[str, Any]) -> bool:
         elif op == "not_in":
             ok = value not in arg
         elif op in ("greater_than", "less_than"):
-            a, b = _number(value), _number(arg)
+            a, b = as_number(value), as_number(arg)
             ok = a is not None and b is not None and (a > b if op == "greater_than" else a < b)
         elif op == "truthy":
             ok = bool(value) == bool(arg)

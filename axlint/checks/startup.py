@@ -11,7 +11,7 @@ from typing import Any, Iterator
 
 from axlint.checks import Hit, register_check
 from axlint.checks.axolotl import ax_hit
-from axlint.engine import Rule
+from axlint.engine import Rule, as_number
 from axlint.run import TrainingRun
 
 BATCH_KEYS = ("micro_batch_size", "gradient_accumulation_steps", "batch_size")
@@ -101,12 +101,8 @@ def early_stopping(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     save, every = raw.get("save_steps"), raw.get("eval_steps")
     if not save or not every:
         yield _at(run, "early_stopping_patience", problem="it needs both `save_steps` and `eval_steps` set")
-    elif _number(save) is not None and _number(every) and _number(save) % _number(every) != 0:
+    elif as_number(save) is not None and as_number(every) and as_number(save) % as_number(every) != 0:
         yield _at(run, "early_stopping_patience", problem=f"`eval_steps: {every}` does not divide `save_steps: {save}`")
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 @register_check("startup_test_datasets_split")

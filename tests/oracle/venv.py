@@ -8,6 +8,7 @@ transformers, pydantic, accelerate) clash with axlint's test extras and would dr
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 import venv
@@ -38,8 +39,6 @@ def oracle_python() -> Path:
 
 def judge(python: Path, items: list[dict], cwd: Path) -> dict[str, dict]:
     """Verdicts of `judge.py` (run with `python` in `cwd`) on `items`, by id."""
-    import json
-
     lines = "".join(json.dumps(item) + "\n" for item in items)
     done = subprocess.run([str(python), str(HERE / "judge.py")], input=lines, capture_output=True, text=True,
                           cwd=cwd, check=True)
