@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from axlint.cli import cli
+from tests.resolved import facts
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ("llama3-8b-fft-zero3.yml", "llama3-8b-lora.yml", "ds_zero3.json")
@@ -251,7 +252,7 @@ def test_simulate_prints_the_simulated_peak_next_to_the_analytic_one(project, mo
                                           "temporaries": gib, "other": 0},
                            seconds=12.5, notes=["sdpa instead of flash_attention_2 on CPU"],
                            to_json=lambda: {"per_gpu": {"peak_allocated_gib": 19.75}})
-    monkeypatch.setattr("axlint.simulate.simulate", lambda config, ds, arch, hw: fake)
+    monkeypatch.setattr("axlint.simulate.simulate", lambda facts, arch, hw: fake)
     code, out, _ = invoke("llama3-8b-lora.yml", "--hardware", "1xH100", "--simulate")
     assert code == 0
     assert "simulation (real model code on fake tensors, 12.5 s) vs analytic" in out
@@ -285,7 +286,7 @@ def test_the_estimate_takes_under_5_ms():
     times = []
     for _ in range(20):
         start = time.perf_counter()
-        estimate_memory(config, ds, arch, hw)
+        estimate_memory(facts(config, ds, arch, hw), arch, hw)
         times.append(time.perf_counter() - start)
     assert statistics.median(times) < 0.005
 

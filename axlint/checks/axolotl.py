@@ -5,15 +5,11 @@ from typing import Any, Iterator
 
 from axlint import edits
 from axlint.checks import Hit, register_check
-from axlint.checks.deepspeed import zero_stage
 from axlint.engine import Rule
+from axlint.facts import LEGACY_ATTENTION
 from axlint.fixes import Applicability, Fix
 from axlint.run import TrainingRun
 
-LEGACY_ATTENTION = (("xformers_attention", "xformers"), ("sage_attention", "sage"),
-                    ("flex_attention", "flex_attention"), ("flash_attention", "flash_attention_2"),
-                    ("sdp_attention", "sdpa"), ("eager_attention", "eager"))
-"""Deprecated flags and the backend Axolotl maps them to, in its priority order (axolotl.md §2.1 #4)."""
 
 FLASH_LIBRARY = frozenset({"flash_attention_2", "flash_attention_3"})
 LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules", "lora_target_linear", "lora_modules_to_save")
@@ -24,19 +20,9 @@ CROSS_ENTROPY_KEYS = ("cut_cross_entropy", "chunked_cross_entropy", "liger_cross
 CCE_PLUGIN = "axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"
 
 
-def attention_backend(cfg: dict[str, Any]) -> str | None:
-    """The attention implementation the run uses: `attn_implementation`, else the legacy flag Axolotl maps."""
-    impl = cfg.get("attn_implementation")
-    if isinstance(impl, str):
-        return impl
-    return next((name for flag, name in LEGACY_ATTENTION if cfg.get(flag) is True), None)
-
-
 def attention_key(run: TrainingRun) -> tuple[str, ...]:
-    """The key that chose the backend (for locating a finding)."""
-    if "attn_implementation" in run.raw:
-        return ("attn_implementation",)
-    return next(((flag,) for flag, _ in LEGACY_ATTENTION if run.raw.get(flag) is True), ("attn_implementation",))
+    """The key that chose the attention backend (for locating a finding)."""
+    return run.facts.attn_implementation.key or ("attn_implementation",)
 
 
 def is_flash_library(backend: str | None) -> bool:
@@ -57,19 +43,19 @@ def above_one(value: Any) -> bool:
 @register_check("ax_sample_packing_attention")
 def check_sample_packing_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`sample_packing` with no attention backend: packed samples are not isolated (axolotl.md §2.3 #46)."""
-    if run.axolotl is not None and run.config.get("sample_packing") is True and attention_backend(run.config) is None:
+    if run.axolotl is not None and run.facts.sample_packing.value and run.facts.attn_implementation.value is None:
         yield ax_hit(run, ("sample_packing",))
 
 
 @register_check("ax_eager_long_sequence")
 def check_eager_long_sequence(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Eager attention keeps the fp32 softmax of every head: 6·heads·seq² bytes per sequence and layer."""
-    seq = run.config.get("sequence_len")
+    seq = run.facts.sequence_len.value
     threshold = rule.options.get("min_sequence_len", 8192)
-    if run.axolotl is None or attention_backend(run.config) != "eager" or not isinstance(seq, int) or seq < threshold:
+    if run.axolotl is None or run.facts.attn_implementation.value != "eager" or seq < threshold:
         return
     heads = getattr(run.arch, "num_heads", None)
-    mbs = run.config.get("micro_batch_size") if isinstance(run.config.get("micro_batch_size"), int) else 1
+    mbs = run.facts.micro_batch_size.value
     size = (f"{6 * heads * seq * seq * mbs / 2**30:.1f} GiB per layer for {heads} heads × micro batch {mbs}"
             if heads else f"{6 * seq * seq / 2**30:.2f} GiB per head, layer and sequence")
     yield ax_hit(run, attention_key(run), part="value", seq=seq, size=size)
@@ -78,7 +64,7 @@ def check_eager_long_sequence(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("ax_lora_keys_without_adapter")
 def check_lora_keys_without_adapter(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """LoRA keys in a config without `adapter`: Axolotl runs a full fine-tune and ignores them."""
-    if run.axolotl is None or run.config.get("adapter"):
+    if run.axolotl is None or run.facts.adapter.value:
         return
     written = [k for k in LORA_KEYS if run.raw.get(k) not in (None, False, [], "")]
     if written:
@@ -89,7 +75,7 @@ def check_lora_keys_without_adapter(run: TrainingRun, rule: Rule) -> Iterator[Hi
 def check_modules_to_save_embeddings(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`lora_modules_to_save` with the embedding or LM head: full trainable copies with optimizer state."""
     modules = run.config.get("lora_modules_to_save")
-    if run.axolotl is None or not run.config.get("adapter") or not isinstance(modules, list):
+    if run.axolotl is None or not run.facts.adapter.value or not isinstance(modules, list):
         return
     arch = run.arch
     params = arch.vocab_size * arch.hidden_size if arch is not None else None
@@ -104,8 +90,8 @@ def check_modules_to_save_embeddings(run: TrainingRun, rule: Rule) -> Iterator[H
 def check_reentrant_zero3(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Non-reentrant gradient checkpointing under ZeRO-3: CheckpointError about recomputed values."""
     kwargs = run.config.get("gradient_checkpointing_kwargs")
-    if (run.axolotl is None or not run.config.get("gradient_checkpointing") or not isinstance(kwargs, dict)
-            or kwargs.get("use_reentrant") is not False or zero_stage(run) != 3):
+    if (run.axolotl is None or not run.facts.gradient_checkpointing.value or not isinstance(kwargs, dict)
+            or kwargs.get("use_reentrant") is not False or run.zero_stage != 3):
         return
     needs_non_reentrant = any(run.config.get(k) for k in ("unfrozen_parameters", "selective_checkpointing")) or \
         run.config.get("activation_offloading") == "hidden_states"
@@ -156,7 +142,7 @@ def check_context_parallel_attention(run: TrainingRun, rule: Rule) -> Iterator[H
     if run.axolotl is None or not any(above_one(run.config.get(k)) for k in ("context_parallel_size",
                                                                           "sequence_parallel_degree")):
         return
-    backend = attention_backend(run.config)
+    backend = run.facts.attn_implementation.value
     if not is_flash_library(backend):
         where = attention_key(run) if backend else (
             "context_parallel_size" if "context_parallel_size" in run.raw else "sequence_parallel_degree",)

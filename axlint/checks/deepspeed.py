@@ -14,7 +14,8 @@ from axlint.checks import Hit, register_check
 from axlint.document import KeyPath
 from axlint.engine import Rule
 from axlint.fixes import Applicability, Fix
-from axlint.run import ZERO_ALIASES, TrainingRun
+from axlint.facts import ZERO_ALIASES
+from axlint.run import TrainingRun
 
 BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 AUTO = "auto"
@@ -87,21 +88,6 @@ def zero_get(zero: dict[str, Any], long: str) -> tuple[str, Any] | None:
     short = next((s for s, lng in ZERO_ALIASES.items() if lng == long), None)
     if short is not None and short in zero:
         return short, zero[short]
-    return None
-
-
-def zero_stage(run: TrainingRun) -> int | None:
-    """The ZeRO stage as DeepSpeed parses it (pydantic turns "3" into 3); None when "auto" or unreadable."""
-    raw = (run.ds_raw or {}).get("zero_optimization")
-    if isinstance(raw, bool):
-        return int(raw)
-    if not isinstance(raw, dict):
-        return 0
-    stage = raw.get("stage", 0)
-    if is_int(stage):
-        return stage
-    if isinstance(stage, str) and stage.strip().isdigit():
-        return int(stage)
     return None
 
 
@@ -379,7 +365,7 @@ def check_offload_device_auto(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("ds_zero3_gather_weights")
 def check_zero3_gather(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """ZeRO-3 without `stage3_gather_16bit_weights_on_model_save: true` saves placeholder weights (§5 #3)."""
-    if zero_stage(run) != 3 or (is_int(run.config.get("tensor_parallel_size")) and run.config["tensor_parallel_size"] > 1):
+    if run.zero_stage != 3 or (is_int(run.config.get("tensor_parallel_size")) and run.config["tensor_parallel_size"] > 1):
         return
     zero = zero_block(run)
     found = zero_get(zero, "stage3_gather_16bit_weights_on_model_save")
@@ -398,7 +384,7 @@ def check_zero3_gather(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("ds_offload_param_below_stage3")
 def check_offload_param_stage(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`offload_param` is valid only with ZeRO-3; stage 1/2 accept it and ignore it."""
-    stage, zero = zero_stage(run), zero_block(run)
+    stage, zero = run.zero_stage, zero_block(run)
     if stage is not None and stage < 3 and offload_device(zero, "offload_param") in ("cpu", "nvme"):
         path = ("zero_optimization", "offload_param")
         fix = ds_fix(run, path, "delete the ignored `offload_param` block", Applicability.SAFE, action="delete")
@@ -408,7 +394,7 @@ def check_offload_param_stage(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("ds_partial_offload_below_stage3")
 def check_partial_offload(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`offload_optimizer.ratio` < 1 with stage < 3: "Partial offloading only supported for ZeRO Stage 3."."""
-    stage, conf = zero_stage(run), zero_block(run).get("offload_optimizer")
+    stage, conf = run.zero_stage, zero_block(run).get("offload_optimizer")
     ratio = as_float(conf.get("ratio")) if isinstance(conf, dict) else None
     if stage is not None and stage < 3 and ratio is not None and ratio < 1:
         yield ds_hit(run, ("zero_optimization", "offload_optimizer", "ratio"), ratio=conf["ratio"], stage=stage)

@@ -73,7 +73,6 @@ LOGITS_HF_UNREUSED = 2  # reserved, not allocated: the freed bf16 logits block c
                         # + CUDACachingAllocator best-fit; overhead.loss_unreused_bytes]
 LOGITS_LIGER_CE = 4    # Liger (non-fused) CE: bf16 logits + in-place bf16 grad
 LOGITS_EVAL = 10       # no backward: bf16 logits + fp32 copy + log_softmax
-CHUNKED_CE_CHUNKS = 8  # Axolotl chunked_cross_entropy default chunk count
 # per token per hidden unit (× h):
 FLCE_BYTES_PER_HIDDEN = 13  # Liger FLCE slope 0.054 MB/token at H=4096 [SRC Liger benchmark CSV]
 CCE_BYTES_PER_HIDDEN = 4    # CCE: grad of the input 2h + recompute blocks [INF; CCE paper: loss memory ≈ 1 MB]
@@ -84,13 +83,7 @@ FOREACH_TEMP_STATES = 1.0
 # low-rank optimizers (GaLore / APOLLO / Q-GaLore): states of a rank-r projection, r=128..256 of h≈4096
 LOW_RANK_STATE_FRACTION = 0.0625
 
-# ---- DeepSpeed defaults (0.19.8 DeepSpeedZeroConfig) [SRC deepspeed.md §1.2, §4.2] ---------------------------
-DS_REDUCE_BUCKET = 500_000_000
-DS_ALLGATHER_BUCKET = 500_000_000
-DS_PREFETCH_BUCKET = 50_000_000
-DS_MAX_LIVE_PARAMETERS = 1_000_000_000
-DS_PERSISTENCE_THRESHOLD = 100_000
-DS_SUB_GROUP_SIZE = 1_000_000_000
+# ---- DeepSpeed buffers (the bucket defaults are in axlint.facts, with the config they are read from) --------
 # comm buffers: IPG bucket + reduce-scatter temp (×2), a third in flight with overlap_comm [INF deepspeed.md §4.3]
 DS_BUCKET_COPIES = 2
 DS_OVERLAP_EXTRA_COPIES = 1

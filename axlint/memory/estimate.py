@@ -37,6 +37,7 @@ from axlint.memory.activations import (eval_activation_bytes, layer_backward_byt
 from axlint.memory.logits import logits_bytes
 from axlint.memory.overhead import allocator_slack_bytes, context_bytes, loss_unreused_bytes
 from axlint.memory.params import trainable
+from axlint.facts import RunFacts
 from axlint.memory.setup import TrainSetup, read_setup
 from axlint.memory.sharding import (buffer_bytes, cpu_offload_bytes, gradient_share, optimizer_share,
                                     step_buffer_bytes, step_temp_bytes, weight_share)
@@ -192,9 +193,8 @@ def _backward_moment(arch: Architecture, setup: TrainSetup, layers: list[float],
     return start if sum(start.values()) >= sum(end.values()) else end
 
 
-def estimate_memory(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Architecture, hw: Hardware, *,
+def estimate_memory(facts: RunFacts, arch: Architecture, hw: Hardware, *,
                     expandable_segments: bool = False) -> MemoryEstimate:
-    """Per-GPU peak memory of the Axolotl run ``config`` (defaults applied) with DeepSpeed ``ds`` ("auto"
-    resolved, or None) on ``hw``. ``expandable_segments``: PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True
-    (see ``overhead.expandable_segments_enabled``)."""
-    return estimate_setup(read_setup(config, ds, arch, hw), arch, hw, expandable_segments=expandable_segments)
+    """Per-GPU peak memory of the resolved run ``facts`` (axlint.facts) on ``hw``. ``expandable_segments``:
+    PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True (see ``overhead.expandable_segments_enabled``)."""
+    return estimate_setup(read_setup(facts, arch), arch, hw, expandable_segments=expandable_segments)
