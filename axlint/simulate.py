@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from axlint.facts import RunFacts, ShardingKind
 from axlint.validate.model import build_model, count_parameters, effective_attention, prepare_for_training
@@ -108,8 +108,7 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
         vocab = int(model.config.get_text_config().vocab_size)
         with tracker:
             for _ in range(steps):
-                _train_step(model, optimizer, spec, vocab, autocast)
-                tracker.reset_mod_stats()
+                _train_step(model, optimizer, spec, vocab, autocast, tracker.reset_mod_stats)
         snapshot = tracker.get_tracker_snapshot("peak")
     total, trainable = count_parameters(model)
     process = _categories(snapshot)
@@ -220,9 +219,12 @@ def _fused_dropout() -> Any:
     return mock.patch.object(torch.nn.functional, "dropout", dropout)
 
 
-def _train_step(model: Any, optimizer: Any, spec: TrainSpec, vocab: int, autocast: bool) -> None:
+def _train_step(model: Any, optimizer: Any, spec: TrainSpec, vocab: int, autocast: bool,
+                after_backward: Callable[[], None]) -> None:
     """One optimizer step; with gradient accumulation two micro-batches, so gradients live through a forward.
-    ``autocast``: the forward runs under `torch.autocast` in the spec's dtype (accelerate's mixed precision)."""
+    ``autocast``: the forward runs under `torch.autocast` in the spec's dtype (accelerate's mixed precision).
+    ``after_backward`` runs after each micro-batch's backward (the tracker's per-module stats allow one forward
+    per module between resets; its peak snapshot is kept across resets)."""
     import contextlib
 
     import torch
@@ -233,6 +235,7 @@ def _train_step(model: Any, optimizer: Any, spec: TrainSpec, vocab: int, autocas
         with mixed:
             loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
+        after_backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
 

@@ -96,3 +96,11 @@ def test_deepspeed_casts_lora_adapters_to_bf16() -> None:
     assert result.process_bytes["parameters"] == 2 * result.parameters
     assert result.process_bytes["master_weights"] == 4 * adapters
     assert result.process_bytes["optimizer_states"] == pytest.approx(8 * adapters, rel=1e-3)
+
+
+def test_gradient_accumulation_keeps_gradients_through_the_next_forward() -> None:
+    """With accumulation the first micro batch's gradients are alive during the second forward: the simulated peak
+    holds them (before, the tracker refused a second forward of the same module)."""
+    one, four = run(gradient_accumulation_steps=1), run(gradient_accumulation_steps=4)
+    assert four.process_bytes["gradients"] > 0 == one.process_bytes["gradients"]
+    assert four.peak_allocated_bytes > one.peak_allocated_bytes
