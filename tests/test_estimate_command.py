@@ -296,3 +296,15 @@ def test_missing_config_and_conflicting_flags_exit_2(project):
     assert code == 2 and "not found" in err
     code, _, err = invoke("llama3-8b-lora.yml", "--fit", "--simulate")
     assert code == 2 and "--fit and --simulate" in err
+
+
+def test_online_that_cannot_fetch_says_so_and_does_not_advise_online(project, monkeypatch):
+    """An unknown model with --online and no network: the error names the fetch, not `--online` again."""
+    monkeypatch.setattr("axlint.architectures.resolve._fetch_hub_config", lambda model_id: None)
+    (project / "unknown.yml").write_text("base_model: some-org/unknown-model-7b\nlearning_rate: 0.0001\n"
+                                         "micro_batch_size: 1\ngradient_accumulation_steps: 1\n"
+                                         "datasets:\n  - path: x\n    type: alpaca\n", encoding="utf-8")
+    code, _, err = invoke("unknown.yml", "--online")
+    assert code == 2 and "could not be fetched from the Hub" in err and "(or --online)" not in err
+    code, _, err = invoke("unknown.yml")
+    assert code == 2 and "(or --online)" in err

@@ -53,6 +53,11 @@ def load_run(config: Path, hardware: "Hardware | None", model_config: Path | Non
         run.arch = resolve_architecture(model, search_paths=[config.parent], online=True)
     if run.arch is None:
         name = f"`{model}`" if isinstance(model, str) else "the model (no base_model)"
+        if online and isinstance(model, str):
+            raise UsageError(f"cannot resolve the architecture of {name}: not a local folder, not in the Hugging "
+                             "Face cache, not in axlint's catalog, and its config.json could not be fetched from the "
+                             "Hub (no network, a private or gated model without HF_TOKEN, or not a repo id); pass "
+                             "--model-config path/to/config.json")
         raise UsageError(f"cannot resolve the architecture of {name}: not a local folder, not in the Hugging Face "
                          "cache, not in axlint's catalog; pass --model-config path/to/config.json (or --online)")
     return run
