@@ -19,7 +19,8 @@ For an Axolotl YAML, the steps of `axolotl train` up to `deepspeed.initialize`, 
 7. accelerate's `_prepare_deepspeed`: `deepspeed_config_process(must_match=False, ...)` with the values it fills
    (accelerate/accelerator.py): raises on an "auto" nobody fills.
 8. DeepSpeed's `DeepSpeedConfig` on the final dict at that world size (deepspeed/runtime/config.py 0.18.9).
-9. The engine's optimizer check (`engine_optimizer`).
+9. The engine's optimizer checks (`engine_optimizer`: `max_grad_norm` in an optimizer block, offload with the
+   Trainer's torch optimizer).
 
 A DeepSpeed JSON judged on its own goes straight to step 8, unfilled. Reads one JSON object per line on stdin:
 {"id": path, "world_size": N, "hidden_size": H, "capabilities": {...}}; writes {"id", "verdict", "stage",
@@ -55,9 +56,10 @@ from deepspeed.runtime.config import DeepSpeedConfig  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 from transformers import TrainingArguments  # noqa: E402
 
-STEPS = 100
+STEPS = 1237
 """Optimizer steps of the judged run when the YAML sets no `max_steps` (the dataset is not loaded): what Axolotl
-passes as `max_steps` and `trainer_config_finalize` receives as `num_training_steps`."""
+passes as `max_steps` and `trainer_config_finalize` receives as `num_training_steps`. An odd count, so that a
+step number written in a mutated JSON does not match it by chance."""
 KEEP_ENV = {k: v for k, v in os.environ.items() if not k.startswith(("ACCELERATE_", "WORLD_SIZE", "LOCAL_RANK"))}
 OUTPUT = tempfile.mkdtemp(prefix="ds-judge-")
 
@@ -107,7 +109,12 @@ def engine_optimizer(config: dict, parsed: DeepSpeedConfig) -> None:
     optimizer is the Trainer's; accelerate swaps it for DeepSpeedCPUAdam only when the *dict* says
     `offload_optimizer.device` is not "none" (accelerate/accelerator.py `_prepare_deepspeed`), so an offload
     DeepSpeed derives from a legacy key reaches the engine with the Trainer's torch optimizer."""
-    if "optimizer" in config:
+    block = config.get("optimizer")
+    if isinstance(block, dict):  # `_configure_basic_optimizer`: DeepSpeed builds the optimizer from the block
+        if "max_grad_norm" in (block.get("params") or {}):
+            raise Refused("deepspeed-engine", ValueError(
+                "'max_grad_norm' is not supported as an optimizer parameter, please switch to using the deepspeed "
+                "parameter 'gradient_clipping'"))
         return
     offload = parsed.zero_config.offload_optimizer
     if offload is None or str(getattr(offload.device, "value", offload.device)) not in ("cpu", "nvme"):
