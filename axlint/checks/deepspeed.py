@@ -675,3 +675,22 @@ def check_zero_block_missing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     else:
         effect = "accelerate raises \"Please specify the ZeRO optimization config in the DeepSpeed config.\""
     yield ds_hit(run, ("zero_optimization",), part="key" if "zero_optimization" in ds else "key", effect=effect)
+
+
+COMPILE_FIELDS_018 = frozenset({
+    "debug_log", "deepcompile", "double_buffer", "free_activation", "free_activation_threshold",
+    "keep_all_input_tensors", "keep_int_input_tensors", "offload_activation", "offload_opt_states",
+    "offload_parameters", "passes", "symmetric_memory", "sync_after_allgather", "sync_after_reduce",
+    "sync_before_allgather", "sync_before_reduce"})
+"""The fields of DeepSpeed 0.18.9's `CompileConfig` (deepspeed/compile/config.py), which forbids any other."""
+
+
+@register_check("ds_compile_block_unknown")
+def check_compile_block_unknown(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Keys of the top-level `compile` block that DeepSpeed 0.18.9's CompileConfig does not have."""
+    block = (run.ds_raw or {}).get("compile")
+    if not isinstance(block, dict):
+        return
+    for key in block:
+        if key not in COMPILE_FIELDS_018:
+            yield ds_hit(run, ("compile", key), part="key", key=key)
