@@ -1,7 +1,8 @@
 """What the Axolotl-conflict (AX1xx) and DeepSpeed (DS1xx) rules find in the real corpus, listed one by one.
 
 Axolotl ships working examples, so none of them is an error (two stock DeepSpeed files are, see ERRORS); every
-warning and note below was read and is a real issue. A rule change that adds or drops a finding fails here: update the lists only after reading it.
+warning and note below was read and is a real issue. A rule change that adds or drops a finding fails here: update
+the lists only after reading it.
 The corpus is checked from its root, as Axolotl would be run (so `deepspeed_configs/...` are the real files).
 """
 from __future__ import annotations
