@@ -178,7 +178,7 @@ def _offload(yml: dict, ds: dict, rng: random.Random) -> str:
     device = rng.choice(["auto", "cpu", "nvme", "gpu", "none"])
     zero[block] = {"device": device}
     if device == "nvme":
-        zero[block]["nvme_path"] = "/local_nvme"
+        zero[block]["nvme_path"] = "nvme-scratch"
     if rng.random() < 0.2:
         zero[block]["ratio"] = 0.5
     if rng.random() < 0.2:
