@@ -17,8 +17,9 @@ def _rules(rules_dirs: tuple[Path, ...]) -> list[Rule]:
 
 
 def rule_markdown(rule: Rule, level: int = 1) -> str:
-    """A rule's documentation: what it does, why it is bad, what stops the run or what the stack does silently when it accepts such a
-    config (error rules the real stack does not refuse), an example, what to write instead, fix safety."""
+    """A rule's documentation: what it does, why it is bad, what stops the run (error rules the real stack refuses
+    or crashes on) or what the stack does silently when it accepts such a config, an example, what to write
+    instead, fix safety."""
     d = rule.docs
     h = "#" * level
     parts = [f"{h} {rule.code} {rule.name}", "", f"{rule.summary}", "",
