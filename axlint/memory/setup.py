@@ -1,7 +1,7 @@
 """TrainSetup: the memory-relevant facts of one run, read once from the Axolotl config and DeepSpeed dict.
 
 Every other module of ``axlint.memory`` reads this typed object, never the raw dicts. Defaults follow Axolotl
-(shared/reference/axolotl.md §1.3) and DeepSpeed 0.19.8 (deepspeed.md §1.2).
+0.18.0 (`utils/schemas/*.py`) and DeepSpeed 0.19.8 (`runtime/zero/config.py`).
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class Sharding:
     persistence_threshold: float = C.DS_PERSISTENCE_THRESHOLD
     sub_group_size: float = C.DS_SUB_GROUP_SIZE
     overlap_comm: bool = False
-    fsdp_version: int = 1  # FSDP only: Axolotl takes 1 when fsdp_config has no fsdp_version (axolotl.md §1.3)
+    fsdp_version: int = 1  # FSDP only: Axolotl takes 1 when fsdp_config has no fsdp_version (Axolotl 0.18.0)
 
     @property
     def distributed(self) -> bool:
