@@ -320,3 +320,35 @@ def mistral_common_edits(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     key = next((k for k in MISTRAL_COMMON_REFUSED if raw.get(k)), None)
     if key:
         yield _at(run, key, key=key)
+
+
+@register_check("startup_quantize_moe_experts")
+def quantize_moe_experts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`quantize_moe_experts` needs a LoRA/QLoRA adapter on a 4- or 8-bit load and no `lora_target_linear`, checked
+    in that order (`check_quantize_moe_experts`)."""
+    raw = _raw(run)
+    if raw is None or not raw.get("quantize_moe_experts"):
+        return
+    if raw.get("lora_target_linear"):
+        yield _at(run, "lora_target_linear", problem="`lora_target_linear` would wrap the quantized expert weights; "
+                                                     "target them with `lora_target_parameters` instead")
+    elif raw.get("adapter") not in ("lora", "qlora"):
+        yield _at(run, "adapter", "quantize_moe_experts", part="value" if "adapter" in raw else "key",
+                  problem="it needs `adapter: lora` or `adapter: qlora`")
+    elif not (raw.get("load_in_4bit") or raw.get("load_in_8bit")):
+        yield _at(run, "quantize_moe_experts", problem="it needs `load_in_4bit: true` or `load_in_8bit: true`")
+
+
+KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
+
+
+@register_check("startup_dsv4_module_lora")
+def dsv4_module_lora(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """With the kernels plugin: `use_dsv4_kernels` and module-level LoRA (`lora_target_modules` or
+    `lora_target_linear`) without `lora_exclude_modules` (`check_dsv4_attention_lora_unsupported`)."""
+    raw = _raw(run)
+    if raw is None or not _listed(raw, KERNELS_PLUGIN) or not raw.get("use_dsv4_kernels"):
+        return
+    key = next((k for k in ("lora_target_modules", "lora_target_linear") if raw.get(k)), None)
+    if key and not raw.get("lora_exclude_modules"):
+        yield _at(run, key, key=key)
