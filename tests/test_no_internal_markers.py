@@ -15,7 +15,8 @@ import pytest
 from axlint.engine import builtin_rules_dir, load_rules
 
 ROOT = Path(__file__).resolve().parents[1]
-MARKERS = re.compile(r"§|\(#\d+\)|\.\./shared/|shared/reference|\b(?:deepspeed|axolotl|memory-model|model-archs)\.md\b")
+MARKERS = re.compile(r"§|\(#\d+\)|\.\./shared/|shared/reference"
+                     r"|\b(?:deepspeed|axolotl|memory-model|model-archs)\.md\b")
 
 NOT_YET_CLEANED = {
     "rules/deepspeed.yaml",

@@ -58,6 +58,9 @@ KNOWN_MISSES: dict[str, str] = {
 LATER_STAGE: dict[tuple[str, str], str] = {
     ("DS000", ""): "a `deepspeed:` file that does not exist passes Axolotl's validation; the HF Trainer fails to "
                    "open it a step later, at launch",
+    ("AX132", ""): "new `tokens` with an adapter pass `validate_config`; Axolotl refuses them a step later, in "
+                   "`check_model_config` (loaders/utils.py) once it has read the model's config.json, before the "
+                   "weights load",
     ("AX011", "flash_attention"): "legacy attention flags are read for truthiness and removed before pydantic "
                                   "checks their type, so a list there still turns flash attention on",
 }

@@ -137,7 +137,9 @@ def check_new_tokens_embedding_modules(run: TrainingRun, rule: Rule) -> Iterator
     if run.axolotl is None or not run.raw.get("adapter") or not run.raw.get("tokens"):
         return
     modules = run.raw.get("lora_modules_to_save")
-    listed = [m for m in modules if isinstance(m, str)] if isinstance(modules, list) else []
+    # Axolotl tests `name in lora_modules_to_save`: list membership, or a substring of a string value
+    listed = modules if isinstance(modules, str) else [m for m in modules if isinstance(m, str)] \
+        if isinstance(modules, list) else []
     required = embedding_layers(run)
     missing = [m for m in required if m not in listed]
     if not missing:
@@ -146,7 +148,8 @@ def check_new_tokens_embedding_modules(run: TrainingRun, rule: Rule) -> Iterator
                                 for names in EMBEDDING_LAYERS.values() for m in names):
         return  # an unknown model whose author named another family's modules: the model type decides
     where = ("lora_modules_to_save",) if "lora_modules_to_save" in run.raw else ("tokens",)
-    yield ax_hit(run, where, required=", ".join(f"`{m}`" for m in required), missing=", ".join(f"`{m}`" for m in missing))
+    yield ax_hit(run, where, required=", ".join(f"`{m}`" for m in required),
+                 missing=", ".join(f"`{m}`" for m in missing))
 
 
 @register_check("ax_reentrant_zero3")
@@ -223,8 +226,8 @@ def check_context_parallel_attention(run: TrainingRun, rule: Rule) -> Iterator[H
     """`context_parallel_size` > 1 needs the flash-attn library (ring-flash-attn), unless the GLM DSA kernels
     bring their own context-parallel attention (Axolotl 0.18.0 `utils/schemas/validation.py`,
     `check_context_parallel_size`)."""
-    if run.axolotl is None or glm_dsa_context_parallel(run) or not any(above_one(run.config.get(k)) for k in ("context_parallel_size",
-                                                                          "sequence_parallel_degree")):
+    if run.axolotl is None or glm_dsa_context_parallel(run) or not any(
+            above_one(run.config.get(k)) for k in ("context_parallel_size", "sequence_parallel_degree")):
         return
     backend = attention_backend(run.config)
     if not is_flash_library(backend):
