@@ -191,7 +191,7 @@ def check_multiple_cross_entropy(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             yield ax_hit(run, (liger[0],),
                          problem=f"`{liger[0]}` is on and the Cut Cross Entropy plugin turns `cut_cross_entropy` "
                                  "on by default: Axolotl starts, but both plugins patch the model's loss when it "
-                                 "loads and the one listed last replaces the other; write `cut_cross_entropy: "
+                                 "loads and only one of the two kernels computes it; write `cut_cross_entropy: "
                                  f"false` or remove `{liger[0]}`")
 
 
