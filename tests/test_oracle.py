@@ -47,22 +47,20 @@ KNOWN_MISSES: dict[str, str] = {
     r"'EBFTConfig' object has no attribute 'get'": "a bug in Axolotl 0.18.0 itself: its EBFT validator calls "
                                                    "`.get` on the parsed `ebft:` block, so every `rl: ebft` config "
                                                    "crashes validation",
-    r"not supported with mistral-common tokenizer": "Axolotl infers the mistral-common tokenizer from the model "
-                                                    "name (Magistral, Devstral, Voxtral, ...); axlint does not",
     r"^Input should be a valid string$": "`optimizer` written as a mapping: the bundled schema takes the enum of "
                                          "custom optimizers for a model with any fields and lets it through",
-    r"GRPO": "GRPO batch arithmetic (generations x world size) has no rule yet",
-    r"`liger_rms_norm` is incompatible with tensor parallelism": "no rule yet",
-    r"model_quantization_config and load_in_8bit or load_in_4bit": "no rule yet",
-    r"QAT and load_in_8bit": "no rule yet",
-    r"val_set_size is not supported with pretraining_dataset": "no rule yet",
-    r"use_dsv4_kernels|quantize_moe_experts": "model-specific kernel options, no rule yet",
+    r"^Value error, GRPO with world_size=": "GRPO's one-group-per-GPU check depends on the GPU count: the oracle "
+                                            "judges with 8 GPUs, while axlint assumes one GPU for a config without "
+                                            "DeepSpeed or FSDP; AX215 applies it with `--hardware`",
 }
 """Regex over Axolotl's refusal -> why axlint does not report it. Every entry must still match a refusal."""
 
 LATER_STAGE: dict[tuple[str, str], str] = {
     ("DS000", ""): "a `deepspeed:` file that does not exist passes Axolotl's validation; the HF Trainer fails to "
                    "open it a step later, at launch",
+    ("AX132", ""): "new `tokens` with an adapter pass `validate_config`; Axolotl refuses them a step later, in "
+                   "`check_model_config` (loaders/utils.py) once it has read the model's config.json, before the "
+                   "weights load",
     ("AX011", "flash_attention"): "legacy attention flags are read for truthiness and removed before pydantic "
                                   "checks their type, so a list there still turns flash attention on",
 }

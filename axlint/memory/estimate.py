@@ -1,6 +1,6 @@
 """Compose the per-component functions into the per-GPU peak of a training run.
 
-Phase model (memory-model.md §4, HF blog "Visualize and understand GPU memory"):
+Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
 
   resident   = W·w_share + (O + M)·o_share + buffers
   P_fwd_bwd  = max(start of backward, end of backward):
@@ -166,7 +166,7 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
 def persistent_gradients(setup: TrainSetup, g: float) -> float:
     """Gradient memory allocated for the whole run, eval included. DeepSpeed ZeRO-3 allocates its gradient
     partitions once, as one flat buffer of b_ga·P/N (``grad_partitions_flat_buffer`` in ``_setup_for_real_optimizer``;
-    on the CPU when the optimizer is offloaded) and never frees it [SRC deepspeed.md §4.2, DeepSpeed 0.19.8
+    on the CPU when the optimizer is offloaded) and never frees it [SRC DeepSpeed 0.19.8
     runtime/zero/stage3.py]. Elsewhere the gradients are set to None after each step."""
     s = setup.sharding
     return g if s.kind == "deepspeed" and s.stage == 3 and not s.offload_optimizer else 0.0
