@@ -40,6 +40,11 @@ LEGACY_ATTENTION: tuple[tuple[str, str], ...] = (
 """Axolotl's deprecated attention flags and the `attn_implementation` each maps to, highest priority first
 (`LEGACY_ATTN_FLAG_TO_IMPL`, utils/schemas/enums.py, Axolotl 0.18.0)."""
 
+CANONICAL_ATTENTION = frozenset({"eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention",
+                                 "xformers", "sage", "fp8"})
+"""The backends `attn_implementation` accepts by name (`CANONICAL_ATTN_IMPLS`); a value with a `/` is a hub
+kernel and passes too."""
+
 ATTENTION_ALIASES = {"flash": "flash_attention_2", "flex": "flex_attention", "sdp": "sdpa"}
 """Short forms Axolotl refuses, with the canonical name they stand for (`SHORT_FORM_ALIAS_TO_CANONICAL`)."""
 

@@ -6,7 +6,7 @@ from typing import Any, Iterator
 from axlint import edits
 from axlint.checks import Hit, register_check
 from axlint.engine import Rule
-from axlint.facts import LEGACY_ATTENTION
+from axlint.facts import CCE_PLUGIN, LEGACY_ATTENTION, LIGER_PLUGIN
 from axlint.fixes import Applicability, Fix
 from axlint.run import TrainingRun
 
@@ -17,8 +17,6 @@ EMBEDDING_MODULES = frozenset({"embed_tokens", "lm_head", "wte", "embed_in", "em
                                "tok_embeddings", "output"})
 CROSS_ENTROPY_KEYS = ("cut_cross_entropy", "chunked_cross_entropy", "liger_cross_entropy",
                       "liger_fused_linear_cross_entropy")
-CCE_PLUGIN = "axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"
-LIGER_PLUGIN = "axolotl.integrations.liger.LigerPlugin"
 KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
 EMBEDDING_LAYERS = {"gpt_neox": ("embed_in", "embed_out"), "falcon": ("word_embeddings", "lm_head"),
                     "nemotron_h": ("embeddings", "lm_head")}

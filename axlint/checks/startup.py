@@ -12,16 +12,11 @@ from typing import Any, Iterator
 from axlint.checks import Hit, register_check
 from axlint.checks.axolotl import ax_hit
 from axlint.engine import Rule, as_number
+from axlint.facts import ATTENTION_ALIASES, CANONICAL_ATTENTION, LIGER_PLUGIN
 from axlint.run import TrainingRun
 
 BATCH_KEYS = ("micro_batch_size", "gradient_accumulation_steps", "batch_size")
-CANONICAL_ATTENTION = frozenset({"eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention",
-                                 "xformers", "sage", "fp8"})
-"""The backends `attn_implementation` accepts by name (Axolotl 0.18.0 `utils/schemas/enums.py`); a value with a
-`/` is a hub kernel and passes too."""
-ATTENTION_ALIASES = {"flash": "flash_attention_2", "flex": "flex_attention", "sdp": "sdpa"}
 EIGHT_BIT_UNDER_FSDP2 = frozenset({"adamw_8bit", "adamw_bnb_8bit"})
-LIGER_PLUGIN = "axolotl.integrations.liger.LigerPlugin"
 
 
 def _raw(run: TrainingRun) -> dict[str, Any] | None:

@@ -203,8 +203,6 @@ def _init_partitioned(model: Any) -> None:
 def _wrap(model: Any, spec: TrainSpec, ds: dict[str, Any] | None, world: int, on_cuda: bool, local_rank: int,
           notes: list[str]) -> tuple[Any, Any]:
     """(engine, step function): `deepspeed.initialize`, DDP, or the bare model with torch AdamW."""
-    import torch
-
     params = [p for p in model.parameters() if p.requires_grad]
     if ds is not None:
         import deepspeed
