@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import json
 import shutil
-import statistics
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,7 +11,6 @@ import pytest
 from click.testing import CliRunner
 
 from axlint.cli import cli
-from tests.resolved import facts
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ("llama3-8b-fft-zero3.yml", "llama3-8b-lora.yml", "ds_zero3.json")
@@ -271,24 +268,6 @@ def test_a_failing_simulation_exits_2(project, monkeypatch):
     monkeypatch.setattr("axlint.simulate.simulate", boom)
     code, _, err = invoke("llama3-8b-lora.yml", "--simulate")
     assert code == 2 and "--simulate failed: NotImplementedError" in err
-
-
-# ---------------------------------------------------------------------------------------------------- speed
-
-
-def test_the_estimate_takes_under_5_ms():
-    from axlint.document import load_document
-    from axlint.memory.estimate import estimate_memory
-    from axlint.run import build_run
-
-    run = build_run(load_document(ROOT / "fixtures" / "llama3-8b-fft-zero3.yml"))
-    config, ds, arch, hw = run.config, run.ds, run.arch, run.hardware
-    times = []
-    for _ in range(20):
-        start = time.perf_counter()
-        estimate_memory(facts(config, ds, arch, hw), arch, hw)
-        times.append(time.perf_counter() - start)
-    assert statistics.median(times) < 0.005
 
 
 def test_missing_config_and_conflicting_flags_exit_2(project):
