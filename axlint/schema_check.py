@@ -44,7 +44,8 @@ _INT_STRING = re.compile(r"[+-]?[0-9](?:_?[0-9])*(?:\.0*)?", re.ASCII)
 
 @dataclass(frozen=True)
 class SchemaProblem:
-    """One finding: `kind` is unknown-key, wrong-type, coerced-string, coerced-value, bad-enum, deprecated-key or
+    """One finding: `kind` is unknown-key, wrong-type, coerced-string, coerced-value, bad-enum, deprecated-key,
+    removed-key (a deprecated key the release refuses at start-up, set to a truthy value) or
     plugin-key-without-plugin; `span_part` says whether the key or the value is at fault."""
 
     kind: str
@@ -52,6 +53,11 @@ class SchemaProblem:
     span_part: str
     message_args: dict[str, Any] = field(default_factory=dict)
     suggestion: str | None = None
+
+
+def _truthy(node: Node) -> bool:
+    """The node's value as Python truthiness sees it (Axolotl's removal validators test `if value:`)."""
+    return bool(node.items or node.pairs) if node.kind in ("seq", "map") else bool(node.value)
 
 
 def _close_match(word: str, candidates: list[str], n: int, cutoff: float) -> list[str]:
@@ -418,8 +424,9 @@ class _Checker:
             sub = self.resolve(sub)
             deprecated = sub.get("x-axlint-deprecated")
             if deprecated is not None:
+                refused = deprecated.get("refused") and _truthy(pair.value)
                 problems.append(SchemaProblem(
-                    "deprecated-key", sub_path, "key",
+                    "removed-key" if refused else "deprecated-key", sub_path, "key",
                     {"key": key, "replacement": deprecated["replacement"] or "", "note": deprecated["note"]},
                     deprecated["replacement"]))
             plugin = sub.get("x-axlint-plugin")

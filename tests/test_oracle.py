@@ -25,6 +25,7 @@ import yaml
 from axlint.diagnostics import Severity
 from axlint.engine import load_rules, select_rules
 from axlint.lint import LintOptions, lint_text
+from axlint.schema_check import choose_versions
 from tests.corpus import CORPUS, ROOT
 from tests.oracle.compare import known_miss, later_stage, write_table
 from tests.oracle.mutations import mutate
@@ -35,20 +36,18 @@ COUNT = 2000
 CAPABILITIES = {"bf16": True, "fp8": True, "n_gpu": 8, "n_node": 1, "compute_capability": "sm_90"}
 """What Axolotl's `gpu_capabilities()` reports on axlint's default hardware, 8×H100-80GB on one node."""
 
+SCHEMAS = choose_versions(axolotl="0.18.0", deepspeed="0.18.9")
+"""axlint checks against the schemas of the releases that judge it."""
 RULES = select_rules(load_rules(), ignore=["MEM"])
 SILENT = {r.code for r in RULES if r.docs.get("silent_failure")}
 
 KNOWN_MISSES: dict[str, str] = {
-    r"`(rope_scaling|max_packed_sequence_len|flash_attn_rms_norm)` is no longer supported|`unsloth_lora_mlp` has "
-    r"been removed": "removed keys: AX013 reports them, as a warning, because the bundled schema does not yet say "
-                     "which removals Axolotl refuses and which it only logs",
-    r"^Input should be '": "an enum value outside Axolotl's list for a key whose values the bundled schema does not "
-                           "enumerate (chat_template)",
+    r"^Input should be '": "`chat_template` outside Axolotl's list: the field is the ChatTemplate enum or a string "
+                           "matching `^tokenizer_default_fallback_`, and the generated schema keeps that string's "
+                           "type but not its pattern, so any string passes it",
     r"'EBFTConfig' object has no attribute 'get'": "a bug in Axolotl 0.18.0 itself: its EBFT validator calls "
                                                    "`.get` on the parsed `ebft:` block, so every `rl: ebft` config "
                                                    "crashes validation",
-    r"^Input should be a valid string$": "`optimizer` written as a mapping: the bundled schema takes the enum of "
-                                         "custom optimizers for a model with any fields and lets it through",
     r"^Value error, GRPO with world_size=": "GRPO's one-group-per-GPU check depends on the GPU count: the oracle "
                                             "judges with 8 GPUs, while axlint assumes one GPU for a config without "
                                             "DeepSpeed or FSDP; AX215 applies it with `--hardware`",
@@ -63,6 +62,12 @@ LATER_STAGE: dict[tuple[str, str], str] = {
                    "weights load",
     ("AX011", "flash_attention"): "legacy attention flags are read for truthiness and removed before pydantic "
                                   "checks their type, so a list there still turns flash attention on",
+    ("AX012", "optimizer"): "Axolotl types `optimizer` as any string; an unknown name passes `validate_config` and "
+                            "stops the launch when the trainer builds TrainingArguments (\"is not a valid "
+                            "OptimizerNames\", transformers 5.14.1), after the model and the data are loaded",
+    ("AX012", "lr_scheduler"): "Axolotl types `lr_scheduler` as any string; an unknown name stops the launch when the "
+                               "trainer builds TrainingArguments (\"is not a valid SchedulerType\", transformers "
+                               "5.14.1), after the model and the data are loaded",
 }
 """(code, key the error is at, "" for any) of errors on accepted configs that are right for another reason than
 a silent failure, with that reason."""
@@ -93,7 +98,7 @@ def verdicts(tmp_path_factory) -> list[dict]:
         (root / rel).write_text(yaml.safe_dump(m.config, sort_keys=False), encoding="utf-8")
         made[rel] = f"{m.base}: {m.name}"
     second = judge(python, [{"id": rel, "capabilities": CAPABILITIES} for rel in made if rel.startswith("mut")], root)
-    options = LintOptions(RULES)
+    options = LintOptions(RULES, schemas=SCHEMAS)
     records = []
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)

@@ -212,10 +212,12 @@ def test_deprecated_key_with_replacement():
     assert "warns" in problem.message_args["note"]
 
 
-def test_removed_key_is_deprecated_not_unknown():
+def test_removed_key_is_removed_not_unknown():
     [problem] = check_document(_yaml("unsloth_lora_mlp: true\n"), "axolotl", AXOLOTL)
-    assert (problem.kind, problem.suggestion) == ("deprecated-key", None)
+    assert (problem.kind, problem.suggestion) == ("removed-key", None)
     assert "refuses to start" in problem.message_args["note"]
+    [problem] = check_document(_yaml("unsloth_lora_mlp: false\n"), "axolotl", AXOLOTL)
+    assert problem.kind == "deprecated-key"  # the validator tests truthiness: false passes
 
 
 def test_plugin_key_without_its_plugin():

@@ -64,7 +64,10 @@ def _refs(node: object) -> set[str]:
 
 
 def _is_block(node: dict) -> bool:
-    return "$ref" in node or any("$ref" in b for b in node.get("anyOf", []))
+    """A nested config block (a `$ref` to a model); a `$ref` to one of DeepSpeed's enums (`OffloadDeviceEnum`,
+    `ZeroStageEnum`, ...) is a value, which "auto" may replace like any other."""
+    refs = [node.get("$ref"), *(b.get("$ref") for b in node.get("anyOf", []))]
+    return any(ref and not ref.endswith("Enum") for ref in refs)
 
 
 def _mark_deprecated(node: object, version: str) -> None:

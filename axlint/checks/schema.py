@@ -104,6 +104,15 @@ def deprecated_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield hit
 
 
+@register_check("schema_removed_key")
+def removed_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A key the chosen Axolotl release refuses at start-up (its schema marks the deprecation `refused`)."""
+    for _, problem, hit in _hits(run, {"removed-key"}):
+        replacement = problem.suggestion
+        hit.args["hint"] = f"; use `{replacement}`" if replacement else "; delete it"
+        yield hit
+
+
 @register_check("schema_plugin_key_without_plugin")
 def plugin_key_without_plugin(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A plugin's key is read only when the plugin is listed in `plugins:`; otherwise it does nothing."""
