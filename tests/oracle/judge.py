@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout's axlint, not an installed copy
-
-from axlint.upstream import axolotl_validation  # noqa: E402
+from axlint.upstream import axolotl_validation  # the checkout's, on PYTHONPATH (venv.judge)
 
 ENV = {"torch_version": "2.12.0"}
 """The torch Axolotl 0.18.0 is built for; the venv has a newer CPU build (see venv.py)."""
