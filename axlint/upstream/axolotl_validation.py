@@ -21,6 +21,8 @@ from typing import Any
 
 MISSING_PACKAGE = re.compile(r"is not installed|missing one of|No module named|pip install", re.IGNORECASE)
 """A refusal that judges the machine rather than the config: a package the config needs is not installed."""
+BUGS = (TypeError, AttributeError, KeyError, IndexError, NameError, ZeroDivisionError, RecursionError)
+"""Exceptions Axolotl raises by accident (its code met a value it did not expect), not as a refusal."""
 CAPTURED_LOGGERS = ("axolotl",)
 """Loggers whose WARNING records during validation are reported (the `axolotl.*` tree: schemas, plugins)."""
 
@@ -79,9 +81,11 @@ def validate(text: str, capabilities: dict[str, Any] | None, env_capabilities: d
     """Axolotl's verdict on one config's text.
 
     Returns {"status": "accepted" | "refused", "errors": [{"loc": [...], "msg", "type"}], "warnings":
-    [{"logger", "level", "msg"}], "environment": bool}. `environment` marks a refusal that is about this machine
-    (a package the config needs is missing) rather than the config. An exception other than pydantic's
-    ValidationError stops `axolotl train` just the same and is a refusal with an empty `loc`.
+    [{"logger", "level", "msg"}], "environment", "exception", "crashed"}. `environment` marks a refusal that is
+    about this machine (a package the config needs is missing) rather than the config. An exception other than
+    pydantic's ValidationError stops `axolotl train` just the same: a refusal with an empty `loc` and
+    `exception` set; `crashed` when it is not one Axolotl raises on purpose (a TypeError, AttributeError, ...:
+    Axolotl's code failed on a value it did not expect).
     """
     import yaml
     from axolotl.utils.config import prepare_plugins, validate_config
@@ -94,7 +98,8 @@ def validate(text: str, capabilities: dict[str, Any] | None, env_capabilities: d
     for logger in loggers:
         logger.addHandler(collect)
     errors: list[dict[str, Any]] = []
-    environment = False
+    environment = exception = crashed = False
+    cfg: Any = None
     try:
         cfg = DictDefault(yaml.safe_load(text))
         if config_path:
@@ -105,7 +110,7 @@ def validate(text: str, capabilities: dict[str, Any] | None, env_capabilities: d
             env = {"torch_version": torch_version()}
         validate_config(cfg, capabilities=caps, env_capabilities=env)
     except ValidationError as exc:
-        prefix = _dataset_prefix(cfg, exc.title) if "cfg" in locals() else []
+        prefix = _dataset_prefix(cfg, exc.title)
         errors = [{"loc": prefix + [p if isinstance(p, int) else str(p) for p in e.get("loc", ())],
                    "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))} for e in exc.errors()]
         if not errors:
@@ -115,13 +120,15 @@ def validate(text: str, capabilities: dict[str, Any] | None, env_capabilities: d
         message = f"{type(exc).__name__}: {exc}"
         errors = [{"loc": [], "msg": message, "type": type(exc).__name__}]
         environment = isinstance(exc, ImportError) or bool(MISSING_PACKAGE.search(message))
+        exception, crashed = True, isinstance(exc, BUGS)
     except SystemExit as exc:  # a validator that calls sys.exit() ends `axolotl train` as well
         errors = [{"loc": [], "msg": f"Axolotl exited during validation (status {exc.code})", "type": "SystemExit"}]
+        exception = crashed = True
     finally:
         for logger in loggers:
             logger.removeHandler(collect)
     return {"status": "refused" if errors else "accepted", "errors": errors, "warnings": collect.records,
-            "environment": environment}
+            "environment": environment, "exception": exception, "crashed": crashed}
 
 
 def _dataset_prefix(cfg: Any, title: str) -> list[Any]:
@@ -159,6 +166,7 @@ def main() -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
     logging.getLogger().addHandler(logging.NullHandler())  # keep Python's last-resort handler off our stderr
+    logging.disable(logging.INFO)  # only warnings are reported: INFO and DEBUG records are not even made
 
     def send(obj: dict[str, Any]) -> None:
         out.write(json.dumps(obj, default=str) + "\n")

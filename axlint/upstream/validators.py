@@ -184,6 +184,8 @@ class AxolotlValidators:
                 merged.setdefault(tuple(shown_loc(error.get("loc") or [])), []).append(error)
             for loc, errors in merged.items():
                 text = "; or ".join(dict.fromkeys(clean_message(e.get("msg", "")) for e in errors))
+                if answer.get("crashed"):
+                    text = f"its validation crashes with {text}"
                 if loc:
                     text = f"`{'.'.join(map(str, loc))}`: {text}"
                 out.append(self._diagnostic(doc, by_code[REFUSES], text, list(errors[0].get("loc") or []),

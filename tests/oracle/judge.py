@@ -10,6 +10,7 @@ package the config needs is not installed here: ring-flash-attn, torchao), so th
 from __future__ import annotations
 
 import json
+import logging
 import sys
 
 from axlint.upstream import axolotl_validation  # the checkout's, on PYTHONPATH (venv.judge)
@@ -25,7 +26,8 @@ def judge(path: str, capabilities: dict) -> dict:
         return {"verdict": "accepted", "error": "", "locs": []}
     errors = result["errors"]
     return {"verdict": "environment" if result["environment"] else "refused",
-            "error": _first_line(errors[0]["msg"]), "locs": [[str(p) for p in e["loc"]] for e in errors]}
+            "error": _first_line(errors[0]["msg"]),
+            "locs": [] if result["exception"] else [[str(p) for p in e["loc"]] for e in errors]}
 
 
 def _first_line(text: str) -> str:
@@ -34,6 +36,7 @@ def _first_line(text: str) -> str:
 
 def main() -> None:
     axolotl_validation._prepare_environment()
+    logging.disable(logging.CRITICAL)  # the verdict is the refusal; Axolotl's log is not read here
     out = sys.stdout
     sys.stdout = sys.stderr  # what Axolotl prints while validating must not mix with the verdicts
     for line in sys.stdin:
