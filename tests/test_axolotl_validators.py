@@ -222,3 +222,66 @@ def test_findings_need_an_axolotl_yaml_and_a_selected_rule(tmp_path):
     assert never.findings(SimpleNamespace(axolotl=yml, hardware=None), []) == []
     with pytest.raises(UpstreamError, match="cannot start"):
         never.findings(SimpleNamespace(axolotl=yml, hardware=None), [rule])
+
+
+def test_locating_by_the_names_and_values_a_message_quotes(tmp_path):
+    text = BASE.replace("    type: alpaca\n", "    type: alpaca\n    message_field_role: from\n")
+    doc = load_document(tmp_path / "c.yml", text + "adapter: qolra\noptimizer: adamw_bnb_8bit\nrelora: true\n"
+                        "plugins:\n  - my.Plugin\n")
+    assert named_keys(doc, "Adapter 'qolra' is not built in. Add the plugin to `plugins:`.") == [("adapter",)]
+    assert named_keys(doc, "FSDP2 not compatible with adamw_bnb_8bit, use `adamw_torch_8bit`") == [("optimizer",)]
+    assert named_keys(doc, "jagged_restart_steps must be set to use ReLoRA") == [("relora",)]
+    assert named_keys(doc, "Require cfg.micro_batch_size to be 1") == [("micro_batch_size",)]
+    assert named_keys(doc, "message_field_role is deprecated") == [("datasets", 0, "message_field_role")]
+    assert named_keys(doc, "Failed to load plugin: my.Plugin") == [("plugins", 0)]
+    assert named_keys(doc, "its validation crashes with AttributeError: 'bool' object has no attribute 'lower'") == []
+
+
+def test_an_axlint_error_quoting_axolotls_message_is_the_same_problem(tmp_path):
+    from axlint.diagnostics import Diagnostic, Severity
+
+    doc = load_document(tmp_path / "c.yml", BASE + "adapter: qlora\nload_in_8bit: true\n")
+    at = doc.span(("adapter",))
+    upstream = Diagnostic(doc.path, at, "AX020", "axolotl-refuses", Severity.ERROR, "...", extra={"axolotl": {
+        "keys": [["adapter"]], "related": [["adapter"]], "names": [], "text": "Can't load qlora in 8bit"}})
+    own = Diagnostic(doc.path, doc.span(("load_in_8bit",)), "AX103", "x", Severity.ERROR,
+                     '`load_in_8bit: true` with `adapter: qlora`: Axolotl raises "Can\'t load qlora in 8bit"')
+    assert validators.one_per_problem([upstream, own], {doc.path: doc}) == [own]
+    other = Diagnostic(doc.path, doc.span(("load_in_8bit",)), "AX999", "x", Severity.ERROR, "something else")
+    assert validators.one_per_problem([upstream, other], {doc.path: doc}) == [upstream, other]
+    warning = Diagnostic(doc.path, at, "AX107", "x", Severity.WARNING, "a warning at the same key")
+    assert validators.one_per_problem([upstream, warning], {doc.path: doc}) == [upstream, warning], \
+        "an axlint warning at the key leaves the AX020: only an error says the config is refused"
+
+
+def test_with_the_flag_the_corpus_configs_axolotl_refuses_all_get_an_error(real, tmp_path):
+    """The vendored Axolotl examples: every one the real Axolotl refuses gets an error (axlint's own or AX020), and
+    none it accepts gets an AX020 (both judged with the same GPUs, 8xH100)."""
+    import shutil
+
+    import yaml
+
+    from tests.corpus import CORPUS
+    from tests.oracle.venv import judge
+
+    shutil.copytree(CORPUS / "deepspeed_configs", tmp_path / "deepspeed_configs")
+    configs = []
+    for path in sorted([*CORPUS.glob("examples/**/*.yml"), *CORPUS.glob("examples/**/*.yaml")]):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and "base_model" in data:
+            rel = path.relative_to(CORPUS).as_posix()
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_bytes(path.read_bytes())
+            configs.append(rel)
+    caps = capabilities(parse_hardware("8xH100"))
+    verdicts = judge(real, [{"id": rel, "capabilities": caps} for rel in configs], tmp_path)
+    _, found = findings(real, tmp_path, "--axolotl-validators", "--hardware", "8xH100", "--ignore", "MEM",
+                        *configs)
+    errors: dict[str, set[str]] = {}
+    for f in found:
+        if f["severity"] == "error":
+            errors.setdefault(f["path"], set()).add(f["code"])
+    refused = [rel for rel in configs if verdicts[rel]["verdict"] != "accepted"]
+    assert refused and all(errors.get(rel) for rel in refused), [r for r in refused if not errors.get(r)]
+    accepted = [rel for rel in configs if verdicts[rel]["verdict"] == "accepted"]
+    assert len(accepted) > 100 and not [rel for rel in accepted if "AX020" in errors.get(rel, set())]

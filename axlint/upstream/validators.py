@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from axlint.diagnostics import Diagnostic, Severity, Span
-from axlint.document import Document, KeyPath
+from axlint.document import Document, KeyPath, iter_pairs
 
 REFUSES, WARNS = "AX020", "AX021"
 WORKER = Path(__file__).with_name("axolotl_validation.py")
@@ -209,13 +209,18 @@ class AxolotlValidators:
         shown = rule.message.replace("{version}", self.version or "?").replace("{message}", text)
         return Diagnostic(doc.path, span, rule.code, rule.name, rule.severity, shown, rule.category,
                           extra={"axolotl": {"version": self.version, "loc": list(loc),
-                                             "keys": [list(k) for k in keys], "names": names_in(text, loc),
-                                             **extra}})
+                                             "keys": [list(k) for k in keys],
+                                             "related": [list(k) for k in all_named_keys(doc, text)],
+                                             "names": names_in(text, loc), "text": text, **extra}})
 
 
 # ---------------------------------------------------------------------------------------------- locating
 
 _BACKTICKED = re.compile(r"`([A-Za-z_][\w.\-]*)`")
+_BACKTICKED_ANY = re.compile(r"`([^`]+)`")
+_QUOTED = re.compile(r"(?<![\w])'([^'\n]{1,200})'(?![\w])")
+_NOT_NAMES = {"the", "and", "for", "not", "use", "set", "with", "true", "false", "none", "null", "auto", "yes",
+              "off", "this", "that", "when", "must", "only", "please", "instead", "should", "using", "are", "can"}
 _WORD = re.compile(r"[A-Za-z_][\w.]*[A-Za-z0-9_]")
 _TYPE_TAG = re.compile(r"^(str|int|float|bool|dict|list|tuple|set|none|literal|function)(\[.*\])?$|^[A-Z]|[\[\]'\"(]")
 
@@ -264,17 +269,81 @@ def key_path(doc: Document, loc: list[Any]) -> KeyPath:
 
 
 def named_keys(doc: Document, message: str) -> list[KeyPath]:
-    """Keys of the file the message names: backticked names first (dotted ones as paths), then bare words that are
-    top-level keys; in the order named, without repeats."""
-    found: list[KeyPath] = []
-    for names in (_BACKTICKED.findall(message), [w for w in _WORD.findall(message) if "." not in w]):
-        for name in names:
-            path = tuple(int(p) if p.isdigit() else p for p in name.split("."))
-            if doc.node(path) is not None and path not in found:
-                found.append(path)
+    """Where a refusal or warning without a `loc` is about, from the names in its message, most telling first:
+    a value it quotes ('qolra') where the file writes it, then backticked names that are keys (top level, dotted,
+    or a key anywhere in the file), then backticked values (`adamw_bnb_8bit` is written at `optimizer`), then the
+    same for the message's other words, keys before values. The first pass that finds anything wins; its keys
+    in the order named, without repeats."""
+    for passes in _passes(message):
+        found = _found(doc, *passes)
         if found:
-            break
+            return found
+    return []
+
+
+def all_named_keys(doc: Document, message: str) -> list[KeyPath]:
+    """Every key the message names, by any of `named_keys`' passes."""
+    found: list[KeyPath] = []
+    for passes in _passes(message):
+        found += [k for k in _found(doc, *passes) if k not in found]
     return found
+
+
+def _passes(message: str) -> list[tuple[list[str], bool, Any]]:
+    quoted = [q for q in _QUOTED.findall(message) if q.strip()]
+    backticked = [w for chunk in _BACKTICKED_ANY.findall(message) for w in _WORD.findall(chunk)]
+    words = _WORD.findall(message)
+    return [(quoted, False, _value_written), (backticked, False, _key_named), (backticked, False, _value_named),
+            (words, True, _key_named), (words, True, _value_named)]
+
+
+def _found(doc: Document, tokens: list[str], bare: bool, finder: Any) -> list[KeyPath]:
+    found: list[KeyPath] = []
+    for token in tokens:
+        path = finder(doc, token, bare)
+        if path and path not in found:
+            found.append(path)
+    return found
+
+
+def _value_written(doc: Document, token: str, bare: bool) -> KeyPath | None:
+    """The first scalar written exactly as `token`."""
+    return next((path for path, node in _scalars(doc.root) if path and node.value == token), None)
+
+
+def _scalars(node: Any, prefix: KeyPath = ()) -> Any:
+    """(path, node) of every scalar value under `node`, list items included, depth first in file order."""
+    if node.kind == "map":
+        for pair in node.pairs:
+            yield from _scalars(pair.value, (*prefix, pair.key.value))
+    elif node.kind == "seq":
+        for i, item in enumerate(node.items):
+            yield from _scalars(item, (*prefix, i))
+    else:
+        yield prefix, node
+
+
+def _key_named(doc: Document, token: str, bare: bool) -> KeyPath | None:
+    """The key `token` names: a path from the top, else (a snake_case name) the first key anywhere so named."""
+    name = token[4:] if token.startswith("cfg.") else token  # Axolotl writes `cfg.load_in_4bit` for a key too
+    path = tuple(int(p) if p.isdigit() else p for p in name.split("."))
+    if doc.node(path) is not None:
+        return path
+    if bare and "_" not in name:  # a plain English word names a top-level key only ("ReLoRA" -> `relora:`)
+        top = [k for k in (p.key.value for p in (doc.root.pairs if doc.root.kind == "map" else []))
+               if isinstance(k, str) and k.lower() == name.lower()]
+        return (top[0],) if top else None
+    return next((path for path, _ in iter_pairs(doc.root) if path and path[-1] == name), None)
+
+
+def _value_named(doc: Document, token: str, bare: bool) -> KeyPath | None:
+    """The first scalar written as `token` (any case), for a token that is not a common word or a number."""
+    if len(token) < 3 or token.lower() in _NOT_NAMES or token.replace(".", "").isdigit():
+        return None
+    for path, node in _scalars(doc.root):
+        if path and isinstance(node.value, str) and node.value.lower() == token.lower():
+            return path
+    return None
 
 
 def _lines(doc: Document, path: KeyPath) -> range:
@@ -288,10 +357,16 @@ def _lines(doc: Document, path: KeyPath) -> range:
     return range(start, max(start, end) + 1)
 
 
+def _core(text: str) -> str:
+    """The start of Axolotl's message, as an axlint message quoting it would hold it ("" when too short to tell)."""
+    core = re.sub(r"^`[^`]*`: ", "", text)[:60].rstrip(" .")
+    return core if len(core) >= 15 else ""
+
+
 def one_per_problem(diags: list[Diagnostic], docs: dict[Path, Document]) -> list[Diagnostic]:
     """Drop an AX020 where an axlint error reports the same problem, and an AX021 where any axlint finding does:
-    at a key the upstream finding is located at or names, or, for one about a key the file lacks (a required
-    key missing), an axlint finding whose message names that key."""
+    one at a key the upstream finding is located at or names, one that quotes Axolotl's message, or, for a
+    finding about a key the file lacks (a required key missing), one whose message names that key."""
     kept = []
     for diag in diags:
         info = diag.extra.get("axolotl") if diag.code in (REFUSES, WARNS) else None
@@ -301,9 +376,11 @@ def one_per_problem(diags: list[Diagnostic], docs: dict[Path, Document]) -> list
             continue
         least = Severity.ERROR.rank if diag.code == REFUSES else Severity.INFO.rank
         own = [d for d in diags if d.code not in (REFUSES, WARNS) and d.path == diag.path and d.severity.rank >= least]
-        lines = {n for keys in info.get("keys", []) for n in _lines(doc, tuple(keys))}
-        names = [] if lines else [f"`{name}`" for name in info.get("names", [])]
-        if any(d.span.line in lines or any(name in d.message for name in names) for d in own):
+        lines = {n for keys in [*info.get("keys", []), *info.get("related", [])] for n in _lines(doc, tuple(keys))}
+        names = [] if info.get("keys") else [f"`{name}`" for name in info.get("names", [])]
+        quoted = _core(info.get("text", ""))
+        if any(d.span.line in lines or any(name in d.message for name in names) or (quoted and quoted in d.message)
+               for d in own):
             continue
         kept.append(diag)
     return kept
