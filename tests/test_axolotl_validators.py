@@ -285,3 +285,89 @@ def test_with_the_flag_the_corpus_configs_axolotl_refuses_all_get_an_error(real,
     assert refused and all(errors.get(rel) for rel in refused), [r for r in refused if not errors.get(r)]
     accepted = [rel for rel in configs if verdicts[rel]["verdict"] == "accepted"]
     assert len(accepted) > 100 and not [rel for rel in accepted if "AX020" in errors.get(rel, set())]
+
+
+FAKE_CONFIG = '''\
+import os, sys
+from pydantic import BaseModel, ValidationError
+
+
+def prepare_plugins(cfg):
+    pass
+
+
+class _Model(BaseModel):
+    micro_batch_size: int
+
+
+def validate_config(cfg, capabilities=None, env_capabilities=None):
+    print("Axolotl chatter on stdout")  # must not reach the protocol
+    os.write(1, b"native chatter on fd 1\\n")
+    if cfg.get("crash"):
+        os._exit(3)
+    if cfg.get("hang"):
+        import time
+        time.sleep(60)
+    _Model(**{k: v for k, v in cfg.items() if k == "micro_batch_size"})
+    return cfg
+'''
+
+
+@pytest.fixture()
+def fake_axolotl(tmp_path) -> Path:
+    """A stand-in `axolotl` package in the dev venv: prints on stdout, exits mid-validation on `crash: true`."""
+    pkg = tmp_path / "fake" / "axolotl"
+    for sub in ("", "utils", "integrations"):
+        (pkg / sub).mkdir(parents=True, exist_ok=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "utils" / "config.py").write_text(FAKE_CONFIG)
+    (pkg / "utils" / "dict.py").write_text("class DictDefault(dict):\n    def __getattr__(self, k):\n"
+                                           "        return self.get(k)\n    def __setattr__(self, k, v):\n"
+                                           "        self[k] = v\n")
+    (pkg / "integrations" / "base.py").write_text("class PluginManager:\n    _instance = None\n")
+    return tmp_path / "fake"
+
+
+def run_with(fake: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(fake)])}
+    return subprocess.run([sys.executable, "-m", "axlint", "check", "--axolotl-validators", "--select", "AX020",
+                           "--output-format", "concise", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_what_axolotl_prints_stays_out_of_the_protocol(fake_axolotl, tmp_path):
+    (tmp_path / "c.yml").write_text("base_model: x\nmicro_batch_size: two\n")
+    done = run_with(fake_axolotl, tmp_path, "c.yml")
+    assert done.returncode == 1, done.stderr
+    assert "c.yml:2:1: AX020 [error] Axolotl unknown refuses this config: `micro_batch_size`: Input should be a " \
+           "valid integer" in done.stdout
+    assert "chatter" not in done.stdout
+
+
+def test_an_axolotl_that_dies_while_validating_is_a_usage_error(fake_axolotl, tmp_path):
+    (tmp_path / "c.yml").write_text("base_model: x\ncrash: true\n")
+    done = run_with(fake_axolotl, tmp_path, "c.yml")
+    assert done.returncode == 2
+    assert "--axolotl-validators: Axolotl's validation ended (exit status 3) while validating" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_axolotl_that_does_not_answer_in_time_is_a_usage_error(fake_axolotl, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(fake_axolotl))
+    monkeypatch.setattr(validators, "CONFIG_TIMEOUT_S", 2.0)
+    slow = AxolotlValidators()
+    try:
+        with pytest.raises(UpstreamError, match="no answer within 2 s while validating"):
+            slow.validate("base_model: x\nhang: true\n", tmp_path / "c.yml", {})
+    finally:
+        slow.close()
+
+
+def test_a_broken_axolotl_install_is_a_usage_error(tmp_path):
+    fake = tmp_path / "fake"
+    (fake / "axolotl").mkdir(parents=True)
+    (fake / "axolotl" / "__init__.py").write_text("raise RuntimeError('half-installed')\n")
+    (tmp_path / "c.yml").write_text("base_model: x\n")
+    done = run_with(fake, tmp_path, "c.yml")
+    assert done.returncode == 2
+    assert "Axolotl is installed but cannot be imported: RuntimeError: half-installed" in done.stderr

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,10 @@ from axlint.diagnostics import Diagnostic, Severity
 from axlint.lint import LintOptions, LintResult, lint_paths, lint_text
 from axlint.report import (FORMATS, RENDERERS, assumed_hardware, render_skipped, render_statistics,
                            schema_versions, summary_line)
+from axlint.settings import Settings
+
+if TYPE_CHECKING:
+    from axlint.upstream.validators import AxolotlValidators
 
 
 @click.command()
@@ -53,9 +58,12 @@ def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, se
         if files:
             result.merge(lint_paths(files, options))
     except Exception as exc:
-        if upstream is None or type(exc).__name__ != "UpstreamError":
-            raise
-        raise UsageError(f"--axolotl-validators: {exc}") from None
+        if upstream is not None:
+            from axlint.upstream.validators import UpstreamError
+
+            if isinstance(exc, UpstreamError):  # Axolotl could not be run: no verdict, not a finding
+                raise UsageError(f"--axolotl-validators: {exc}") from None
+        raise
     finally:
         if upstream is not None:
             upstream.close()
@@ -78,7 +86,7 @@ def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, se
     sys.exit(0 if exit_zero or not failing else 1)
 
 
-def upstream_validators(flag: bool | None, settings) -> object | None:
+def upstream_validators(flag: bool | None, settings: Settings) -> AxolotlValidators | None:
     """The installed Axolotl's validation when asked for (flag, else the `axolotl-validators` setting). Its
     import is looked up, not done, here; without Axolotl in this interpreter the request is a usage error."""
     if not (flag if flag is not None else settings.axolotl_validators):
