@@ -371,3 +371,11 @@ def test_a_broken_axolotl_install_is_a_usage_error(tmp_path):
     done = run_with(fake, tmp_path, "c.yml")
     assert done.returncode == 2
     assert "Axolotl is installed but cannot be imported: RuntimeError: half-installed" in done.stderr
+
+
+def test_the_default_check_path_does_not_load_the_upstream_code():
+    from tests.test_import_cost import loaded_modules
+
+    code, modules = loaded_modules("fixtures/llama3-8b-lora.yml")
+    assert code in (0, 1)
+    assert not [m for m in modules if m.startswith("axlint.upstream")]
