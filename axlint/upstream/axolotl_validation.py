@@ -27,7 +27,7 @@ CAPTURED_LOGGERS = ("axolotl",)
 """Loggers whose WARNING records during validation are reported (the `axolotl.*` tree: schemas, plugins)."""
 
 
-def _prepare_environment() -> None:
+def prepare_environment() -> None:
     """No network and no telemetry while validating: a lint must not download models or report configs."""
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "AXOLOTL_DO_NOT_TRACK",
                  "DO_NOT_TRACK"):
@@ -76,6 +76,37 @@ def _fresh_plugin_state() -> None:
         pass
 
 
+def load(text: str, config_path: str | None = None) -> Any:
+    """`load_cfg`'s first step: the YAML as Axolotl's `DictDefault`, with the path it was read from."""
+    import yaml
+    from axolotl.utils.dict import DictDefault
+
+    cfg = DictDefault(yaml.safe_load(text))
+    if config_path:
+        cfg.axolotl_config_path = config_path
+    return cfg
+
+
+def check(cfg: Any, capabilities: dict[str, Any] | None, env_capabilities: dict[str, Any] | None = None) -> Any:
+    """`load_cfg`'s validation: the config's plugins registered in a fresh registry, then `validate_config` (GPU
+    capabilities left out under `use_ray`, as `load_cfg` does). Returns the validated config; raises what
+    `axolotl train` would stop on."""
+    from axolotl.utils.config import prepare_plugins, validate_config
+
+    _fresh_plugin_state()
+    prepare_plugins(cfg)
+    caps, env = (None, None) if cfg.use_ray else (capabilities, env_capabilities)
+    if caps is not None and env is None:
+        env = {"torch_version": torch_version()}
+    return validate_config(cfg, capabilities=caps, env_capabilities=env)
+
+
+def validated(text: str, capabilities: dict[str, Any] | None, env_capabilities: dict[str, Any] | None = None,
+              config_path: str | None = None) -> Any:
+    """Axolotl's validated config for one config's text; raises what start-up validation raises."""
+    return check(load(text, config_path), capabilities, env_capabilities)
+
+
 def validate(text: str, capabilities: dict[str, Any] | None, env_capabilities: dict[str, Any] | None = None,
              config_path: str | None = None) -> dict[str, Any]:
     """Axolotl's verdict on one config's text.
@@ -87,12 +118,8 @@ def validate(text: str, capabilities: dict[str, Any] | None, env_capabilities: d
     `exception` set; `crashed` when it is not one Axolotl raises on purpose (a TypeError, AttributeError, ...:
     Axolotl's code failed on a value it did not expect).
     """
-    import yaml
-    from axolotl.utils.config import prepare_plugins, validate_config
-    from axolotl.utils.dict import DictDefault
     from pydantic import ValidationError
 
-    _fresh_plugin_state()
     collect = _Collect()
     loggers = [logging.getLogger(name) for name in CAPTURED_LOGGERS]
     for logger in loggers:
@@ -101,14 +128,8 @@ def validate(text: str, capabilities: dict[str, Any] | None, env_capabilities: d
     environment = exception = crashed = False
     cfg: Any = None
     try:
-        cfg = DictDefault(yaml.safe_load(text))
-        if config_path:
-            cfg.axolotl_config_path = config_path
-        prepare_plugins(cfg)
-        caps, env = (None, None) if cfg.use_ray else (capabilities, env_capabilities)
-        if caps is not None and env is None:
-            env = {"torch_version": torch_version()}
-        validate_config(cfg, capabilities=caps, env_capabilities=env)
+        cfg = load(text, config_path)
+        check(cfg, capabilities, env_capabilities)
     except ValidationError as exc:
         prefix = _dataset_prefix(cfg, exc.title)
         errors = [{"loc": prefix + [p if isinstance(p, int) else str(p) for p in e.get("loc", ())],
@@ -160,7 +181,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
 def main() -> None:
     """Serve requests from stdin. Whatever Axolotl prints (Python or native code) goes to stderr, so stdout
     carries the protocol only."""
-    _prepare_environment()
+    prepare_environment()
     out = os.fdopen(os.dup(sys.stdout.fileno()), "w", encoding="utf-8")
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
