@@ -55,6 +55,16 @@ class SchemaProblem:
     suggestion: str | None = None
 
 
+def _shown(node: Node) -> Any:
+    """What a message quotes of a value: a scalar as it is, a mapping by its first keys, a list by its length."""
+    if node.kind == "map":
+        keys = [str(p.key.value) for p in node.pairs]
+        return "{" + ", ".join(f"{k}: ..." for k in keys[:3]) + (", ..." if len(keys) > 3 else "") + "}"
+    if node.kind == "seq":
+        return f"[{len(node.items)} item{'s' if len(node.items) != 1 else ''}]"
+    return node.value
+
+
 def _truthy(node: Node) -> bool:
     """The node's value as Python truthiness sees it (Axolotl's removal validators test `if value:`)."""
     return bool(node.items or node.pairs) if node.kind in ("seq", "map") else bool(node.value)
@@ -366,7 +376,7 @@ class _Checker:
         allowed = schema.get("type")
         if allowed is not None and not _type_matches(kind, node, allowed):
             args = {"key": _key_name(path), "expected": _expected([{"type": allowed}]), "got": yaml_type(node),
-                    "value": node.value}
+                    "value": _shown(node)}
             return SchemaProblem(_lax_accepts(node, kind, allowed) or "wrong-type", path, "value", args)
         values = _values(schema) if "enum" in schema or "const" in schema else None
         if values is not None and (node.kind != "scalar" or not any(_equal(node.value, v) for v in values)):
@@ -375,7 +385,7 @@ class _Checker:
 
     def enum_problem(self, node: Node, schemas: list[dict], path: KeyPath) -> SchemaProblem:
         """bad-enum for a scalar (with a did-you-mean among string values), wrong-type for a map or list."""
-        args = {"key": _key_name(path), "value": node.value, "allowed": _expected(schemas), "got": yaml_type(node)}
+        args = {"key": _key_name(path), "value": _shown(node), "allowed": _expected(schemas), "got": yaml_type(node)}
         if node.kind != "scalar":
             return SchemaProblem("wrong-type", path, "value", {**args, "expected": args["allowed"]})
         words = [v for s in schemas for v in _values(s) if isinstance(v, str)]
@@ -400,7 +410,7 @@ class _Checker:
         if node.kind == "scalar" and any(same_kind):
             return [self.enum_problem(node, branches, path)]
         return [SchemaProblem("wrong-type", path, "value", {"key": _key_name(path), "expected": _expected(branches),
-                                                           "got": yaml_type(node), "value": node.value})]
+                                                           "got": yaml_type(node), "value": _shown(node)})]
 
     def check_map(self, node: Node, schema: dict, path: KeyPath) -> list[SchemaProblem]:
         properties = schema.get("properties", {})
