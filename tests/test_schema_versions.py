@@ -146,3 +146,21 @@ def test_outputs_name_the_versions(tmp_path, nothing_installed):
 def test_bad_version_is_a_usage_error(tmp_path):
     result = _check(tmp_path, "base_model: org/model\n", "--axolotl-version", "latest")
     assert result.exit_code == 2 and "not a release number" in result.output
+
+
+def test_the_generators_write_and_check_release_files(tmp_path, capsys):
+    """`tools/schemagen.write_releases`, which both generators use: files and index written, then `--check`
+    passes while they are current and fails once one is edited."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "tools" / "schemagen.py"
+    spec = importlib.util.spec_from_file_location("schemagen", path)
+    schemagen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(schemagen)
+    releases = [({"properties": {"a": {}}, "$defs": {}}, {"version": "1.0", "file": "1.0.schema.json"})]
+    assert schemagen.write_releases(tmp_path, "pkg", iter(releases), check=False) == 0
+    assert json.loads((tmp_path / "versions.json").read_text()) == {"pkg": [releases[0][1]]}
+    assert schemagen.write_releases(tmp_path, "pkg", iter(releases), check=True) == 0
+    (tmp_path / "1.0.schema.json").write_text("{}\n")
+    assert schemagen.write_releases(tmp_path, "pkg", iter(releases), check=True) == 1
+    assert "stale: 1.0.schema.json; run tools/gen_pkg_schema.py" in capsys.readouterr().out
