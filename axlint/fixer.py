@@ -2,7 +2,7 @@
 
 One run fixes a config and the DeepSpeed JSON it references together (a finding located in the JSON carries a
 fix for the JSON). All texts are held in memory until the end, so `axlint fix` without `--write` can show the
-diff of every file it would change; `write_changed` then writes each changed file atomically.
+diff of every file it would change; `write_changed` then writes the changed files all or nothing, each atomically.
 
 Per pass and per file, whole fixes are taken in offset order and a fix whose edits touch one already taken waits
 for the next pass. A text that no longer parses is refused (the file keeps its previous text and the refusal is
@@ -308,41 +308,93 @@ def unified_diff(state: FileState, label: str) -> str:
 
 
 def write_changed(report: FixReport) -> list[str]:
-    """Write every changed file atomically; returns problems (a file that changed on disk meanwhile is skipped)."""
-    problems = []
-    for state in report.changed:
-        if state.raw is None:
-            continue
-        try:
-            if state.path.read_bytes() != state.raw:
-                problems.append(f"{state.path}: changed on disk while fixing; not written")
-                continue
-            write_atomic(state.path, state.text, bom=state.bom)
-        except OSError as exc:
-            problems.append(f"{state.path}: cannot write: {exc.strerror or exc}")
-    return problems
+    """Write every changed file, all or nothing; returns problems (nothing is written when there is one).
 
-
-def write_atomic(path: Path, text: str, *, bom: bool = False) -> None:
-    """Write UTF-8 text through a temp file in the same folder (fsync, then os.replace), keeping the file mode.
-
-    A symlink is followed: its target is replaced, the link stays.
+    A fix can span two files (the YAML and the DeepSpeed JSON it names), so each new text is first staged in a
+    temp file beside its target (written and fsynced); only when every file staged are they moved into place.
+    A file that changed on disk meanwhile, a read-only file (no owner write bit: root would write it anyway) or a
+    failed stage (disk full, permissions) stops the whole write and removes the staged files.
     """
+    states = [s for s in report.changed if s.raw is not None]
+    problems: list[str] = []
+    staged: list[_Staged] = []
+    try:
+        for state in states:
+            try:
+                if state.path.read_bytes() != state.raw:
+                    problems.append(f"{state.path}: changed on disk while fixing; not written")
+                    continue
+                staged.append(_stage(state.path, state.text, bom=state.bom))
+            except (OSError, _ReadOnly) as exc:
+                problems.append(f"{state.path}: cannot write: {getattr(exc, 'strerror', None) or exc}")
+        if problems:
+            return problems + ([f"nothing written: {len(staged)} other file(s) left as they were, so a fix that "
+                                f"spans files is never half applied"] if staged else [])
+        for item in staged:
+            item.commit()
+        staged = []
+        return []
+    finally:
+        for item in staged:
+            item.discard()
+
+
+class _ReadOnly(Exception):
+    """The file has no owner write bit; it is not written even when the process could (root)."""
+
+
+@dataclass
+class _Staged:
+    """A new text written and fsynced beside `target`, not yet in place.
+
+    `commit` renames it over the target (mode and, where allowed, owner kept) and fsyncs the folder; a file with
+    other hard links is instead rewritten in place from the staged copy, so every link keeps seeing it."""
+
+    target: Path
+    tmp: str
+    data: bytes
+    in_place: bool
+
+    def commit(self) -> None:
+        if self.in_place:
+            with open(self.target, "r+b") as handle:
+                handle.write(self.data)
+                handle.truncate()
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.unlink(self.tmp)
+        else:
+            os.replace(self.tmp, self.target)
+            _fsync_dir(self.target.parent)
+
+    def discard(self) -> None:
+        if os.path.exists(self.tmp):
+            os.unlink(self.tmp)
+
+
+def _stage(path: Path, text: str, *, bom: bool) -> _Staged:
+    """A symlink is followed: its target is written, the link stays."""
     target = Path(os.path.realpath(path))
-    mode = stat.S_IMODE(target.stat().st_mode)
+    info = target.stat()
+    if not info.st_mode & stat.S_IWUSR:
+        raise _ReadOnly(f"read-only (mode {stat.S_IMODE(info.st_mode):04o})")
+    data = (BOM if bom else b"") + text.encode("utf-8")
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".axlint.tmp")
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write((BOM if bom else b"") + text.encode("utf-8"))
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        os.chmod(tmp, stat.S_IMODE(info.st_mode))
+        if hasattr(os, "chown") and (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
+            try:
+                os.chown(tmp, info.st_uid, info.st_gid)
+            except PermissionError:
+                pass  # not root: the rename gives the file our owner, as any editor's save would
     except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+        os.unlink(tmp)
         raise
-    _fsync_dir(target.parent)
+    return _Staged(target, tmp, data, in_place=info.st_nlink > 1)
 
 
 def _fsync_dir(folder: Path) -> None:

@@ -19,6 +19,7 @@ from axlint.cli import cli
 from axlint.diagnostics import Span
 from axlint.document import load_document
 from axlint.engine import load_rules, select_rules
+from axlint import fixer
 from axlint.fixer import fix_paths, write_changed
 from axlint.fixes import Applicability, Edit, Fix
 from axlint.lint import LintOptions
@@ -267,6 +268,58 @@ def test_file_changed_on_disk_meanwhile_is_not_overwritten(work):
     (work / "c.yml").write_text("base_model: x\nlr: 2\n")
     assert write_changed(report) == [f"{work / 'c.yml'}: changed on disk while fixing; not written"]
     assert (work / "c.yml").read_text() == "base_model: x\nlr: 2\n"
+
+
+def test_a_two_file_fix_is_written_whole_or_not_at_all(work, monkeypatch):
+    """When one file of a fix cannot be written (here: the second stage fails as on a full disk), neither is."""
+    (work / "a.yml").write_text("base_model: x\nlr: 1\n")
+    (work / "b.yml").write_text("base_model: y\nlr: 2\n")
+    options = LintOptions(select_rules(load_rules([work / "rules"]), ["TST002"]))
+    report = fix_paths([work / "a.yml", work / "b.yml"], options)
+    real_stage = fixer._stage
+
+    def stage(path, text, *, bom):
+        if path.name == "b.yml":
+            raise OSError(28, "No space left on device")
+        return real_stage(path, text, bom=bom)
+
+    monkeypatch.setattr(fixer, "_stage", stage)
+    problems = write_changed(report)
+    assert problems[0] == f"{work / 'b.yml'}: cannot write: No space left on device"
+    assert problems[1].startswith("nothing written: 1 other file(s) left as they were")
+    assert (work / "a.yml").read_text() == "base_model: x\nlr: 1\n"
+    assert not list(work.glob(".*.axlint.tmp"))
+
+
+def test_a_read_only_file_is_not_written(work):
+    """Mode 0444 is refused even for root, who could write it (the fix command exits 1 and says why)."""
+    path = work / "c.yml"
+    path.write_text("base_model: x\nlr: 1\n")
+    os.chmod(path, 0o444)
+    done = axlint("--write", "c.yml")
+    assert done.exit_code == 1 and "cannot write: read-only (mode 0444)" in done.stderr
+    assert "Would fix 1 finding in 1 file" in done.stderr and "Fixed" not in done.stderr
+    assert path.read_text() == "base_model: x\nlr: 1\n"
+
+
+def test_a_hard_linked_file_stays_linked(work):
+    path = work / "c.yml"
+    path.write_text("base_model: x\nlr: 1\n")
+    os.link(path, work / "twin.yml")
+    assert axlint("--write", "c.yml").exit_code == 0
+    assert (work / "twin.yml").read_text() == "base_model: x\nlearning_rate: 1\n"
+    assert path.stat().st_ino == (work / "twin.yml").stat().st_ino
+
+
+def test_the_owner_of_a_written_file_is_kept(work):
+    """Run as root, a file of another user stays that user's (the staged copy is chowned before the rename)."""
+    path = work / "c.yml"
+    path.write_text("base_model: x\nlr: 1\n")
+    if os.getuid() == 0:
+        os.chown(path, 1234, 1234)
+    owner = (path.stat().st_uid, path.stat().st_gid)
+    assert axlint("--write", "c.yml").exit_code == 0
+    assert (path.stat().st_uid, path.stat().st_gid) == owner
 
 
 # ---------------------------------------------------------------------------------------------------- comments

@@ -66,8 +66,8 @@ def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, sett
             sys.stdout.write(unified_diff(state, display_path(state.path)))
     notes = scope_notes(len(report.remaining.skipped), assumed_hardware(report.remaining.runs, setup.rules),
                         schema_versions(report.remaining.runs, setup.rules))
-    _explain(report, problems, applied=write or stdin, show_fixes=show_fixes, quiet=quiet, unsafe=unsafe_fixes,
-             notes=notes)
+    _explain(report, problems, applied=(write and not unwritten) or stdin, show_fixes=show_fixes, quiet=quiet,
+             unsafe=unsafe_fixes, notes=notes)
     if write or stdin:
         threshold = Severity(fail_on).rank
         left = any(d.severity.rank >= threshold for d in report.remaining.diagnostics)
