@@ -4,7 +4,9 @@ A rule is data (a YAML pack under `rules/`). A simple rule is a condition over k
 `{key: PATH, OP: VALUE}` with OP in exists, equals, not_equals, in, not_in, greater_than, less_than, truthy,
 matches, contains; combined with all / any / not. A VALUE may be `{key: OTHER_PATH}` to compare two keys.
 PATH prefixes: none = the Axolotl config with defaults, `raw:` = as written, `ds:` = DeepSpeed with "auto"
-resolved, `ds_raw:` = as written, `run:` = run facts (world_size, zero_stage). Anything else names a Python check.
+resolved, `ds_raw:` = as written, `run:` = attributes of the run (world_size, world_size_assumed), `facts:` = a
+resolved fact of `axlint.facts.RunFacts` as Axolotl and DeepSpeed read it (`facts:sample_packing` is true for
+`sample_packing: "yes"`). Anything else names a Python check.
 """
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ import os
 import re
 import zlib
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
@@ -21,6 +24,7 @@ import yaml
 from axlint.checks import CHECKS, Hit, load_builtin_checks
 from axlint.diagnostics import Diagnostic, Severity, Span
 from axlint.document import Document, DocumentError, KeyPath
+from axlint.facts import Fact
 from axlint.fixes import Applicability, Fix
 from axlint.run import TrainingRun
 
@@ -222,6 +226,10 @@ def lookup(run: TrainingRun, path: str) -> Any:
     prefix, _, rest = path.rpartition(":")
     if prefix == "run":
         return getattr(run, rest, MISSING)
+    if prefix == "facts":
+        value = getattr(run.facts, rest, MISSING)
+        value = value.value if isinstance(value, Fact) else value
+        return value.value if isinstance(value, Enum) else value
     data: Any = {"": run.config, "raw": run.raw, "ds": run.ds, "ds_raw": run.ds_raw}.get(prefix, MISSING)
     for part in rest.split("."):
         if isinstance(data, dict) and part in data:
@@ -239,7 +247,8 @@ def _operand(run: TrainingRun, value: Any) -> Any:
     return value
 
 
-def _number(v: Any) -> float | None:
+def as_number(v: Any) -> float | None:
+    """A number, or a string pydantic would read as one, as a float; None for bools and anything else."""
     if isinstance(v, bool):
         return None
     if isinstance(v, (int, float)):
@@ -271,7 +280,7 @@ def _leaf(run: TrainingRun, cond: dict[str, Any]) -> bool:
         elif op == "not_in":
             ok = value not in arg
         elif op in ("greater_than", "less_than"):
-            a, b = _number(value), _number(arg)
+            a, b = as_number(value), as_number(arg)
             ok = a is not None and b is not None and (a > b if op == "greater_than" else a < b)
         elif op == "truthy":
             ok = bool(value) == bool(arg)

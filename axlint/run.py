@@ -1,13 +1,12 @@
-"""TrainingRun: the Axolotl config and its DeepSpeed config, defaults applied and "auto" resolved.
+"""TrainingRun: the Axolotl config and the DeepSpeed config it references, loaded, located and resolved.
 
-This is the one object that rules and the memory estimator read. Resolution follows what really happens at
-launch: Axolotl fills its pydantic defaults, turns `batch_size` into `gradient_accumulation_steps`, and hands the
-DeepSpeed file to the HF Trainer, which fills `"auto"` values (transformers `integrations/deepspeed.py`,
-accelerate `_prepare_deepspeed`; see ../shared/reference/deepspeed.md §2.2).
+This is the one object every rule, the estimator, the solver, simulate and validate read. It finds and loads the
+DeepSpeed file the way launch does (next to the YAML, then the working folder, then Axolotl's bundled
+`deepspeed_configs/`), knows where every key is written, and resolves the run's facts once (`facts`, see
+`axlint.facts` for the semantics and their upstream sources).
 """
 from __future__ import annotations
 
-import copy
 import os
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
@@ -15,23 +14,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from axlint.diagnostics import Span
+from axlint.facts import ZERO_ALIASES, RunFacts, resolve_facts
 from axlint.document import Document, DocumentError, KeyPath, load_document
 from axlint.hardware import default_hardware
 from axlint.kind import ConfigKind, classify_data
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 STOCK_DEEPSPEED = PACKAGE_DIR / "data" / "deepspeed_stock"
-
-# DeepSpeed accepts both spellings of the ZeRO-3 keys (pydantic aliases, deepspeed.md §2.5); rules read the long one.
-ZERO_ALIASES = {
-    "prefetch_bucket_size": "stage3_prefetch_bucket_size",
-    "param_persistence_threshold": "stage3_param_persistence_threshold",
-    "model_persistence_threshold": "stage3_model_persistence_threshold",
-    "max_live_parameters": "stage3_max_live_parameters",
-    "max_reuse_distance": "stage3_max_reuse_distance",
-    "gather_16bit_weights_on_model_save": "stage3_gather_16bit_weights_on_model_save",
-}
-
 
 @lru_cache(maxsize=1)
 def axolotl_defaults() -> dict[str, Any]:
@@ -68,9 +57,9 @@ class TrainingRun:
         if self.axolotl is None:
             return {}
         cfg = {**axolotl_defaults(), **{k: v for k, v in self.raw.items() if v is not None}}
-        mbs, bs = cfg.get("micro_batch_size"), self.raw.get("batch_size")
-        if self.raw.get("gradient_accumulation_steps") is None and _is_int(bs) and _is_int(mbs) and mbs > 0:
-            cfg["gradient_accumulation_steps"] = max(1, bs // mbs)
+        gas = self.facts.gradient_accumulation_steps
+        if gas.key == ("batch_size",):
+            cfg["gradient_accumulation_steps"] = gas.value
         return cfg
 
     @property
@@ -88,25 +77,29 @@ class TrainingRun:
         """The model architecture (None when unknown); resolution never touches the network."""
         from axlint.architectures import resolve_architecture
 
-        model = self.config.get("base_model_config") or self.config.get("base_model")
+        model = self.raw.get("base_model_config") or self.raw.get("base_model")
         if not isinstance(model, str) and self.model_config_path is None:
             return None
         search = [self.axolotl.path.parent] if self.axolotl is not None else []
         return resolve_architecture(str(model or ""), model_config=self.model_config_path, search_paths=search)
 
     @cached_property
-    def ds(self) -> dict[str, Any] | None:
-        """The DeepSpeed config as the HF Trainer hands it to `deepspeed.initialize`."""
-        if self.ds_raw is None:
-            return None
+    def facts(self) -> RunFacts:
+        """Every fact of the run, resolved once with the real loaders' semantics (axlint.facts)."""
         hidden = getattr(self.arch, "hidden_size", None) if self.axolotl is not None else None
-        return resolve_auto(self.ds_raw, self.config, self.world_size, hidden)
+        bf16 = getattr(self.hardware, "bf16", True)
+        return resolve_facts(self.raw, self.ds_raw, world_size=self.world_size, bf16_capable=bf16 is not False,
+                             hidden_size=hidden)
 
     @property
-    def zero_stage(self) -> int:
-        zero = (self.ds or {}).get("zero_optimization") or {}
-        stage = zero.get("stage", 0) if isinstance(zero, dict) else 0
-        return stage if isinstance(stage, int) else 0
+    def ds(self) -> Mapping[str, Any] | None:
+        """The DeepSpeed config as the HF Trainer hands it to `deepspeed.initialize` ("auto" filled)."""
+        return self.facts.ds
+
+    @property
+    def zero_stage(self) -> int | None:
+        """The ZeRO stage DeepSpeed runs (0 without DeepSpeed; None when the written stage is unreadable)."""
+        return self.facts.zero_stage.value
 
     @property
     def documents(self) -> list[Document]:
@@ -139,67 +132,6 @@ def _written_path(ds: dict[str, Any], path: KeyPath) -> KeyPath:
                     return ("zero_optimization", short)
     return path
 
-
-def _is_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
-
-
-# ---------------------------------------------------------------------------------------------------- "auto"
-
-
-def resolve_auto(ds_raw: dict[str, Any], cfg: dict[str, Any], world_size: int, hidden_size: int | None) -> dict[str, Any]:
-    """Fill HF "auto" values (deepspeed.md §2.2) and normalise ZeRO-3 aliases to their `stage3_` names.
-
-    train_micro_batch_size_per_gpu = micro_batch_size; gradient_accumulation_steps = gradient_accumulation_steps;
-    train_batch_size = world_size × mbs × gas; gradient_clipping = max_grad_norm (1.0);
-    bf16/fp16.enabled from the Axolotl flags; reduce_bucket_size = h²; stage3_prefetch_bucket_size = int(0.9 h²);
-    stage3_param_persistence_threshold = 10 h; optimizer lr/betas/eps/weight_decay from the training args.
-    Values that stay "auto" (unknown hidden size) are left as the string "auto".
-    """
-    ds = copy.deepcopy(ds_raw)
-    mbs, gas = cfg.get("micro_batch_size") or 1, cfg.get("gradient_accumulation_steps") or 1
-    # Axolotl's resolve_dtype: `bf16: auto` means bf16 unless fp16 is on (a bf16-capable GPU assumed)
-    bf16 = cfg.get("bf16") in (True, "full") or (cfg.get("bf16") == "auto" and not cfg.get("fp16"))
-    fills: dict[KeyPath, Any] = {
-        ("train_micro_batch_size_per_gpu",): mbs,
-        ("gradient_accumulation_steps",): gas,
-        ("train_batch_size",): _mul(world_size, mbs, gas),
-        ("gradient_clipping",): cfg.get("max_grad_norm", 1.0) if cfg.get("max_grad_norm") is not None else 1.0,
-        ("bf16", "enabled"): bool(bf16),
-        ("fp16", "enabled"): bool(cfg.get("fp16")) and not bf16,  # Axolotl passes `fp16 and not bf16`
-        ("optimizer", "params", "lr"): cfg.get("learning_rate"),
-        ("optimizer", "params", "betas"): [cfg.get("adam_beta1") or 0.9, cfg.get("adam_beta2") or 0.999],
-        ("optimizer", "params", "eps"): cfg.get("adam_epsilon") or 1e-8,
-        ("optimizer", "params", "weight_decay"): cfg.get("weight_decay") or 0.0,
-        ("scheduler", "params", "warmup_min_lr"): 0,
-        ("scheduler", "params", "warmup_max_lr"): cfg.get("learning_rate"),
-        ("zero_optimization", "stage3_gather_16bit_weights_on_model_save"): False,
-    }
-    if hidden_size:
-        fills[("zero_optimization", "reduce_bucket_size")] = hidden_size * hidden_size
-        fills[("zero_optimization", "stage3_prefetch_bucket_size")] = int(0.9 * hidden_size * hidden_size)
-        fills[("zero_optimization", "stage3_param_persistence_threshold")] = 10 * hidden_size
-    zero = ds.get("zero_optimization")
-    if isinstance(zero, dict):
-        for short, long in ZERO_ALIASES.items():
-            if short in zero and long not in zero:
-                zero[long] = zero.pop(short)
-    for path, value in fills.items():
-        parent = ds
-        for part in path[:-1]:
-            parent = parent.get(part) if isinstance(parent, dict) else None
-        if isinstance(parent, dict) and parent.get(path[-1]) == "auto" and value is not None:
-            parent[path[-1]] = value
-    return ds
-
-
-def _mul(*xs: Any) -> int | None:
-    out = 1
-    for x in xs:
-        if not _is_int(x):
-            return None
-        out *= x
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------- loading

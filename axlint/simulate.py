@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
+from axlint.facts import RunFacts, ShardingKind
 from axlint.validate.model import build_model, count_parameters, effective_attention, prepare_for_training
 from axlint.validate.spec import TrainSpec, train_spec
 
@@ -70,13 +71,6 @@ class SimulationResult:
         }
 
 
-def zero_stage_of(ds: Mapping[str, Any] | None) -> int:
-    """ZeRO stage of a (resolved) DeepSpeed config; 0 without one."""
-    zero = (ds or {}).get("zero_optimization") or {}
-    stage = zero.get("stage", 0) if isinstance(zero, Mapping) else 0
-    return stage if isinstance(stage, int) and not isinstance(stage, bool) else 0
-
-
 def shard(process: Mapping[str, int], stage: int, world: int) -> dict[str, int]:
     """Per-GPU bytes under ZeRO: optimizer states and master weights ÷N from stage 1, gradients from 2, parameters at 3."""
     out = dict(process)
@@ -87,23 +81,24 @@ def shard(process: Mapping[str, int], stage: int, world: int) -> dict[str, int]:
     return out
 
 
-def simulate(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Any, hw: Any = None, *,
-             steps: int = 2) -> SimulationResult:
-    """Simulate `steps` training steps of `arch` (an object with `.model_type` and `.config`) under `config`."""
+def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> SimulationResult:
+    """Simulate `steps` training steps of `arch` (an object with `.model_type` and `.config`) for the resolved
+    run `facts` (axlint.facts)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     start = time.perf_counter()
-    spec = train_spec(config)
+    spec = train_spec(facts)
     attn, note = effective_attention(spec, on_cuda=False)
     notes = [note] if note else []
     world = int(getattr(hw, "count", 1) or 1)
-    stage = zero_stage_of(ds)
+    deepspeed = facts.sharding.kind is ShardingKind.DEEPSPEED
+    stage = facts.sharding.stage if deepspeed else 0
     with torch.device("meta"):
         model = prepare_for_training(build_model(arch.model_type, arch.config, spec, attn=attn), spec)
-    if ds is not None and spec.dtype != "float32":
+    if deepspeed and spec.dtype != "float32":
         cast_parameters(model, getattr(torch, spec.dtype))
-    autocast = ds is None and spec.dtype != "float32"
+    autocast = not deepspeed and spec.dtype != "float32"
     with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), _fused_dropout():
         materialize_fake(model)
         params = [p for p in model.parameters() if p.requires_grad]
@@ -113,12 +108,11 @@ def simulate(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Any,
         vocab = int(model.config.get_text_config().vocab_size)
         with tracker:
             for _ in range(steps):
-                _train_step(model, optimizer, spec, vocab, autocast)
-                tracker.reset_mod_stats()
+                _train_step(model, optimizer, spec, vocab, autocast, tracker.reset_mod_stats)
         snapshot = tracker.get_tracker_snapshot("peak")
     total, trainable = count_parameters(model)
     process = _categories(snapshot)
-    if ds is not None and spec.dtype != "float32":
+    if deepspeed and spec.dtype != "float32":
         _deepspeed_mixed_precision(process, params)
         notes.append("DeepSpeed mixed precision: fp32 optimizer states and fp32 master weights of trainable parameters")
     if spec.quantized:
@@ -225,9 +219,12 @@ def _fused_dropout() -> Any:
     return mock.patch.object(torch.nn.functional, "dropout", dropout)
 
 
-def _train_step(model: Any, optimizer: Any, spec: TrainSpec, vocab: int, autocast: bool) -> None:
+def _train_step(model: Any, optimizer: Any, spec: TrainSpec, vocab: int, autocast: bool,
+                after_backward: Callable[[], None]) -> None:
     """One optimizer step; with gradient accumulation two micro-batches, so gradients live through a forward.
-    ``autocast``: the forward runs under `torch.autocast` in the spec's dtype (accelerate's mixed precision)."""
+    ``autocast``: the forward runs under `torch.autocast` in the spec's dtype (accelerate's mixed precision).
+    ``after_backward`` runs after each micro-batch's backward (the tracker's per-module stats allow one forward
+    per module between resets; its peak snapshot is kept across resets)."""
     import contextlib
 
     import torch
@@ -238,6 +235,7 @@ def _train_step(model: Any, optimizer: Any, spec: TrainSpec, vocab: int, autocas
         with mixed:
             loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
+        after_backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
 

@@ -11,6 +11,7 @@ from axlint.memory import estimate_memory
 from axlint.memory.activations import layer_bytes_per_token
 from axlint.memory.constants import SAFETY_MARGIN
 from axlint.memory.setup import read_setup
+from tests.resolved import facts
 
 GIB, MIB = 2**30, 2**20
 L3 = resolve_architecture("meta-llama/Meta-Llama-3-8B")
@@ -65,26 +66,28 @@ def test_per_layer_activation_copies_stas_bekman(model, copies):
     """Measured with the older repeat_kv sdpa path; the same experiment on today's code is checked against the
     fake-tensor run in tests/test_simulate_vs_analytic.py."""
     arch = resolve_architecture(model)
-    setup = read_setup({"bf16": True, "sample_packing": True}, None, arch, parse_hardware("1xH100"))
+    setup = read_setup(facts({"bf16": True, "sample_packing": True}, None, arch, parse_hardware("1xH100")), arch)
     measured_unit = 2 * arch.hidden_size  # one hidden_states copy; the measurement includes the layer output
     per_token = layer_bytes_per_token(arch, setup, 0) + repeat_kv_sdpa_extra(arch)
     _record(f"Stas per-layer copies {model}", per_token / measured_unit + 1, copies, 0.08)
 
 
 def test_gpjt_zero3_bs1_active():
-    e = estimate_memory(GPJT, GPJT_DS, L3, parse_hardware("8xA100"))
+    hw = parse_hardware("8xA100")
+    e = estimate_memory(facts(GPJT, GPJT_DS, L3, hw), L3, hw)
     _record("gpjt ZeRO-3 8 GPU bs1 max active GiB", e.peak_allocated / GIB, 22.0, 0.10)
 
 
 def test_gpjt_zero3_slope_per_token():
     hw = parse_hardware("8xA100")
-    lo = estimate_memory({**GPJT, "micro_batch_size": 9}, GPJT_DS, L3, hw)
-    hi = estimate_memory({**GPJT, "micro_batch_size": 41}, GPJT_DS, L3, hw)
+    lo = estimate_memory(facts({**GPJT, "micro_batch_size": 9}, GPJT_DS, L3, hw), L3, hw)
+    hi = estimate_memory(facts({**GPJT, "micro_batch_size": 41}, GPJT_DS, L3, hw), L3, hw)
     _record("gpjt ZeRO-3 slope MiB/token", (hi.peak_allocated - lo.peak_allocated) / (32 * 512) / MIB, 1.83, 0.25)
 
 
 def test_gpjt_liger_4gpu_bs64():
-    e = estimate_memory({**GPJT, **LIGER, "micro_batch_size": 64}, GPJT_DS, L3, parse_hardware("4xA100"))
+    hw = parse_hardware("4xA100")
+    e = estimate_memory(facts({**GPJT, **LIGER, "micro_batch_size": 64}, GPJT_DS, L3, hw), L3, hw)
     _record("gpjt ZeRO-3+Liger 4 GPU bs64 max active GiB", e.peak_allocated / GIB, 56.5, 0.30)
 
 
@@ -93,7 +96,8 @@ def test_gpjt_liger_4gpu_bs64():
     (True, 1024, 19800), (True, 2048, 23400), (True, 4096, 30600), (True, 8192, 48000), (True, 16384, 77000)])
 def test_liger_e2e_chart_reserved(liger, seq, measured_mb):
     config = {**LIGER_E2E, **(LIGER if liger else {}), "sequence_len": seq}
-    e = estimate_memory(config, None, L3, parse_hardware("8xA100"))
+    hw = parse_hardware("8xA100")
+    e = estimate_memory(facts(config, None, L3, hw), L3, hw)
     old_stack = 0.0 if liger else shifted_logits_extra(L3, e.setup.micro_batch_size, e.setup.tokens)
     _record(f"Liger e2e {'Liger' if liger else 'HF'} seq {seq} reserved MiB", (e.peak_reserved + old_stack) / MIB,
             measured_mb, 0.30)
@@ -102,7 +106,8 @@ def test_liger_e2e_chart_reserved(liger, seq, measured_mb):
 def test_liger_e2e_hf_4k_is_oom():
     """The chart's HF run OOMs at 4k; so does the estimate, on today's loss alone (no old-stack extra): fp32 params
     after accelerate's FSDP1 upcast, 12·T·V allocated + 2·T·V cached-unreused for the loss."""
-    e = estimate_memory({**LIGER_E2E, "sequence_len": 4096}, None, L3, parse_hardware("8xA100"))
+    hw = parse_hardware("8xA100")
+    e = estimate_memory(facts({**LIGER_E2E, "sequence_len": 4096}, None, L3, hw), L3, hw)
     assert e.peak_device > (1 - SAFETY_MARGIN) * e.capacity
     assert not e.fits
 
@@ -110,7 +115,8 @@ def test_liger_e2e_hf_4k_is_oom():
 @pytest.mark.parametrize("tokens, gpu_gb", [(932, 12), (2551, 16), (28454, 80)])
 def test_unsloth_qlora_context_table(tokens, gpu_gb):
     arch = resolve_architecture("meta-llama/Llama-3.1-8B")
-    e = estimate_memory({**UNSLOTH, "sequence_len": tokens}, None, arch, parse_hardware("1xH100"))
+    hw = parse_hardware("1xH100")
+    e = estimate_memory(facts({**UNSLOTH, "sequence_len": tokens}, None, arch, hw), arch, hw)
     _record(f"Unsloth QLoRA {tokens} tok device GiB (vs {gpu_gb} GB card)", e.peak_device / GIB, gpu_gb, 0.25)
 
 

@@ -9,6 +9,7 @@ from axlint.memory.estimate import COMPONENTS
 from axlint.memory.logits import logits_bytes
 from axlint.memory.overhead import expandable_segments_enabled
 from axlint.memory.states import known_optimizers, optimizer_spec
+from tests.resolved import facts
 
 GIB = 2**30
 L8B = resolve_architecture("meta-llama/Llama-3.1-8B")
@@ -24,7 +25,7 @@ ZERO3 = {"zero_optimization": {"stage": 3, "overlap_comm": True, "sub_group_size
 
 
 def est(config=None, ds=None, hw=H100, arch=L8B, **kw):
-    return estimate_memory({**BASE, **(config or {})}, ds, arch, hw, **kw)
+    return estimate_memory(facts({**BASE, **(config or {})}, ds, arch, hw), arch, hw, **kw)
 
 
 def gib(e, key):
@@ -178,7 +179,8 @@ def test_estimate_speed_benchmark():
     n = 200
     start = time.perf_counter()
     for _ in range(n):
-        estimate_memory(config, None, resolve_architecture("meta-llama/Llama-3.1-8B"), H100)
+        arch = resolve_architecture("meta-llama/Llama-3.1-8B")
+        estimate_memory(facts(config, None, arch, H100), arch, H100)
     print(f"\nestimate_memory (resolve + estimate): {(time.perf_counter() - start) / n * 1000:.2f} ms per call")
 
 

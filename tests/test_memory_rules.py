@@ -14,10 +14,11 @@ from axlint.engine import load_rules, select_rules
 from axlint.fixes import Applicability
 from axlint.hardware import parse_hardware
 from axlint.lint import LintOptions, lint_text
-from axlint.memory.solver import (Suggestion, eval_batch_candidates, evaluates, relax, single_knob_fixes,
+from axlint.memory.solver import (Suggestion, eval_batch_candidates, relax, single_knob_fixes,
                                   throughput_text)
 from axlint.run import build_run
 from tests.corpus import CORPUS as CORPUS_ROOT
+from tests.resolved import facts
 
 ROOT = Path(__file__).resolve().parents[1]
 FFT = ROOT / "fixtures" / "llama3-8b-fft-zero3.yml"
@@ -239,7 +240,7 @@ def test_changes_text_names_every_edit():
     ({"test_datasets": [{"path": "x"}]}, True), ({"val_set_size": 0.05, "eval_strategy": "no"}, False),
 ])
 def test_evaluates(config, expected):
-    assert evaluates(config) is expected
+    assert facts(config).evaluates is expected
 
 
 def test_eval_batch_candidates_start_at_the_micro_batch():
@@ -251,7 +252,7 @@ def test_single_knob_fixes_fit_the_training_peak():
     config = {"adapter": "lora", "lora_target_linear": True, "sequence_len": 8192, "sample_packing": True,
               "micro_batch_size": 2, "bf16": True, "flash_attention": True}
     hw = parse_hardware("1xH100")
-    fixes = single_knob_fixes(config, None, L8B, hw)
+    fixes = single_knob_fixes(facts(config, None, L8B, hw), L8B, hw)
     assert fixes["gradient_checkpointing"].changes == {"gradient_checkpointing": True}
     assert all(s.peak_gib <= 79.2 * 0.95 for s in fixes.values())
 
@@ -260,7 +261,8 @@ def test_relax_finds_what_a_small_run_does_not_need():
     ds = {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"}}}
     config = {"sequence_len": 2048, "sample_packing": True, "micro_batch_size": 2, "bf16": True,
               "flash_attention": True, "gradient_checkpointing": True}
-    found = relax(config, ds, resolve_architecture("Qwen/Qwen2.5-0.5B"), parse_hardware("8xH100"))
+    arch, hw = resolve_architecture("Qwen/Qwen2.5-0.5B"), parse_hardware("8xH100")
+    found = relax(facts(config, ds, arch, hw), arch, hw)
     assert set(found) == {"gradient_checkpointing", "zero3", "offload"}
     assert found["zero3"].ds_changes == {"zero_optimization.stage": 2}
     assert found["offload"].ds_changes == {"zero_optimization.offload_optimizer.device": "none"}

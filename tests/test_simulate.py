@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from axlint.simulate import shard, simulate
+from tests.resolved import facts
 
 TINY = {"hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4, "num_attention_heads": 8,
         "num_key_value_heads": 2, "vocab_size": 4096, "max_position_embeddings": 4096, "tie_word_embeddings": False}
@@ -16,7 +17,7 @@ ARCH = SimpleNamespace(model_type="llama", config=TINY)
 def run(**overrides: Any) -> Any:
     config = {"micro_batch_size": 2, "sequence_len": 1024, "bf16": True, "gradient_checkpointing": False,
               "attn_implementation": "sdpa", "optimizer": "adamw_torch_fused", **overrides}
-    return simulate(config, None, ARCH, None)
+    return simulate(facts(config, None, ARCH, None), ARCH, None)
 
 
 def test_full_finetune_categories_are_positive() -> None:
@@ -58,7 +59,8 @@ def test_zero_sharding_divides_model_states() -> None:
 def test_deepspeed_mixed_precision_and_zero3() -> None:
     ds = {"zero_optimization": {"stage": 3}, "bf16": {"enabled": True}}
     config = {"micro_batch_size": 1, "sequence_len": 256, "bf16": True, "optimizer": "adamw_torch_fused"}
-    result = simulate(config, ds, ARCH, SimpleNamespace(count=4))
+    hw = SimpleNamespace(count=4)
+    result = simulate(facts(config, ds, ARCH, hw), ARCH, hw)
     n = result.parameters
     assert result.process_bytes["master_weights"] == 4 * n
     assert result.process_bytes["optimizer_states"] == pytest.approx(8 * n, rel=1e-3)
@@ -89,8 +91,16 @@ def test_deepspeed_casts_lora_adapters_to_bf16() -> None:
     ds = {"zero_optimization": {"stage": 0}, "bf16": {"enabled": True}}
     config = {"micro_batch_size": 1, "sequence_len": 256, "bf16": True, "adapter": "lora", "lora_r": 8,
               "lora_target_linear": True, "optimizer": "adamw_torch_fused"}
-    result = simulate(config, ds, ARCH, None)
+    result = simulate(facts(config, ds, ARCH, None), ARCH, None)
     adapters = result.trainable_parameters
     assert result.process_bytes["parameters"] == 2 * result.parameters
     assert result.process_bytes["master_weights"] == 4 * adapters
     assert result.process_bytes["optimizer_states"] == pytest.approx(8 * adapters, rel=1e-3)
+
+
+def test_gradient_accumulation_keeps_gradients_through_the_next_forward() -> None:
+    """With accumulation the first micro batch's gradients are alive during the second forward: the simulated peak
+    holds them (before, the tracker refused a second forward of the same module)."""
+    one, four = run(gradient_accumulation_steps=1), run(gradient_accumulation_steps=4)
+    assert four.process_bytes["gradients"] > 0 == one.process_bytes["gradients"]
+    assert four.peak_allocated_bytes > one.peak_allocated_bytes

@@ -26,6 +26,7 @@ from axlint.memory.estimate import estimate_memory
 from axlint.memory.setup import read_setup
 from axlint.run import axolotl_defaults
 from axlint.simulate import simulate
+from tests.resolved import facts
 
 GIB = 2**30
 TOLERANCE = 0.10
@@ -79,8 +80,9 @@ def compare(case: str) -> tuple[float, float, str]:
     """(simulated, analytic peak allocated bytes, analytic peak phase) of one case, computed once per session."""
     _, model, layers, settings = next(c for c in CASES if c[0] == case)
     arch, cfg = architecture(model, layers), config(model, settings)
-    estimate = estimate_memory(cfg, None, arch, H100)
-    return simulate(cfg, None, arch, H100).peak_allocated_bytes, estimate.peak_allocated, estimate.phase
+    run = facts(cfg, None, arch, H100)
+    estimate = estimate_memory(run, arch, H100)
+    return simulate(run, arch, H100).peak_allocated_bytes, estimate.peak_allocated, estimate.phase
 
 
 @pytest.mark.parametrize("case", [c[0] for c in CASES])
@@ -131,7 +133,7 @@ def test_per_layer_activations_match_one_simulated_layer(model: str) -> None:
     """A (the analytic per-layer bytes) + the layer output 2h against the same layer on today's code, within 1 %:
     GQA, qk-norm, Gemma norms and GeGLU included."""
     arch = architecture(model, None)
-    setup = read_setup(config(model, {}), None, arch, H100)
+    setup = read_setup(facts(config(model, {}), None, arch, H100), arch)
     analytic = layer_bytes_per_token(arch, setup, 0) + 2 * arch.hidden_size
     assert analytic == pytest.approx(one_layer_saved_bytes_per_token(arch), rel=0.01)
 

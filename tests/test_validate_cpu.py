@@ -164,7 +164,7 @@ def test_out_of_memory_is_a_result(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(key, raising=False)
     tiny = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1, "num_attention_heads": 2,
             "num_key_value_heads": 1, "vocab_size": 128}
-    job = {"model_type": "llama", "model_config": tiny, "ds": None, "steps": 2, "device": "cpu",
+    job = {"model_type": "llama", "model_config": tiny, "ds_raw": None, "steps": 2, "device": "cpu",
            "axolotl": {"sequence_len": 16, "micro_batch_size": 1}}
     result = worker.run_rank(job)
     assert result["status"] == "oom"

@@ -7,7 +7,8 @@ from axlint.validate.launch import choose_launcher, launch_command
 from axlint.validate.probe import largest_fitting
 from axlint.validate.report import ValidationReport
 from axlint.validate.scaling import scale_down
-from axlint.validate.spec import attention_implementation, cpu_attention, train_spec
+from axlint.facts import resolve_facts
+from axlint.validate.spec import cpu_attention, train_spec
 
 LLAMA_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
             "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "bos_token_id": 128000,
@@ -47,13 +48,15 @@ def test_largest_fitting_doubles_then_bisects() -> None:
 
 
 def test_train_spec_reads_axolotl_semantics() -> None:
-    spec = train_spec({"micro_batch_size": 4, "sequence_len": 2048, "bf16": "auto", "gradient_checkpointing": True,
-                       "load_in_4bit": True, "lora_target_linear": True, "learning_rate": "2e-4"})
+    spec = train_spec(resolve_facts({"micro_batch_size": 4, "sequence_len": 2048, "bf16": "auto",
+                                     "gradient_checkpointing": True, "adapter": "qlora", "load_in_4bit": True,
+                                     "lora_target_linear": True, "learning_rate": "2e-4"}))
     assert spec.tokens == 8192 and spec.dtype == "bfloat16" and spec.quantized
     assert spec.gradient_checkpointing_kwargs == {"use_reentrant": True}
     assert spec.lora_target_modules == "all-linear" and spec.learning_rate == 2e-4
-    assert attention_implementation({"flash_attention": True, "sdp_attention": True}) == "flash_attention_2"
-    assert attention_implementation({}) == "sdpa"
+    assert train_spec(resolve_facts({"flash_attention": True, "sdp_attention": True})).attn_implementation \
+        == "flash_attention_2"
+    assert train_spec(resolve_facts({})).attn_implementation == "sdpa"
     assert cpu_attention("flash_attention_2") == "sdpa" and cpu_attention("eager") == "eager"
 
 

@@ -14,6 +14,13 @@ from axlint.engine import load_rules
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 RULES_DOC = ROOT / "docs" / "rules.md"
+SEVERITY_POLICY = (
+    "Severity: **error** means the run refuses to start, crashes (out of memory included), or silently trains "
+    "something other than what the config says in a way that matters; every error's docs say which, under \"What "
+    "stops the run\" (the upstream check, with its file and version) or \"What the stack does instead of "
+    "refusing\". **warning** means likely wasteful or risky, a dead key included. **info** is advice, such as a "
+    "setting that a run with room to spare does not need.")
+"""The severity policy, printed at the top of docs/rules.md; the README's rules section says the same."""
 BLOCK = re.compile(r"(<!-- rules:start -->\n).*?(<!-- rules:end -->)", re.S)
 
 
@@ -23,7 +30,8 @@ def rendered(text: str) -> str:
 
 def rules_doc() -> str:
     """Every rule's documentation on one page; each rule has an anchor named by its lower-case code (SARIF links)."""
-    parts = ["# axlint rules", "", "Generated from the packs in `rules/` by `python tools/update_readme.py`.", ""]
+    parts = ["# axlint rules", "", "Generated from the packs in `rules/` by `python tools/update_readme.py`.", "",
+             SEVERITY_POLICY, ""]
     for rule in load_rules():
         parts += [f'<a id="{rule.code.lower()}"></a>', "", rule_markdown(rule, level=2)]
     return "\n".join(parts)

@@ -5,15 +5,11 @@ from typing import Any, Iterator
 
 from axlint import edits
 from axlint.checks import Hit, register_check
-from axlint.checks.deepspeed import zero_stage
 from axlint.engine import Rule
+from axlint.facts import CCE_PLUGIN, LEGACY_ATTENTION, LIGER_PLUGIN
 from axlint.fixes import Applicability, Fix
 from axlint.run import TrainingRun
 
-LEGACY_ATTENTION = (("xformers_attention", "xformers"), ("sage_attention", "sage"),
-                    ("flex_attention", "flex_attention"), ("flash_attention", "flash_attention_2"),
-                    ("sdp_attention", "sdpa"), ("eager_attention", "eager"))
-"""Deprecated flags and the backend Axolotl maps them to, in its priority order (axolotl.md §2.1 #4)."""
 
 FLASH_LIBRARY = frozenset({"flash_attention_2", "flash_attention_3"})
 LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules", "lora_target_linear", "lora_modules_to_save")
@@ -21,22 +17,36 @@ EMBEDDING_MODULES = frozenset({"embed_tokens", "lm_head", "wte", "embed_in", "em
                                "tok_embeddings", "output"})
 CROSS_ENTROPY_KEYS = ("cut_cross_entropy", "chunked_cross_entropy", "liger_cross_entropy",
                       "liger_fused_linear_cross_entropy")
-CCE_PLUGIN = "axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"
+KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
+EMBEDDING_LAYERS = {"gpt_neox": ("embed_in", "embed_out"), "falcon": ("word_embeddings", "lm_head"),
+                    "nemotron_h": ("embeddings", "lm_head")}
+"""The input and output embedding modules Axolotl requires in `lora_modules_to_save` when new tokens are added,
+by model type; every other type uses `embed_tokens` and `lm_head` (Axolotl 0.18.0 `loaders/utils.py`,
+`get_linear_embedding_layers`)."""
+DEFAULT_EMBEDDING_LAYERS = ("embed_tokens", "lm_head")
 
 
-def attention_backend(cfg: dict[str, Any]) -> str | None:
-    """The attention implementation the run uses: `attn_implementation`, else the legacy flag Axolotl maps."""
-    impl = cfg.get("attn_implementation")
-    if isinstance(impl, str):
-        return impl
-    return next((name for flag, name in LEGACY_ATTENTION if cfg.get(flag) is True), None)
+def plugins(run: TrainingRun) -> list[str]:
+    """The `plugins:` the config lists (Axolotl registers each before it validates the config)."""
+    listed = run.raw.get("plugins")
+    return [p for p in listed if isinstance(p, str)] if isinstance(listed, list) else []
+
+
+def glm_dsa_context_parallel(run: TrainingRun) -> bool:
+    """`use_glm_dsa_kernels` with the kernels plugin: the GLM DSA kernels bring their own context-parallel
+    attention, and Axolotl skips its flash-attention requirements for context parallelism (Axolotl 0.18.0
+    `utils/schemas/validation.py`, `check_context_parallel_size`; the key exists only with the plugin)."""
+    return bool(run.raw.get("use_glm_dsa_kernels")) and KERNELS_PLUGIN in plugins(run)
+
+
+def embedding_layers(run: TrainingRun) -> tuple[str, ...]:
+    model_type = getattr(run.arch, "model_type", None)
+    return EMBEDDING_LAYERS.get(model_type, DEFAULT_EMBEDDING_LAYERS)
 
 
 def attention_key(run: TrainingRun) -> tuple[str, ...]:
-    """The key that chose the backend (for locating a finding)."""
-    if "attn_implementation" in run.raw:
-        return ("attn_implementation",)
-    return next(((flag,) for flag, _ in LEGACY_ATTENTION if run.raw.get(flag) is True), ("attn_implementation",))
+    """The key that chose the attention backend (for locating a finding)."""
+    return run.facts.attn_implementation.key or ("attn_implementation",)
 
 
 def is_flash_library(backend: str | None) -> bool:
@@ -56,20 +66,20 @@ def above_one(value: Any) -> bool:
 
 @register_check("ax_sample_packing_attention")
 def check_sample_packing_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """`sample_packing` with no attention backend: packed samples are not isolated (axolotl.md §2.3 #46)."""
-    if run.axolotl is not None and run.config.get("sample_packing") is True and attention_backend(run.config) is None:
+    """`sample_packing` with no attention backend: packed samples are not isolated (Axolotl 0.18.0 warns)."""
+    if run.axolotl is not None and run.facts.sample_packing.value and run.facts.attn_implementation.value is None:
         yield ax_hit(run, ("sample_packing",))
 
 
 @register_check("ax_eager_long_sequence")
 def check_eager_long_sequence(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Eager attention keeps the fp32 softmax of every head: 6·heads·seq² bytes per sequence and layer."""
-    seq = run.config.get("sequence_len")
+    seq = run.facts.sequence_len.value
     threshold = rule.options.get("min_sequence_len", 8192)
-    if run.axolotl is None or attention_backend(run.config) != "eager" or not isinstance(seq, int) or seq < threshold:
+    if run.axolotl is None or run.facts.attn_implementation.value != "eager" or seq < threshold:
         return
     heads = getattr(run.arch, "num_heads", None)
-    mbs = run.config.get("micro_batch_size") if isinstance(run.config.get("micro_batch_size"), int) else 1
+    mbs = run.facts.micro_batch_size.value
     size = (f"{6 * heads * seq * seq * mbs / 2**30:.1f} GiB per layer for {heads} heads × micro batch {mbs}"
             if heads else f"{6 * seq * seq / 2**30:.2f} GiB per head, layer and sequence")
     yield ax_hit(run, attention_key(run), part="value", seq=seq, size=size)
@@ -78,7 +88,7 @@ def check_eager_long_sequence(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("ax_lora_keys_without_adapter")
 def check_lora_keys_without_adapter(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """LoRA keys in a config without `adapter`: Axolotl runs a full fine-tune and ignores them."""
-    if run.axolotl is None or run.config.get("adapter"):
+    if run.axolotl is None or run.facts.adapter.value:
         return
     written = [k for k in LORA_KEYS if run.raw.get(k) not in (None, False, [], "")]
     if written:
@@ -89,8 +99,10 @@ def check_lora_keys_without_adapter(run: TrainingRun, rule: Rule) -> Iterator[Hi
 def check_modules_to_save_embeddings(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`lora_modules_to_save` with the embedding or LM head: full trainable copies with optimizer state."""
     modules = run.config.get("lora_modules_to_save")
-    if run.axolotl is None or not run.config.get("adapter") or not isinstance(modules, list):
+    if run.axolotl is None or not run.facts.adapter.value or not isinstance(modules, list):
         return
+    if run.raw.get("tokens"):
+        return  # new tokens: Axolotl requires the embedding modules here (AX132)
     arch = run.arch
     params = arch.vocab_size * arch.hidden_size if arch is not None else None
     size = (f"{params / 1e6:.0f}M parameters, ≈{params * 16 / 2**30:.1f} GiB of fp32 weights, gradients and "
@@ -100,12 +112,35 @@ def check_modules_to_save_embeddings(run: TrainingRun, rule: Rule) -> Iterator[H
             yield ax_hit(run, ("lora_modules_to_save", index), part="value", module=name, size=size)
 
 
+@register_check("ax_new_tokens_embedding_modules")
+def check_new_tokens_embedding_modules(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """New `tokens` with an adapter: Axolotl refuses to load the model unless `lora_modules_to_save` names the
+    model's input and output embedding modules, exactly (Axolotl 0.18.0 `loaders/utils.py`,
+    `check_model_config`)."""
+    if run.axolotl is None or not run.raw.get("adapter") or not run.raw.get("tokens"):
+        return
+    modules = run.raw.get("lora_modules_to_save")
+    # Axolotl tests `name in lora_modules_to_save`: list membership, or a substring of a string value
+    listed = modules if isinstance(modules, str) else [m for m in modules if isinstance(m, str)] \
+        if isinstance(modules, list) else []
+    required = embedding_layers(run)
+    missing = [m for m in required if m not in listed]
+    if not missing:
+        return
+    if run.arch is None and any(m in listed and m not in DEFAULT_EMBEDDING_LAYERS
+                                for names in EMBEDDING_LAYERS.values() for m in names):
+        return  # an unknown model whose author named another family's modules: the model type decides
+    where = ("lora_modules_to_save",) if "lora_modules_to_save" in run.raw else ("tokens",)
+    yield ax_hit(run, where, required=", ".join(f"`{m}`" for m in required),
+                 missing=", ".join(f"`{m}`" for m in missing))
+
+
 @register_check("ax_reentrant_zero3")
 def check_reentrant_zero3(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Non-reentrant gradient checkpointing under ZeRO-3: CheckpointError about recomputed values."""
     kwargs = run.config.get("gradient_checkpointing_kwargs")
-    if (run.axolotl is None or not run.config.get("gradient_checkpointing") or not isinstance(kwargs, dict)
-            or kwargs.get("use_reentrant") is not False or zero_stage(run) != 3):
+    if (run.axolotl is None or not run.facts.gradient_checkpointing.value or not isinstance(kwargs, dict)
+            or kwargs.get("use_reentrant") is not False or run.zero_stage != 3):
         return
     needs_non_reentrant = any(run.config.get(k) for k in ("unfrozen_parameters", "selective_checkpointing")) or \
         run.config.get("activation_offloading") == "hidden_states"
@@ -118,10 +153,29 @@ def check_reentrant_zero3(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("ax_multiple_cross_entropy")
 def check_multiple_cross_entropy(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """More than one cross-entropy replacement turned on in the YAML (axolotl.md §2.3 #86)."""
+    """More than one cross-entropy replacement on. Refused when the YAML turns on two (Axolotl 0.18.0
+    `utils/schemas/validation.py`, `check_cross_entropy_conflicts`) or when `chunked_cross_entropy` is on with the
+    Cut Cross Entropy plugin listed (`integrations/cut_cross_entropy/args.py`, `check_chunked_cross_entropy_not_set`,
+    whatever `cut_cross_entropy` says). Accepted, though both patch the loss, when the plugin's default turns
+    `cut_cross_entropy` on and a Liger cross-entropy is on with the Liger plugin listed."""
     on = [k for k in CROSS_ENTROPY_KEYS if run.raw.get(k)]
+    listed = plugins(run)
     if len(on) > 1:
-        yield ax_hit(run, (on[1],), keys=", ".join(f"`{k}`" for k in on))
+        yield ax_hit(run, (on[1],), problem=f"{', '.join(f'`{k}`' for k in on)} are all on: Axolotl refuses the "
+                                            "config, it allows one cross-entropy replacement at a time; keep one")
+    elif CCE_PLUGIN in listed and run.raw.get("chunked_cross_entropy"):
+        yield ax_hit(run, ("chunked_cross_entropy",),
+                     problem="`chunked_cross_entropy` with the Cut Cross Entropy plugin listed: Axolotl refuses the "
+                             "config (the plugin refuses chunked cross-entropy even with `cut_cross_entropy: "
+                             "false`); remove the key or the plugin")
+    elif CCE_PLUGIN in listed and "cut_cross_entropy" not in run.raw and LIGER_PLUGIN in listed:
+        liger = [k for k in ("liger_cross_entropy", "liger_fused_linear_cross_entropy") if run.raw.get(k)]
+        if liger:
+            yield ax_hit(run, (liger[0],),
+                         problem=f"`{liger[0]}` is on and the Cut Cross Entropy plugin turns `cut_cross_entropy` "
+                                 "on by default: Axolotl starts, but both plugins patch the model's loss when it "
+                                 "loads and only one of the two kernels computes it; write `cut_cross_entropy: "
+                                 f"false` or remove `{liger[0]}`")
 
 
 @register_check("ax_cce_needs_half_precision")
@@ -152,11 +206,13 @@ def check_attention_with_legacy_flag(run: TrainingRun, rule: Rule) -> Iterator[H
 
 @register_check("ax_context_parallel_attention")
 def check_context_parallel_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """`context_parallel_size` > 1 needs the flash-attn library (ring-flash-attn) (§2.3 #119)."""
-    if run.axolotl is None or not any(above_one(run.config.get(k)) for k in ("context_parallel_size",
-                                                                          "sequence_parallel_degree")):
+    """`context_parallel_size` > 1 needs the flash-attn library (ring-flash-attn), unless the GLM DSA kernels
+    bring their own context-parallel attention (Axolotl 0.18.0 `utils/schemas/validation.py`,
+    `check_context_parallel_size`)."""
+    if run.axolotl is None or glm_dsa_context_parallel(run) or not any(
+            above_one(run.config.get(k)) for k in ("context_parallel_size", "sequence_parallel_degree")):
         return
-    backend = attention_backend(run.config)
+    backend = run.facts.attn_implementation.value
     if not is_flash_library(backend):
         where = attention_key(run) if backend else (
             "context_parallel_size" if "context_parallel_size" in run.raw else "sequence_parallel_degree",)

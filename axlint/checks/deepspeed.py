@@ -1,8 +1,10 @@
 """Checks of the DeepSpeed config: batch identity, precision, "auto" values, ZeRO keys and offload.
 
 Under Axolotl the DeepSpeed file goes through the HF Trainer, which fills `"auto"` values from the training
-arguments and raises on explicit values that disagree with them (deepspeed.md §2.2-2.3). A JSON checked on its
-own is read the way DeepSpeed itself reads it (§1.6-1.7), since nothing says a launcher will fill it.
+arguments and raises on explicit values that disagree with them (transformers/integrations/deepspeed.py 5.14.1,
+`HfTrainerDeepSpeedConfig`), and through accelerate's `DeepSpeedPlugin` (accelerate/utils/dataclasses.py 1.13.0).
+A JSON checked on its own is read the way DeepSpeed's own parser reads it (deepspeed/runtime/config.py 0.18.9),
+since nothing says a launcher will fill it. tests/test_oracle_deepspeed.py runs that stack on the corpus.
 """
 from __future__ import annotations
 
@@ -14,7 +16,8 @@ from axlint.checks import Hit, register_check
 from axlint.document import KeyPath
 from axlint.engine import Rule
 from axlint.fixes import Applicability, Fix
-from axlint.run import ZERO_ALIASES, TrainingRun
+from axlint.facts import ZERO_ALIASES, resolve_facts
+from axlint.run import TrainingRun
 
 BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
 AUTO = "auto"
@@ -32,16 +35,16 @@ HF_FILLED: frozenset[KeyPath] = frozenset({
     ("zero_optimization", "offload_optimizer", "device"), ("zero_optimization", "offload_param", "device"),
     ("zero_optimization", "offload_optimizer", "nvme_path"), ("zero_optimization", "offload_param", "nvme_path"),
 })
-"""Keys whose "auto" the HF Trainer or accelerate fill (deepspeed.md §2.1-2.2); accelerate raises on any other."""
+"""Keys whose "auto" the HF Trainer or accelerate fill; accelerate's `deepspeed_config_process` raises on any other."""
 
 ALIAS_OF_FILLED = {short: long for short, long in ZERO_ALIASES.items() if ("zero_optimization", long) in HF_FILLED}
-"""Short spellings whose `stage3_` name HF fills; HF never looks the short name up (§2.5)."""
+"""Short spellings whose `stage3_` name HF fills; HF and accelerate never look the short name up."""
 
 INT_FIELDS = frozenset({"reduce_bucket_size", "allgather_bucket_size", "sub_group_size", "zero_hpz_partition_size",
                         "stage3_module_granularity_threshold", "module_granularity_threshold",
                         *ZERO_ALIASES, *ZERO_ALIASES.values()}
                        - {"gather_16bit_weights_on_model_save", "stage3_gather_16bit_weights_on_model_save"})
-"""Integer fields of `zero_optimization` (pydantic ints: a fractional float fails, deepspeed.md §1.1.6)."""
+"""Integer fields of `zero_optimization` (pydantic ints in DeepSpeedZeroConfig: a fractional float fails)."""
 OFFLOAD_INT_FIELDS = {"offload_param": ("buffer_count", "buffer_size", "max_in_cpu"), "offload_optimizer": ("buffer_count",)}
 
 REMOVED_TOP = {"amp": "NVIDIA Apex AMP integration", "nebula": "Nebula checkpointing",
@@ -57,10 +60,10 @@ REMOVED_OPTIMIZERS = {"onebitadam", "zerooneadam", "onebitlamb"}
 DEPRECATED_ZERO = {"cpu_offload": "offload_optimizer", "cpu_offload_param": "offload_param",
                    "cpu_offload_use_pin_memory": None,
                    "stage3_gather_fp16_weights_on_model_save": "stage3_gather_16bit_weights_on_model_save"}
-"""Deprecated `zero_optimization` fields and the field that replaces them (deepspeed.md §1.2)."""
+"""Deprecated `zero_optimization` fields and the field that replaces them (deepspeed/runtime/zero/config.py)."""
 
 OFFLOAD_KEEPS_OPTIMIZER = {"adamw_torch", "adamw_torch_fused", "adagrad", "lion_32bit"}
-"""Axolotl/HF optimizer names that accelerate maps to their own DeepSpeed CPU counterpart under offload (§2.4)."""
+"""Axolotl/HF optimizer names that accelerate's `map_pytorch_optim_to_deepspeed` keeps under offload."""
 
 
 # ---------------------------------------------------------------------------------------------------- reading
@@ -90,21 +93,6 @@ def zero_get(zero: dict[str, Any], long: str) -> tuple[str, Any] | None:
     return None
 
 
-def zero_stage(run: TrainingRun) -> int | None:
-    """The ZeRO stage as DeepSpeed parses it (pydantic turns "3" into 3); None when "auto" or unreadable."""
-    raw = (run.ds_raw or {}).get("zero_optimization")
-    if isinstance(raw, bool):
-        return int(raw)
-    if not isinstance(raw, dict):
-        return 0
-    stage = raw.get("stage", 0)
-    if is_int(stage):
-        return stage
-    if isinstance(stage, str) and stage.strip().isdigit():
-        return int(stage)
-    return None
-
-
 def offload_device(zero: dict[str, Any], block: str) -> str | None:
     conf = zero.get(block)
     device = conf.get("device") if isinstance(conf, dict) else None
@@ -112,9 +100,11 @@ def offload_device(zero: dict[str, Any], block: str) -> str | None:
 
 
 def hf_batch(run: TrainingRun) -> tuple[int, int] | None:
-    """(micro_batch_size, gradient_accumulation_steps) the HF Trainer gets from the YAML, when both are ints."""
-    mbs, gas = run.config.get("micro_batch_size"), run.config.get("gradient_accumulation_steps")
-    return (mbs, gas) if is_int(mbs) and is_int(gas) and mbs > 0 and gas > 0 else None
+    """(micro_batch_size, gradient_accumulation_steps) the HF Trainer gets from the YAML (resolved: a quoted "4" is
+    4, `batch_size` derives the accumulation); None for a DeepSpeed file checked on its own."""
+    if run.axolotl is None:
+        return None
+    return run.facts.micro_batch_size.value, run.facts.gradient_accumulation_steps.value
 
 
 def world_known(run: TrainingRun) -> bool:
@@ -187,7 +177,7 @@ def batch_breaks(run: TrainingRun, tbs: int) -> str | None:
     """Why `train_batch_size` cannot equal micro × accumulation × GPUs, or None when it can (or is not checked).
 
     Through HF the micro batch and accumulation are the YAML's; on its own, DeepSpeed derives the missing one
-    (deepspeed.md §1.6). With an assumed GPU count only a value that fits no GPU count is reported.
+    (`_set_batch_related_parameters`). With an assumed GPU count only a value that fits no GPU count is reported.
     """
     known, world = world_known(run), run.world_size
     if through_hf(run):
@@ -211,7 +201,7 @@ def batch_breaks(run: TrainingRun, tbs: int) -> str | None:
 
 @register_check("ds_train_batch_size")
 def check_train_batch_size(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """`train_batch_size` must equal micro batch × gradient accumulation × world size (deepspeed.md §1.6)."""
+    """`train_batch_size` must equal micro batch × gradient accumulation × world size (`_batch_assertion`)."""
     tbs = (run.ds_raw or {}).get("train_batch_size")
     if not is_int(tbs):
         return
@@ -247,10 +237,11 @@ def _yaml_batch_hits(run: TrainingRun, ds_key: str, yaml_key: str, yaml_value: i
 
 @register_check("ds_micro_batch_matches_yaml")
 def check_micro_batch(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """`train_micro_batch_size_per_gpu` ≠ `micro_batch_size`: the HF mismatch error (Axolotl overwrites it
-    itself when `sample_packing` is on, axolotl.md §2.6 #142, so that case is left alone)."""
+    """`train_micro_batch_size_per_gpu` ≠ `micro_batch_size`: the HF mismatch error. With `sample_packing` Axolotl
+    overwrites the plugin's value after the Trainer is built, but `trainer_config_process` already recorded the
+    mismatch when TrainingArguments was created, and `trainer_config_finalize` raises it at train start."""
     batch = hf_batch(run)
-    if through_hf(run) and batch and not run.config.get("sample_packing") and not run.config.get("auto_find_batch_size"):
+    if through_hf(run) and batch and not run.config.get("auto_find_batch_size"):
         yield from _yaml_batch_hits(run, "train_micro_batch_size_per_gpu", "micro_batch_size", batch[0])
 
 
@@ -282,16 +273,16 @@ def check_batch_value_string(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 # ---------------------------------------------------------------------------------------------------- precision
 
 
-def yaml_precisions(cfg: dict[str, Any], gpu_bf16: bool | None) -> set[tuple[bool, bool]]:
-    """The (bf16, fp16) pairs the HF Trainer may get from the YAML. `bf16: auto` follows the GPU (Axolotl's
-    `resolve_dtype`: bf16 where supported, else fp16 unless `fp16`/`float16` say otherwise); `gpu_bf16` None
-    means the GPU is unknown, so both outcomes are possible."""
-    bf16, fp16 = cfg.get("bf16"), cfg.get("fp16")
-    if bf16 != AUTO:
-        return {(bf16 is True or bf16 == "full", bool(fp16))}
-    fallback_fp16 = True if fp16 is None and not cfg.get("float16") else bool(fp16)
-    outcomes = {True: (True, bool(fp16)), False: (False, fallback_fp16)}
-    return set(outcomes.values()) if gpu_bf16 is None else {outcomes[gpu_bf16]}
+def yaml_precisions(run: TrainingRun) -> set[tuple[bool, bool]]:
+    """The (bf16, fp16) pairs the HF Trainer may get from the YAML (the resolved facts: Axolotl's `resolve_dtype`,
+    then `fp16 and not bf16`). `bf16: auto` follows the GPU; without `--hardware` the GPU is unknown, so the
+    outcome on a GPU without bf16 is allowed too."""
+    facts = run.facts
+    outcomes = {(facts.bf16.value, facts.fp16.value)}
+    if getattr(run.hardware, "assumed", True):
+        other = resolve_facts(run.raw, bf16_capable=not getattr(run.hardware, "bf16", True))
+        outcomes.add((other.bf16.value, other.fp16.value))
+    return outcomes
 
 
 @register_check("ds_precision_matches_yaml")
@@ -299,7 +290,7 @@ def check_precision(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`bf16.enabled` / `fp16.enabled` given as true/false in the JSON but not what the YAML trains with."""
     if not through_hf(run):
         return
-    options = yaml_precisions(run.config, getattr(run.hardware, "bf16", None))
+    options = yaml_precisions(run)
     ds = run.ds_raw or {}
     for index, block in enumerate(("bf16", "fp16")):
         conf = ds.get(block)
@@ -326,7 +317,7 @@ def check_auto_without_hf(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("ds_auto_alias")
 def check_auto_alias(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """"auto" under a short ZeRO-3 alias: HF and accelerate fill only the `stage3_` spelling (§2.5)."""
+    """"auto" under a short ZeRO-3 alias: HF and accelerate fill only the `stage3_` spelling."""
     zero = zero_block(run)
     for short, long in ALIAS_OF_FILLED.items():
         if zero.get(short) == AUTO:
@@ -346,22 +337,46 @@ def check_auto_not_filled(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield ds_hit(run, path, key=".".join(map(str, path)))
 
 
+def quoted_stage(run: TrainingRun) -> int | None:
+    """The stage of a `"stage": "3"` written as a quoted whole number (DeepSpeed reads 3, HF and accelerate do not)."""
+    return run.zero_stage if isinstance(zero_block(run).get("stage"), str) else None
+
+
 @register_check("ds_zero_stage_value")
 def check_zero_stage_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """`stage` as "auto" or as a numeric string."""
-    stage = zero_block(run).get("stage")
-    if not isinstance(stage, str):
+    """`stage` that is not an integer: "auto", 3.0 or true make Axolotl's launch fail (accelerate runs
+    `int(os.environ["ACCELERATE_DEEPSPEED_ZERO_STAGE"])` on `str(stage)`); a quoted "3" trains ZeRO-3 in DeepSpeed
+    while HF, accelerate and Axolotl's save path compare it with the integer 3 (DS131)."""
+    zero = zero_block(run)
+    if "stage" not in zero:
+        return
+    stage = zero["stage"]
+    path = ("zero_optimization", "stage")
+    if is_int(stage) or quoted_stage(run) is not None or stage is False or stage is None:  # DS131: quoted
+        return
+    if isinstance(stage, float) and stage.is_integer():
+        fix = ds_fix(run, path, f"write the stage as the integer {int(stage)}", Applicability.SAFE, value=int(stage))
+    else:
+        fix = None
+    if through_hf(run):
+        effect = (f"Axolotl exports it as ACCELERATE_DEEPSPEED_ZERO_STAGE={stage!s} and accelerate's DeepSpeedPlugin "
+                  f"raises \"ValueError: invalid literal for int() with base 10: '{stage!s}'\" before training")
+    else:
+        effect = ("DeepSpeed accepts only 0, 1, 2 or 3 (and whole numbers written as text); under the HF Trainer "
+                  "or Axolotl, accelerate calls int() on it and refuses the launch")
+    yield ds_hit(run, path, fix=fix, stage=json.dumps(stage), effect=effect)
+
+
+@register_check("ds_zero_stage_quoted")
+def check_zero_stage_quoted(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`"stage": "3"`: DeepSpeed trains ZeRO-3; HF's `is_zero3()`, accelerate's `get_state_dict`, the HF Trainer's
+    `save_model` and Axolotl's final save compare the value with the integer 3 and take their non-ZeRO-3 paths.
+    A quoted "0", "1" or "2" runs as written (nothing on the HF side depends on it but the offload flag)."""
+    if quoted_stage(run) != 3:
         return
     path = ("zero_optimization", "stage")
-    if stage.strip().isdigit():
-        fix = ds_fix(run, path, f"write the stage as the number {int(stage)}", Applicability.SAFE, value=int(stage))
-        effect = ("DeepSpeed reads it as a number, but the HF and Axolotl ZeRO-3 tests compare it with the "
-                  "integer 3, so ZeRO-3 model loading (zero.Init) is skipped")
-        yield ds_hit(run, path, fix=fix, stage=stage, effect=effect)
-    elif stage == AUTO:
-        effect = ("the HF Trainer never fills it: accelerate takes ACCELERATE_DEEPSPEED_ZERO_STAGE (default 2), "
-                  "plain DeepSpeed drops it (stage 0)")
-        yield ds_hit(run, path, stage=stage, effect=effect)
+    fix = ds_fix(run, path, "write the stage as the number 3", Applicability.SAFE, value=3)
+    yield ds_hit(run, path, fix=fix)
 
 
 @register_check("ds_offload_device_auto")
@@ -378,8 +393,12 @@ def check_offload_device_auto(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("ds_zero3_gather_weights")
 def check_zero3_gather(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """ZeRO-3 without `stage3_gather_16bit_weights_on_model_save: true` saves placeholder weights (§5 #3)."""
-    if zero_stage(run) != 3 or (is_int(run.config.get("tensor_parallel_size")) and run.config["tensor_parallel_size"] > 1):
+    """ZeRO-3 without `stage3_gather_16bit_weights_on_model_save: true`: the HF Trainer cannot gather the weights
+    and writes a DeepSpeed checkpoint instead of a model file. LoRA/QLoRA adapters are gathered by
+    `_zero3_consolidated_16bit_state_dict(exclude_frozen_parameters=True)`, which ignores the flag."""
+    if run.zero_stage != 3 or (is_int(run.config.get("tensor_parallel_size")) and run.config["tensor_parallel_size"] > 1):
+        return
+    if through_hf(run) and run.facts.adapter.value in ("lora", "qlora"):
         return
     zero = zero_block(run)
     found = zero_get(zero, "stage3_gather_16bit_weights_on_model_save")
@@ -398,7 +417,7 @@ def check_zero3_gather(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("ds_offload_param_below_stage3")
 def check_offload_param_stage(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`offload_param` is valid only with ZeRO-3; stage 1/2 accept it and ignore it."""
-    stage, zero = zero_stage(run), zero_block(run)
+    stage, zero = run.zero_stage, zero_block(run)
     if stage is not None and stage < 3 and offload_device(zero, "offload_param") in ("cpu", "nvme"):
         path = ("zero_optimization", "offload_param")
         fix = ds_fix(run, path, "delete the ignored `offload_param` block", Applicability.SAFE, action="delete")
@@ -408,7 +427,7 @@ def check_offload_param_stage(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("ds_partial_offload_below_stage3")
 def check_partial_offload(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`offload_optimizer.ratio` < 1 with stage < 3: "Partial offloading only supported for ZeRO Stage 3."."""
-    stage, conf = zero_stage(run), zero_block(run).get("offload_optimizer")
+    stage, conf = run.zero_stage, zero_block(run).get("offload_optimizer")
     ratio = as_float(conf.get("ratio")) if isinstance(conf, dict) else None
     if stage is not None and stage < 3 and ratio is not None and ratio < 1:
         yield ds_hit(run, ("zero_optimization", "offload_optimizer", "ratio"), ratio=conf["ratio"], stage=stage)
@@ -434,7 +453,7 @@ def check_deprecated_zero(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("ds_deprecated_with_replacement")
 def check_deprecated_with_replacement(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """A deprecated ZeRO field next to its replacement: DeepSpeed raises AssertionError (§1.1.7)."""
+    """A deprecated ZeRO field next to its replacement: DeepSpeed raises AssertionError."""
     zero = zero_block(run)
     for old, new in DEPRECATED_ZERO.items():
         found = zero_get(zero, new) if new else None
@@ -446,7 +465,7 @@ def check_deprecated_with_replacement(run: TrainingRun, rule: Rule) -> Iterator[
 
 @register_check("ds_removed_feature")
 def check_removed_feature(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """Keys and optimizers DeepSpeed 0.19.8 removed and rejects with DeepSpeedConfigError (§1.1.8)."""
+    """Keys and optimizers DeepSpeed 0.19.8 removed and rejects with DeepSpeedConfigError."""
     ds, zero = run.ds_raw or {}, zero_block(run)
     for key, feature in REMOVED_TOP.items():
         if key in ds:
@@ -527,7 +546,7 @@ def check_optimizer_params(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("ds_block_overrides_yaml")
 def check_block_overrides_yaml(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """An `optimizer`/`scheduler` block in the JSON makes HF use DeepSpeed's, ignoring the YAML's choice (§2.4)."""
+    """An `optimizer`/`scheduler` block in the JSON makes HF use DeepSpeed's, ignoring the YAML's choice."""
     if not through_hf(run):
         return
     ds = run.ds_raw or {}
@@ -538,7 +557,7 @@ def check_block_overrides_yaml(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("ds_offload_swaps_optimizer")
 def check_offload_swaps_optimizer(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """Optimizer offload with a YAML optimizer accelerate cannot keep: it is silently replaced (§2.4)."""
+    """Optimizer offload with a YAML optimizer accelerate cannot keep: it is silently replaced."""
     if not through_hf(run) or run.ds_raw is None:
         return
     zero = zero_block(run)
@@ -551,3 +570,114 @@ def check_offload_swaps_optimizer(run: TrainingRun, rule: Rule) -> Iterator[Hit]
         doc, span = run.ax_span(("optimizer",), "value") if "optimizer" in run.raw else run.ds_span(
             ("zero_optimization", "offload_optimizer"), "key")
         yield Hit(doc, span, {"optimizer": name})
+
+
+# ---------------------------------------------------------------------------------------------------- launch
+
+
+@register_check("ds_no_micro_batch")
+def check_no_micro_batch(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Neither `train_micro_batch_size_per_gpu` nor `train_batch_size`: HF and accelerate fill only keys that are
+    written, and DeepSpeed's `_set_batch_related_parameters` asserts that one of the two is given."""
+    ds = run.ds_raw
+    if not isinstance(ds, dict) or "train_micro_batch_size_per_gpu" in ds or "train_batch_size" in ds:
+        return
+    if through_hf(run) and (run.config.get("auto_find_batch_size") or run.facts.sample_packing.value):
+        return  # with packing, Axolotl writes `micro_batch_size` into the key after the Trainer is built
+    yield ds_hit(run, (), part="key")
+
+
+@register_check("ds_legacy_cpu_offload")
+def check_legacy_cpu_offload(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`cpu_offload: true` under the HF Trainer: DeepSpeed turns it into optimizer offload, but accelerate looks
+    only at `offload_optimizer.device` before swapping the Trainer's optimizer for DeepSpeedCPUAdam, so the engine
+    gets a torch optimizer with offload on and raises ZeRORuntimeException."""
+    ds, zero = run.ds_raw or {}, zero_block(run)
+    if not through_hf(run) or zero.get("cpu_offload") is not True or isinstance(ds.get("optimizer"), dict):
+        return
+    if offload_device(zero, "offload_optimizer") not in (None, "none") or ds.get("zero_force_ds_cpu_optimizer") is False:
+        return
+    yield ds_hit(run, ("zero_optimization", "cpu_offload"), part="key")
+
+
+@register_check("ds_scheduler_steps_fixed")
+def check_scheduler_steps_fixed(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A number for `scheduler.params.total_num_steps` / `warmup_num_steps`: the HF Trainer compares them with the
+    step count it computes and the warm-up Axolotl passes, and raises the mismatch at train start."""
+    if not through_hf(run):
+        return
+    block = (run.ds_raw or {}).get("scheduler")
+    params = block.get("params") if isinstance(block, dict) else None
+    if not isinstance(params, dict):
+        return
+    max_steps, warmup = run.config.get("max_steps"), run.config.get("warmup_steps")
+    expected = {"total_num_steps": (max_steps if is_int(max_steps) and max_steps > 0 else None,
+                                    "the number of optimizer steps (`max_steps`, or epochs × batches)"),
+                "warmup_num_steps": (2 if warmup == 1 else warmup if is_int(warmup) else None,
+                                     "the warm-up steps Axolotl passes (`warmup_steps`, or from `warmup_ratio`)")}
+    for key, (want, what) in expected.items():
+        value = params.get(key)
+        if value is None or isinstance(value, str) or value == want:
+            continue
+        path = ("scheduler", "params", key)
+        yield ds_hit(run, path, key=key, value=json.dumps(value), what=what,
+                     fix=auto_fix(run, path, Applicability.UNSAFE))
+
+
+ZERO_UNKNOWN_018 = ("compute_grad_norm", "parameter_alignment")
+"""`zero_optimization` fields that DeepSpeed 0.19 added and 0.18.x (Axolotl 0.18.0's pin) refuses as extra inputs."""
+
+
+@register_check("ds_zero_field_unknown_018")
+def check_zero_field_unknown_018(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`compute_grad_norm` / `parameter_alignment`: DeepSpeedZeroConfig 0.18.9 forbids extra fields."""
+    zero = zero_block(run)
+    for key in ZERO_UNKNOWN_018:
+        if key in zero:
+            yield ds_hit(run, ("zero_optimization", key), part="key", key=key)
+
+
+@register_check("ds_alias_with_name")
+def check_alias_with_name(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A ZeRO field under both its `stage3_` name and its short alias: pydantic validates the field by its name
+    and refuses the alias as an extra input."""
+    zero = zero_block(run)
+    for short, long in ZERO_ALIASES.items():
+        if short in zero and long in zero:
+            path = ("zero_optimization", short)
+            fix = ds_fix(run, path, f"delete `{short}`", Applicability.UNSAFE, action="delete")
+            yield ds_hit(run, path, part="key", short=short, long=long, fix=fix)
+
+
+@register_check("ds_zero_block_missing")
+def check_zero_block_missing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A DeepSpeed config used through Axolotl without a `zero_optimization` mapping: accelerate's DeepSpeedPlugin
+    refuses a missing block, and Axolotl's `prepare_optim_env` calls `.get("stage")` on whatever is there."""
+    ds = run.ds_raw
+    if not through_hf(run) or not isinstance(ds, dict) or isinstance(ds.get("zero_optimization"), dict):
+        return
+    if "zero_optimization" in ds:
+        effect = ("Axolotl reads its `stage` with `.get()` and fails with \"AttributeError: '"
+                  f"{type(ds['zero_optimization']).__name__}' object has no attribute 'get'\"")
+    else:
+        effect = "accelerate raises \"Please specify the ZeRO optimization config in the DeepSpeed config.\""
+    yield ds_hit(run, ("zero_optimization",), part="key" if "zero_optimization" in ds else "key", effect=effect)
+
+
+COMPILE_FIELDS_018 = frozenset({
+    "debug_log", "deepcompile", "double_buffer", "free_activation", "free_activation_threshold",
+    "keep_all_input_tensors", "keep_int_input_tensors", "offload_activation", "offload_opt_states",
+    "offload_parameters", "passes", "symmetric_memory", "sync_after_allgather", "sync_after_reduce",
+    "sync_before_allgather", "sync_before_reduce"})
+"""The fields of DeepSpeed 0.18.9's `CompileConfig` (deepspeed/compile/config.py), which forbids any other."""
+
+
+@register_check("ds_compile_block_unknown")
+def check_compile_block_unknown(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Keys of the top-level `compile` block that DeepSpeed 0.18.9's CompileConfig does not have."""
+    block = (run.ds_raw or {}).get("compile")
+    if not isinstance(block, dict):
+        return
+    for key in block:
+        if key not in COMPILE_FIELDS_018:
+            yield ds_hit(run, ("compile", key), part="key", key=key)

@@ -16,6 +16,7 @@ from axlint import edits
 from axlint.checks import Hit, register_check
 from axlint.document import Document, KeyPath
 from axlint.engine import Rule
+from axlint.facts import RunFacts
 from axlint.fixes import Applicability, Fix
 from axlint.run import TrainingRun
 
@@ -55,11 +56,14 @@ class MemoryFacts:
     """The estimate of one run and what the solver says about it (each search on first use)."""
 
     config: Mapping[str, Any]
-    ds: Mapping[str, Any] | None
+    run: RunFacts
     arch: "Architecture"
     hw: "Hardware"
     estimate: "MemoryEstimate"
-    evaluating: bool
+
+    @property
+    def evaluating(self) -> bool:
+        return self.run.evaluates
 
     @property
     def capacity(self) -> float:
@@ -72,8 +76,7 @@ class MemoryFacts:
 
     @property
     def eval_exact_tokens(self) -> bool:
-        return self.exact_tokens and (self.config.get("eval_sample_packing") is not False
-                                      or bool(self.config.get("pad_to_sequence_len")))
+        return self.exact_tokens and (self.run.eval_sample_packing or self.run.pad_to_sequence_len.value)
 
     @property
     def train_fits(self) -> bool:
@@ -93,19 +96,19 @@ class MemoryFacts:
     def suggestions(self) -> list["Suggestion"]:
         from axlint.memory.solver import suggest
 
-        return suggest(self.config, self.ds, self.arch, self.hw)
+        return suggest(self.run, self.arch, self.hw)
 
     @cached_property
     def knob_fixes(self) -> dict[str, "Suggestion"]:
         from axlint.memory.solver import single_knob_fixes
 
-        return single_knob_fixes(self.config, self.ds, self.arch, self.hw)
+        return single_knob_fixes(self.run, self.arch, self.hw)
 
     @cached_property
     def relaxations(self) -> dict[str, "Suggestion"]:
         from axlint.memory.solver import relax
 
-        return relax(self.config, self.ds, self.arch, self.hw)
+        return relax(self.run, self.arch, self.hw)
 
 
 def not_modelled(config: Mapping[str, Any]) -> dict[str, str]:
@@ -120,10 +123,8 @@ def compute_facts(run: TrainingRun, *, expandable_segments: bool = False) -> Mem
     if run.axolotl is None or run.arch is None:
         return None
     from axlint.memory.estimate import estimate_memory
-    from axlint.memory.solver import evaluates
-
-    estimate = estimate_memory(run.config, run.ds, run.arch, run.hardware, expandable_segments=expandable_segments)
-    return MemoryFacts(run.config, run.ds, run.arch, run.hardware, estimate, evaluates(run.config))
+    estimate = estimate_memory(run.facts, run.arch, run.hardware, expandable_segments=expandable_segments)
+    return MemoryFacts(run.config, run.facts, run.arch, run.hardware, estimate)
 
 
 def memory_facts(run: TrainingRun) -> MemoryFacts | None:
@@ -337,7 +338,7 @@ def gradient_checkpointing_needed(run: TrainingRun, rule: Rule) -> Iterator[Hit]
 def _loss_fix(run: TrainingRun, model_type: str) -> tuple[str, Fix | None]:
     """Liger FLCE where Liger patches the model type, else Cut Cross-Entropy; other cross-entropy options off."""
     from axlint.memory.liger_models import cce_supports, liger_supports
-    from axlint.memory.setup import CCE_PLUGIN, LIGER_PLUGIN
+    from axlint.facts import CCE_PLUGIN, LIGER_PLUGIN
 
     doc = run.axolotl
     assert doc is not None
@@ -358,7 +359,7 @@ def _loss_fix(run: TrainingRun, model_type: str) -> tuple[str, Fix | None]:
 def liger_or_cce_missing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """The fp32 logits and loss are a large part of the peak, and no fused cross-entropy avoids them."""
     facts = _modelled_facts(run)
-    if facts is None or facts.estimate.setup.loss in ("liger_flce", "cce") or run.config.get("rl"):
+    if facts is None or facts.estimate.setup.loss in ("liger_flce", "cce") or run.facts.rl:
         return  # preference / RL trainers compute their own loss: the plugin's patch does not reach it
     from axlint.memory.logits import logits_bytes
 
@@ -518,9 +519,7 @@ def checkpointing_unneeded(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     s = facts.relaxations.get("gradient_checkpointing") if facts is not None else None
     if facts is None or s is None:
         return
-    path = ("gradient_checkpointing",)
-    if not run.config.get("gradient_checkpointing") and _written(run, ("fsdp_config", "activation_checkpointing")):
-        path = ("fsdp_config", "activation_checkpointing")
+    path = run.facts.gradient_checkpointing.key or ("gradient_checkpointing",)
     doc = run.axolotl
     assert doc is not None
     fix = None

@@ -11,15 +11,11 @@ from typing import Any, Iterator
 
 from axlint.checks import Hit, register_check
 from axlint.checks.axolotl import ax_hit
-from axlint.engine import Rule
+from axlint.engine import Rule, as_number
+from axlint.facts import ATTENTION_ALIASES, CANONICAL_ATTENTION, LIGER_PLUGIN
 from axlint.run import TrainingRun
 
 BATCH_KEYS = ("micro_batch_size", "gradient_accumulation_steps", "batch_size")
-CANONICAL_ATTENTION = frozenset({"eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention",
-                                 "xformers", "sage", "fp8"})
-"""The backends `attn_implementation` accepts by name (Axolotl 0.18.0 `utils/schemas/enums.py`); a value with a
-`/` is a hub kernel and passes too."""
-ATTENTION_ALIASES = {"flash": "flash_attention_2", "flex": "flex_attention", "sdp": "sdpa"}
 EIGHT_BIT_UNDER_FSDP2 = frozenset({"adamw_8bit", "adamw_bnb_8bit"})
 
 
@@ -101,12 +97,8 @@ def early_stopping(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     save, every = raw.get("save_steps"), raw.get("eval_steps")
     if not save or not every:
         yield _at(run, "early_stopping_patience", problem="it needs both `save_steps` and `eval_steps` set")
-    elif _number(save) is not None and _number(every) and _number(save) % _number(every) != 0:
+    elif as_number(save) is not None and as_number(every) and as_number(save) % as_number(every) != 0:
         yield _at(run, "early_stopping_patience", problem=f"`eval_steps: {every}` does not divide `save_steps: {save}`")
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 @register_check("startup_test_datasets_split")
@@ -215,3 +207,143 @@ def required_keys(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if raw.get("datasets") is None and raw.get("pretraining_dataset") is None:
         yield _at(run, "datasets", "pretraining_dataset",
                   missing="`datasets` (or `pretraining_dataset`) is required")
+
+
+@register_check("startup_grpo_generations")
+def grpo_generations(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """GRPO's generation batch against `trl.num_generations`: at least 2 generations, a batch they divide, and a
+    full group per GPU (`check_grpo_batch_size_divisibility`). The batch is `trl.generation_batch_size`, else
+    micro_batch_size × gradient_accumulation_steps as written (0 or unset count as 1; `batch_size` is not read)."""
+    raw = _raw(run)
+    trl = raw.get("trl") if raw is not None and raw.get("rl") == "grpo" else None
+    if not isinstance(trl, dict):
+        return
+    generations = trl.get("num_generations")
+    if not isinstance(generations, int) or isinstance(generations, bool):
+        return  # unset: TRL's own default applies later; another type is the schema's finding
+    where = ("trl", "num_generations")
+    if generations < 2:
+        yield ax_hit(run, where, "value", problem=f"`trl.num_generations: {generations}` gives every group zero "
+                                                  "advantage, so the policy never updates; use 2 or more")
+        return
+    explicit = trl.get("generation_batch_size")
+    if explicit is not None:
+        batch, source = as_number(explicit), f"`trl.generation_batch_size: {explicit}`"
+    else:
+        mbs, gas = raw.get("micro_batch_size") or 1, raw.get("gradient_accumulation_steps") or 1
+        batch = as_number(mbs) * as_number(gas) if as_number(mbs) and as_number(gas) else None
+        source = f"micro_batch_size × gradient_accumulation_steps = {mbs} × {gas}"
+    if batch is None or batch != int(batch):
+        return
+    batch = int(batch)
+    if batch % generations:
+        yield ax_hit(run, where, "value", problem=f"the generation batch ({source} = {batch}) is not a multiple of "
+                                                  f"`trl.num_generations: {generations}`")
+    elif run.world_size > 1 and batch < generations * run.world_size:
+        gpus = f"{run.world_size} GPUs" + (" (assumed; give yours with --hardware)" if run.world_size_assumed else "")
+        yield ax_hit(run, where, "value",
+                     problem=f"on {gpus} every GPU needs a full group: the generation batch ({source} = {batch}) "
+                             f"must be at least num_generations × GPUs = {generations * run.world_size}")
+
+
+def _listed(raw: dict[str, Any], plugin: str) -> bool:
+    plugins = raw.get("plugins")
+    return isinstance(plugins, list) and plugin in plugins
+
+
+@register_check("startup_liger_tensor_parallel")
+def liger_tensor_parallel(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """With the Liger plugin listed: `liger_rms_norm` and `tensor_parallel_size` > 1 (`check_liger_rms_norm_tensor_
+    parallel`, on the YAML as written), or Liger's fused linear cross-entropy with it (`check_tensor_parallel_size_
+    liger_fused_linear_cross_entropy`)."""
+    raw = _raw(run)
+    if raw is None or not _listed(raw, LIGER_PLUGIN):
+        return
+    size = as_number(raw.get("tensor_parallel_size"))
+    if size is None or size <= 1:
+        return
+    for key, why in (("liger_rms_norm", "Liger's RMSNorm does not support tensor-parallel sharded weights"),
+                     ("liger_fused_linear_cross_entropy", "Liger's losses do not support tensor parallelism")):
+        if raw.get(key):
+            yield _at(run, key, key=key, why=why)
+            return
+
+
+@register_check("startup_quantization_config_with_bnb")
+def quantization_config_with_bnb(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`model_quantization_config` with `load_in_8bit` or `load_in_4bit` (`check_model_quantization_config_vs_bnb`)."""
+    raw = _raw(run)
+    if raw is None or not raw.get("model_quantization_config"):
+        return
+    flag = next((k for k in ("load_in_8bit", "load_in_4bit") if raw.get(k)), None)
+    if flag:
+        yield _at(run, flag, flag=flag, method=raw["model_quantization_config"])
+
+
+@register_check("startup_qat_conflicts")
+def qat_conflicts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`qat` with `peft`, `load_in_8bit` or `load_in_4bit`, in that order (`check_qat_config`)."""
+    raw = _raw(run)
+    if raw is None or not raw.get("qat"):
+        return
+    other = next((k for k in ("peft", "load_in_8bit", "load_in_4bit") if raw.get(k)), None)
+    if other:
+        yield _at(run, other, key=other)
+
+
+@register_check("startup_pretraining_val_split")
+def pretraining_val_split(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`val_set_size` with `pretraining_dataset` (`check_pretraining_w_val_set_size`)."""
+    raw = _raw(run)
+    if raw is not None and raw.get("pretraining_dataset") and raw.get("val_set_size"):
+        yield _at(run, "val_set_size")
+
+
+MISTRAL_COMMON_REFUSED = ("added_tokens_overrides", "special_tokens", "tokens", "chat_template", "processor_kwargs")
+"""Keys that edit the tokenizer or its template, which the mistral-common tokenizer does not support, in the
+order Axolotl checks them (`check_mistral_common_incompatible_options`)."""
+
+
+@register_check("startup_mistral_common_edits")
+def mistral_common_edits(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`tokenizer_use_mistral_common` truthy with a key that edits the tokenizer. Axolotl also turns the flag on
+    for Magistral models when it is not written, but in 0.18.0 that happens after this check has run, so only a
+    written value counts (checked with its `validate_config`)."""
+    raw = _raw(run)
+    if raw is None or not raw.get("tokenizer_use_mistral_common"):
+        return
+    key = next((k for k in MISTRAL_COMMON_REFUSED if raw.get(k)), None)
+    if key:
+        yield _at(run, key, key=key)
+
+
+@register_check("startup_quantize_moe_experts")
+def quantize_moe_experts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`quantize_moe_experts` needs a LoRA/QLoRA adapter on a 4- or 8-bit load and no `lora_target_linear`, checked
+    in that order (`check_quantize_moe_experts`)."""
+    raw = _raw(run)
+    if raw is None or not raw.get("quantize_moe_experts"):
+        return
+    if raw.get("lora_target_linear"):
+        yield _at(run, "lora_target_linear", problem="`lora_target_linear` would wrap the quantized expert weights; "
+                                                     "target them with `lora_target_parameters` instead")
+    elif raw.get("adapter") not in ("lora", "qlora"):
+        yield _at(run, "adapter", "quantize_moe_experts", part="value" if "adapter" in raw else "key",
+                  problem="it needs `adapter: lora` or `adapter: qlora`")
+    elif not (raw.get("load_in_4bit") or raw.get("load_in_8bit")):
+        yield _at(run, "quantize_moe_experts", problem="it needs `load_in_4bit: true` or `load_in_8bit: true`")
+
+
+KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
+
+
+@register_check("startup_dsv4_module_lora")
+def dsv4_module_lora(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """With the kernels plugin: `use_dsv4_kernels` and module-level LoRA (`lora_target_modules` or
+    `lora_target_linear`) without `lora_exclude_modules` (`check_dsv4_attention_lora_unsupported`)."""
+    raw = _raw(run)
+    if raw is None or not _listed(raw, KERNELS_PLUGIN) or not raw.get("use_dsv4_kernels"):
+        return
+    key = next((k for k in ("lora_target_modules", "lora_target_linear") if raw.get(k)), None)
+    if key and not raw.get("lora_exclude_modules"):
+        yield _at(run, key, key=key)

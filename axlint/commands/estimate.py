@@ -48,11 +48,16 @@ def load_run(config: Path, hardware: "Hardware | None", model_config: Path | Non
         raise UsageError(f"{config}: a DeepSpeed config; estimate takes the Axolotl YAML that references it")
     if run.ds_error is not None:
         raise UsageError(run.ds_error.message)
-    model = run.config.get("base_model_config") or run.config.get("base_model")
+    model = run.raw.get("base_model_config") or run.raw.get("base_model")
     if run.arch is None and online and isinstance(model, str):
         run.arch = resolve_architecture(model, search_paths=[config.parent], online=True)
     if run.arch is None:
         name = f"`{model}`" if isinstance(model, str) else "the model (no base_model)"
+        if online and isinstance(model, str):
+            raise UsageError(f"cannot resolve the architecture of {name}: not a local folder, not in the Hugging "
+                             "Face cache, not in axlint's catalog, and its config.json could not be fetched from the "
+                             "Hub (no network, a private or gated model without HF_TOKEN, or not a repo id); pass "
+                             "--model-config path/to/config.json")
         raise UsageError(f"cannot resolve the architecture of {name}: not a local folder, not in the Hugging Face "
                          "cache, not in axlint's catalog; pass --model-config path/to/config.json (or --online)")
     return run
@@ -79,7 +84,7 @@ def simulate_run(run: "TrainingRun") -> Any:
     from axlint.simulate import simulate
 
     try:
-        return simulate(run.config, run.ds, run.arch, run.hardware)
+        return simulate(run.facts, run.arch, run.hardware)
     except Exception as exc:  # the model code of any architecture runs here: report, do not trace back
         raise UsageError(f"--simulate failed: {type(exc).__name__}: {exc}") from None
 
@@ -168,7 +173,7 @@ def _print_grid(facts: "MemoryFacts", config: str, axes: tuple[tuple[int, ...], 
     from axlint.memory.solver import fit_grid
     from axlint.report.estimate_table import ASSUMED, fit_grid_json, render_fit_grid
 
-    grid = fit_grid(facts.config, facts.ds, facts.arch, facts.hw, *axes)
+    grid = fit_grid(facts.run, facts.arch, facts.hw, *axes)
     hw = facts.hw
     if fmt == "json":
         click.echo(json.dumps(fit_grid_json(grid, config, hw.to_json()), indent=2))

@@ -17,14 +17,16 @@ def _rules(rules_dirs: tuple[Path, ...]) -> list[Rule]:
 
 
 def rule_markdown(rule: Rule, level: int = 1) -> str:
-    """A rule's documentation: what it does, why it is bad, what the stack does silently when it accepts such a
-    config (error rules the real stack does not refuse), an example, what to write instead, fix safety."""
+    """A rule's documentation: what it does, why it is bad, what stops the run (error rules the real stack refuses
+    or crashes on) or what the stack does silently when it accepts such a config, an example, what to write
+    instead, fix safety."""
     d = rule.docs
     h = "#" * level
     parts = [f"{h} {rule.code} {rule.name}", "", f"{rule.summary}", "",
              f"Severity: {rule.severity.value} · category: {rule.category} · pack: {rule.pack} · "
              f"fix: {rule.fix.get('applicability', 'safe') if rule.fix else ('yes' if d.get('fix_safety', '').lower().startswith(('safe', 'unsafe')) else 'no')}"]
     for title, key, fence in (("Why is this bad?", "why", False),
+                              ("What stops the run", "launch_failure", False),
                               ("What the stack does instead of refusing", "silent_failure", False),
                               ("Example", "example", True), ("Use instead", "instead", True),
                               ("Fix safety", "fix_safety", False)):

@@ -1,6 +1,6 @@
 """Every constant of the analytic memory model, with its source.
 
-Tags as in shared/reference/memory-model.md: [SRC] read in a source, [INF] derived, [CAL] chosen to fit the
+Tags: [SRC] read in a source (named next to it), [INF] derived from sources, [CAL] chosen to fit the
 published measurements listed in tests/test_memory_calibration.py.
 """
 
@@ -11,7 +11,7 @@ BF16 = 2
 FP32 = 4
 INT8 = 1
 # NF4: 4 bits + one fp32 absmax per 64 values = 4.5 bit; double quant: 8-bit absmax + fp32 per 256 blocks
-# = 4 + 8/64 + 32/(64*256) = 4.127 bit [SRC QLoRA paper, memory-model.md §1.1]
+# = 4 + 8/64 + 32/(64*256) = 4.127 bit [SRC QLoRA paper, Dettmers et al. 2023]
 NF4_BYTES = 4.5 / 8
 NF4_DOUBLE_QUANT_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8
 
@@ -63,7 +63,7 @@ BACKWARD_MLP_PLAIN = 4
 # gradient checkpointing keeps the bf16 input of every decoder layer: 2·h per token per layer [SRC Korthikanti]
 CHECKPOINT_BYTES = 2
 
-# ---- logits and loss, bytes per token per vocab entry (× V) unless noted [INF memory-model.md §1.3] ----------
+# ---- logits and loss, bytes per token per vocab entry (× V) unless noted [INF transformers 5 loss/loss_utils.py] ----------
 LOGITS_HF = 12         # at the start of backward: fp32 log_softmax output 4 (saved) + nll_loss grad 4 + log_softmax
                        # grad 4; the bf16 logits 2 and the fp32 upcast 4 are freed by then (the forward peaks at
                        # 2 + 4 + 4 = 10) [SRC transformers 5 loss_utils.ForCausalLMLoss: logits.float() then
@@ -73,29 +73,22 @@ LOGITS_HF_UNREUSED = 2  # reserved, not allocated: the freed bf16 logits block c
                         # + CUDACachingAllocator best-fit; overhead.loss_unreused_bytes]
 LOGITS_LIGER_CE = 4    # Liger (non-fused) CE: bf16 logits + in-place bf16 grad
 LOGITS_EVAL = 10       # no backward: bf16 logits + fp32 copy + log_softmax
-CHUNKED_CE_CHUNKS = 8  # Axolotl chunked_cross_entropy default chunk count
 # per token per hidden unit (× h):
 FLCE_BYTES_PER_HIDDEN = 13  # Liger FLCE slope 0.054 MB/token at H=4096 [SRC Liger benchmark CSV]
 CCE_BYTES_PER_HIDDEN = 4    # CCE: grad of the input 2h + recompute blocks [INF; CCE paper: loss memory ≈ 1 MB]
 
 # ---- optimizer step ------------------------------------------------------------------------------------------
-# torch foreach AdamW builds exp_avg_sq.sqrt() for all params: +1 state-sized temporary [INF memory-model.md §1.1]
+# torch foreach AdamW builds exp_avg_sq.sqrt() for all params: +1 state-sized temporary [INF torch.optim.AdamW foreach path, torch/optim/adam.py]
 FOREACH_TEMP_STATES = 1.0
 # low-rank optimizers (GaLore / APOLLO / Q-GaLore): states of a rank-r projection, r=128..256 of h≈4096
 LOW_RANK_STATE_FRACTION = 0.0625
 
-# ---- DeepSpeed defaults (0.19.8 DeepSpeedZeroConfig) [SRC deepspeed.md §1.2, §4.2] ---------------------------
-DS_REDUCE_BUCKET = 500_000_000
-DS_ALLGATHER_BUCKET = 500_000_000
-DS_PREFETCH_BUCKET = 50_000_000
-DS_MAX_LIVE_PARAMETERS = 1_000_000_000
-DS_PERSISTENCE_THRESHOLD = 100_000
-DS_SUB_GROUP_SIZE = 1_000_000_000
-# comm buffers: IPG bucket + reduce-scatter temp (×2), a third in flight with overlap_comm [INF deepspeed.md §4.3]
+# ---- DeepSpeed buffers (the bucket defaults are in axlint.facts, with the config they are read from) --------
+# comm buffers: IPG bucket + reduce-scatter temp (×2), a third in flight with overlap_comm [INF runtime/zero/stage_1_and_2.py]
 DS_BUCKET_COPIES = 2
 DS_OVERLAP_EXTRA_COPIES = 1
 
-# ---- overheads [SRC Stas Bekman ml-engineering; memory-model.md §1.5] ----------------------------------------
+# ---- overheads [SRC Stas Bekman ml-engineering] ----------------------------------------
 CUDA_CONTEXT_GIB = 1.0   # 0.5–1.0 GiB context on current torch (lazy loading) + cuBLAS/cuDNN workspaces, kernels
 NCCL_GIB = 1.0           # 0.5–1.5 GiB per rank once torch.distributed + NCCL is up
 # caching-allocator reserved/allocated − 1 near capacity: gpjt 1.14 near full, "typically 10–20 %" [CAL]

@@ -1,6 +1,6 @@
 """Compose the per-component functions into the per-GPU peak of a training run.
 
-Phase model (memory-model.md §4, HF blog "Visualize and understand GPU memory"):
+Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
 
   resident   = W·w_share + (O + M)·o_share + buffers
   P_fwd_bwd  = max(start of backward, end of backward):
@@ -37,6 +37,7 @@ from axlint.memory.activations import (eval_activation_bytes, layer_backward_byt
 from axlint.memory.logits import logits_bytes
 from axlint.memory.overhead import allocator_slack_bytes, context_bytes, loss_unreused_bytes
 from axlint.memory.params import trainable
+from axlint.facts import RunFacts
 from axlint.memory.setup import TrainSetup, read_setup
 from axlint.memory.sharding import (buffer_bytes, cpu_offload_bytes, gradient_share, optimizer_share,
                                     step_buffer_bytes, step_temp_bytes, weight_share)
@@ -165,7 +166,7 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
 def persistent_gradients(setup: TrainSetup, g: float) -> float:
     """Gradient memory allocated for the whole run, eval included. DeepSpeed ZeRO-3 allocates its gradient
     partitions once, as one flat buffer of b_ga·P/N (``grad_partitions_flat_buffer`` in ``_setup_for_real_optimizer``;
-    on the CPU when the optimizer is offloaded) and never frees it [SRC deepspeed.md §4.2, DeepSpeed 0.19.8
+    on the CPU when the optimizer is offloaded) and never frees it [SRC DeepSpeed 0.19.8
     runtime/zero/stage3.py]. Elsewhere the gradients are set to None after each step."""
     s = setup.sharding
     return g if s.kind == "deepspeed" and s.stage == 3 and not s.offload_optimizer else 0.0
@@ -192,9 +193,8 @@ def _backward_moment(arch: Architecture, setup: TrainSetup, layers: list[float],
     return start if sum(start.values()) >= sum(end.values()) else end
 
 
-def estimate_memory(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Architecture, hw: Hardware, *,
+def estimate_memory(facts: RunFacts, arch: Architecture, hw: Hardware, *,
                     expandable_segments: bool = False) -> MemoryEstimate:
-    """Per-GPU peak memory of the Axolotl run ``config`` (defaults applied) with DeepSpeed ``ds`` ("auto"
-    resolved, or None) on ``hw``. ``expandable_segments``: PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True
-    (see ``overhead.expandable_segments_enabled``)."""
-    return estimate_setup(read_setup(config, ds, arch, hw), arch, hw, expandable_segments=expandable_segments)
+    """Per-GPU peak memory of the resolved run ``facts`` (axlint.facts) on ``hw``. ``expandable_segments``:
+    PYTORCH_CUDA_ALLOC_CONF has expandable_segments:True (see ``overhead.expandable_segments_enabled``)."""
+    return estimate_setup(read_setup(facts, arch), arch, hw, expandable_segments=expandable_segments)

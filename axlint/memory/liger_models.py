@@ -3,8 +3,9 @@
 ``LIGER_MODEL_TYPES``: the keys of ``liger_kernel.transformers.monkey_patch.MODEL_TYPE_TO_APPLY_LIGER_FN`` in
 liger-kernel 0.8.5 (tests/test_memory_liger_sync.py keeps this in sync with the installed file, parsed with ``ast``).
 Axolotl excludes ``qwen3_5`` / ``qwen3_5_moe`` from that table but patches them itself, and adds ``jamba``
-and ``granitemoe`` branches (axolotl.md §5.1).
-``CCE_MODEL_TYPES``: the 78 types of Axolotl's Cut Cross-Entropy fork README (axolotl.md §5.2).
+and ``granitemoe`` branches (Axolotl 0.18.0 ``integrations/liger/plugin.py``).
+``CCE_MODEL_TYPES``: the 78 types of Axolotl's Cut Cross-Entropy fork README (Axolotl 0.18.0
+``integrations/cut_cross_entropy/README.md``).
 """
 
 LIGER_KERNEL_VERSION = "0.8.5"

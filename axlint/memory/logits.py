@@ -1,4 +1,5 @@
-"""Logits and loss memory for T tokens, vocabulary V, hidden h (memory-model.md §1.3).
+"""Logits and loss memory for T tokens, vocabulary V, hidden h (transformers 5 `loss/loss_utils.py`; Liger-Kernel and
+Cut Cross-Entropy kernels).
 
   HF ForCausalLMLoss   14·T·V  bf16 logits 2 + fp32 upcast 4 + log_softmax 4, + grads at backward start
   Liger CE (unfused)    4·T·V  bf16 logits + in-place grad

@@ -1,4 +1,5 @@
-"""Memory outside the live tensors: allocator slack, CUDA context, NCCL (memory-model.md §0, §1.5).
+"""Memory outside the live tensors: allocator slack, CUDA context, NCCL (PyTorch CUDA caching
+allocator notes, `docs/source/notes/cuda.rst`; Stas Bekman, ml-engineering).
 
   peak_reserved = peak_allocated × (1 + slack)      slack 0.15, 0.05 with expandable_segments:True
                   + the loss's cached-unreused block when the peak is the loss moment (loss_unreused_bytes)
@@ -33,7 +34,7 @@ def context_bytes(world: int) -> float:
 def loss_unreused_bytes(arch: Architecture, setup: TrainSetup, tokens: int) -> float:
     """Reserved-but-unusable memory the HF loss leaves in the caching allocator at the start of backward.
 
-    T·V blocks in order (transformers 5 ForCausalLMLoss, memory-model.md §1.3): forward allocates the bf16 logits
+    T·V blocks in order (transformers 5 `loss/loss_utils.py`, ForCausalLMLoss): forward allocates the bf16 logits
     2TV, their fp32 upcast 4TV and the fp32 log-softmax 4TV (saved); the bf16 logits and the upcast are freed once the
     loss is computed. Backward then asks for two fp32 4TV gradients (nll, log-softmax) while the log-softmax is
     alive: the first reuses the cached upcast block, the second finds only the 2TV block, too small (a cached block

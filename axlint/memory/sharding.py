@@ -1,4 +1,5 @@
-"""Sharding of model states over N ranks, and the buffers that sharding adds (deepspeed.md §3–4).
+"""Sharding of model states over N ranks, and the buffers that sharding adds (DeepSpeed 0.19.8
+`runtime/zero/stage_1_and_2.py`, `runtime/zero/stage3.py`; PyTorch FSDP).
 
 Per-GPU share of each state (ZeRO numbering; FSDP full_shard = 3, shard_grad_op = 2):
   weights ÷N at stage 3, gradients ÷N at stage ≥ 2, optimizer states and fp32 master ÷N at stage ≥ 1.

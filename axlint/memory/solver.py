@@ -27,7 +27,8 @@ from axlint.hardware import Hardware
 from axlint.memory import constants as C
 from axlint.memory.estimate import MemoryEstimate, estimate_setup
 from axlint.memory.liger_models import cce_supports, liger_supports
-from axlint.memory.setup import CCE_PLUGIN, LIGER_PLUGIN, Sharding, TrainSetup, read_setup
+from axlint.facts import CCE_PLUGIN, LIGER_PLUGIN, Origin, RunFacts, Sharding, ShardingKind
+from axlint.memory.setup import TrainSetup, read_setup
 
 STOCK_ZERO3 = "deepspeed_configs/zero3_bf16.json"
 # ``relax`` keeps 15 % of the GPU free: the estimate is within ±10–25 % of the calibration measurements
@@ -184,31 +185,21 @@ def _zero_options(s: TrainSetup, arch: Architecture) -> list[_Option]:
         return out
     if sh.kind == "ddp":  # Axolotl's stock ZeRO-3 config, "auto" buckets filled from hidden_size
         h = arch.hidden_size
-        zero3 = Sharding("deepspeed", 3, sh.world, reduce_bucket=h * h, prefetch_bucket=0.9 * h * h,
+        zero3 = Sharding(ShardingKind.DEEPSPEED, 3, sh.world, reduce_bucket=h * h, prefetch_bucket=0.9 * h * h,
                          max_live_parameters=0, persistence_threshold=10 * h, sub_group_size=0, overlap_comm=True)
         return [_KEEP, _Option({"sharding": zero3}, {"deepspeed": STOCK_ZERO3}, step_time=C.ZERO_STEP_TIME[3],
                                phrase=f"shard with DeepSpeed ZeRO-3 ({STOCK_ZERO3})")]
     return [_KEEP]
 
 
-def evaluates(config: Mapping[str, Any]) -> bool:
-    """The run evaluates: a validation split (``val_set_size`` > 0) or ``test_datasets``, and eval not turned off."""
-    if str(config.get("eval_strategy") or "").lower() == "no":
-        return False
-    split = config.get("val_set_size")
-    has_split = isinstance(split, (int, float)) and not isinstance(split, bool) and split > 0
-    return has_split or bool(config.get("test_datasets"))
-
-
 def _peak(e: MemoryEstimate, evaluating: bool) -> float:
     return max(e.peak_device, e.eval_peak_device) if evaluating else e.peak_device
 
 
-def _knobs(config: Mapping[str, Any], setup: TrainSetup, arch: Architecture, evaluating: bool) -> list[list[_Option]]:
+def _knobs(facts: RunFacts, setup: TrainSetup, arch: Architecture, evaluating: bool) -> list[list[_Option]]:
     """The option lists of every knob, each starting with "keep as is"."""
-    plugins = [str(p) for p in (config.get("plugins") or [])]
-    return [_checkpointing_options(setup), _loss_options(setup, arch, plugins), _attention_options(setup),
-            _micro_batch_options(setup, config.get("eval_batch_size") is None), _zero_options(setup, arch),
+    return [_checkpointing_options(setup), _loss_options(setup, arch, list(facts.plugins)), _attention_options(setup),
+            _micro_batch_options(setup, facts.eval_batch_size.origin is Origin.DEFAULT), _zero_options(setup, arch),
             _eval_batch_options(setup, evaluating)]
 
 
@@ -232,18 +223,18 @@ def _suggestion(chosen: list[_Option], e: MemoryEstimate, base_peak: float, eval
                       _relative_throughput(chosen), "; ".join(o.phrase for o in chosen))
 
 
-def suggest(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Architecture, hw: Hardware, *,
+def suggest(facts: RunFacts, arch: Architecture, hw: Hardware, *,
             margin: float = C.SAFETY_MARGIN, limit: int = 5, expandable_segments: bool = False) -> list[Suggestion]:
     """Ranked edits that make the run fit within (1 − margin) of the GPU: best relative throughput first, then
     fewest edits. A combination is dropped when a subset of its edits already fits at least as fast.
 
     The throughput of a combination is known before it is estimated, so combinations are tried fastest first and
     the search stops once ``limit`` suggestions are found and only slower combinations remain."""
-    setup = read_setup(config, ds, arch, hw)
-    evaluating = evaluates(config)
+    setup = read_setup(facts, arch)
+    evaluating = facts.evaluates
     base_peak = _peak(estimate_setup(setup, arch, hw, expandable_segments=expandable_segments), evaluating)
     budget = hw.memory_gib * C.GIB * (1 - margin)
-    *knobs, eval_options = _knobs(config, setup, arch, evaluating)
+    *knobs, eval_options = _knobs(facts, setup, arch, evaluating)
     combos = sorted(([o for o in combo if o is not _KEEP] for combo in itertools.product(*knobs)),
                     key=lambda chosen: (-_relative_throughput(chosen), len(chosen)))
     found: list[tuple[frozenset, Suggestion]] = []
@@ -271,15 +262,15 @@ def suggest(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Archi
 KNOBS = ("gradient_checkpointing", "loss", "attention", "micro_batch", "zero", "eval_batch")
 
 
-def single_knob_fixes(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Architecture, hw: Hardware, *,
+def single_knob_fixes(facts: RunFacts, arch: Architecture, hw: Hardware, *,
                       margin: float = C.SAFETY_MARGIN) -> dict[str, Suggestion]:
     """For each knob of ``KNOBS``, its fastest setting that alone brings the *training* peak within (1 − margin)
     of the GPU; for "eval_batch", the largest eval batch that brings the *eval* peak there."""
-    setup = read_setup(config, ds, arch, hw)
+    setup = read_setup(facts, arch)
     base = estimate_setup(setup, arch, hw)
     budget = hw.memory_gib * C.GIB * (1 - margin)
     out: dict[str, Suggestion] = {}
-    for name, options in zip(KNOBS, _knobs(config, setup, arch, evaluating=True)):
+    for name, options in zip(KNOBS, _knobs(facts, setup, arch, evaluating=True)):
         fitting = []
         for o in options[1:]:
             peak = _knob_peak(estimate_setup(_apply(setup, [o]), arch, hw), name)
@@ -318,13 +309,13 @@ def _relax_options(s: TrainSetup) -> dict[str, _Option]:
     return out
 
 
-def relax(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Architecture, hw: Hardware, *,
+def relax(facts: RunFacts, arch: Architecture, hw: Hardware, *,
           margin: float = RELAX_MARGIN) -> dict[str, Suggestion]:
     """Memory savers the run does not need: "gradient_checkpointing", "zero3" (-> ZeRO-2), "offload", each mapped
     to the edit that drops it alone when the run (eval included when it evaluates) still fits within
     (1 − margin) of the GPU. ``saving_gib`` is then negative: the memory the faster run takes in addition."""
-    setup = read_setup(config, ds, arch, hw)
-    evaluating = evaluates(config)
+    setup = read_setup(facts, arch)
+    evaluating = facts.evaluates
     base_peak = _peak(estimate_setup(setup, arch, hw), evaluating)
     budget = hw.memory_gib * C.GIB * (1 - margin)
     out: dict[str, Suggestion] = {}
@@ -348,11 +339,11 @@ class FitGrid:
         return self.peak_device_gib[i][j] <= self.capacity_gib
 
 
-def fit_grid(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Architecture, hw: Hardware,
+def fit_grid(facts: RunFacts, arch: Architecture, hw: Hardware,
              micro_batch_sizes: tuple[int, ...] | list[int], sequence_lens: tuple[int, ...] | list[int], *,
              expandable_segments: bool = False) -> FitGrid:
     """Training peak_device_gib for every (micro_batch_size, sequence_len) pair, all else as configured."""
-    setup = read_setup(config, ds, arch, hw)
+    setup = read_setup(facts, arch)
     rows = tuple(
         tuple(round(estimate_setup(setup.with_changes(micro_batch_size=m, sequence_len=s), arch, hw,
                                    expandable_segments=expandable_segments).peak_device / C.GIB, 2)

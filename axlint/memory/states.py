@@ -1,6 +1,6 @@
 """Model states per GPU before sharding: weights, gradients, optimizer states, fp32 master weights.
 
-Bytes per trainable parameter (memory-model.md §1.1):
+Bytes per trainable parameter (mixed-precision AdamW as counted in the ZeRO paper, Rajbhandari et al. 2020):
   pure bf16 (HF Trainer on a bf16-loaded model, Axolotl's default): W 2, G 2, AdamW states 2×2 = 8 B
   DeepSpeed mixed precision: W 2, G 2, fp32 master 4, AdamW states 2×4 = 16 B
   LoRA adapters (PEFT autocast_adapter_dtype, fp32): W 4, G 4, AdamW 2×4 = 16 B
@@ -138,7 +138,8 @@ def trainable_base_bytes(setup: TrainSetup) -> int:
 def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     """W = quantized linears × (0.516 NF4+DQ | 0.5625 NF4 | 1 int8) + the rest (embeddings, lm_head, norms,
     biases, vision tower) × load dtype, + LoRA adapters × 4 (fp32) + modules_to_save copies × load dtype.
-    Axolotl casts embeddings/norms back to the load dtype after PEFT's fp32 upcast (memory-model.md §1.1)."""
+    Axolotl casts embeddings/norms back to the load dtype after PEFT's fp32 upcast (Axolotl 0.18.0
+    `loaders/model.py`, `_convert_embedding_modules_dtype`)."""
     if setup.quantization:
         q = arch.quantizable_params
         base = q * _quantized_bytes(setup) + (arch.total_params - q) * setup.param_bytes
@@ -168,7 +169,8 @@ def embedding_gradient_bytes(arch: Architecture, setup: TrainSetup, spec: Optimi
 
 def master_weight_bytes(setup: TrainSetup, t: Trainable) -> float:
     """fp32 master copy of 16-bit trainable params: DeepSpeed (any stage) keeps one; HF pure-bf16 does not, nor
-    does FSDP1 (its params themselves become fp32: ``fsdp1_upcasts``, counted in the weights) (memory-model.md §1.1)."""
+    does FSDP1 (its params themselves become fp32: ``fsdp1_upcasts``, counted in the weights) (DeepSpeed 0.19.8
+    `runtime/bf16_optimizer.py` / `runtime/zero/stage_1_and_2.py` keep the fp32 partitions)."""
     if setup.sharding.kind != "deepspeed" or setup.param_bytes == C.FP32:
         return 0.0
     return t.base * C.FP32

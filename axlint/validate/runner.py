@@ -10,7 +10,7 @@ from axlint.validate.launch import choose_launcher, run_ranks
 from axlint.validate.probe import largest_fitting
 from axlint.validate.report import CPU_CAVEAT, GIB, ValidationReport, rank_peak_bytes
 from axlint.validate.scaling import scale_down
-from axlint.validate.spec import train_spec
+from axlint.validate.spec import job_facts, train_spec
 
 LAUNCHERS = ("auto", "deepspeed", "torchrun")
 PROBE_KEYS = {"micro_batch_size": (1, 1), "sequence_len": (256, 256)}  # key -> (start, granularity)
@@ -34,8 +34,9 @@ def run_validation(config_path: Path, *, steps: int, num_gpus: int | None, devic
     require_validate_extras()
     _check_options(steps=steps, device=device, probe=probe, hostfile=hostfile, memory_limit_gib=memory_limit_gib,
                    launcher=launcher)
-    config, ds_raw, arch = _load(config_path, model_config)
-    if device == "cpu" and train_spec(config).quantized:
+    run = _load(config_path, model_config)
+    arch = run.arch
+    if device == "cpu" and train_spec(run.facts).quantized:
         raise ValidationError("QLoRA (load_in_4bit) needs bitsandbytes on a CUDA GPU; it cannot run with --device cpu")
     processes = num_gpus or (_visible_gpus() if device == "cuda" else 1)
     world = _hostfile_slots(hostfile) if hostfile else processes
@@ -44,20 +45,20 @@ def run_validation(config_path: Path, *, steps: int, num_gpus: int | None, devic
     if device == "cpu":
         scaled = scale_down(model_config_dict)
         model_config_dict = scaled
-    ds = _resolve_ds(ds_raw, config, world, model_config_dict)
     job = {"model_type": str(arch.config.get("model_type") or arch.model_type), "model_config": model_config_dict,
-           "axolotl": config, "ds": ds, "steps": steps, "device": device}
-    chosen = choose_launcher(processes, hostfile, ds is not None, launcher)
+           "axolotl": run.raw, "ds_raw": run.ds_raw, "world_size": world, "steps": steps, "device": device}
+    facts = job_facts(job)
+    chosen = choose_launcher(processes, hostfile, facts.ds is not None, launcher)
     ranks = _run(job, processes, chosen, hostfile)
     notes = [CPU_CAVEAT] if device == "cpu" else []
     est_arch = _scaled_arch(arch, scaled) if scaled else arch
-    estimate, note = _estimate(config, ds, est_arch, world, config_path, ranks)
+    estimate, note = _estimate(facts, est_arch, world, config_path, ranks)
     notes += [note] if note else []
     report = ValidationReport(config=str(config_path), model_id=arch.model_id, model_type=job["model_type"],
                               device=device, world_size=world, steps=steps, launcher=chosen, scaled_config=scaled,
                               ranks=ranks, estimate=estimate, notes=notes, memory_limit_gib=memory_limit_gib)
     if probe is not None:
-        report.probe = _probe(job, probe, processes, chosen, hostfile, memory_limit_gib, est_arch, world, ds)
+        report.probe = _probe(job, probe, processes, chosen, hostfile, memory_limit_gib, est_arch, world)
     return report
 
 
@@ -85,8 +86,8 @@ def _run(job: dict[str, Any], processes: int, launcher: str, hostfile: Path | No
     return ranks
 
 
-def _load(config_path: Path, model_config: Path | None) -> tuple[dict[str, Any], dict[str, Any] | None, Any]:
-    """(Axolotl config with defaults, raw DeepSpeed dict or None, Architecture) via axlint.run."""
+def _load(config_path: Path, model_config: Path | None) -> Any:
+    """The TrainingRun of the config, its DeepSpeed file loaded and its architecture resolved."""
     from axlint.document import DocumentError, load_document
     from axlint.run import build_run
 
@@ -101,21 +102,10 @@ def _load(config_path: Path, model_config: Path | None) -> tuple[dict[str, Any],
         raise ValidationError(f"{config_path}: a DeepSpeed config; validate takes the Axolotl YAML that references it")
     if run.ds_error is not None:
         raise ValidationError(str(run.ds_error.message))
-    arch = run.arch
-    if arch is None:
-        raise ValidationError(f"cannot resolve base_model {run.config.get('base_model')!r} to an architecture; "
+    if run.arch is None:
+        raise ValidationError(f"cannot resolve base_model {run.raw.get('base_model')!r} to an architecture; "
                               "pass --model-config PATH/config.json")
-    return dict(run.config), run.ds_raw, arch
-
-
-def _resolve_ds(ds_raw: Mapping[str, Any] | None, config: Mapping[str, Any], world: int,
-                model_config: Mapping[str, Any]) -> dict[str, Any] | None:
-    """HF's "auto" resolution for the world size and hidden size actually run."""
-    if ds_raw is None:
-        return None
-    from axlint.run import resolve_auto
-
-    return resolve_auto(dict(ds_raw), dict(config), world, int(model_config.get("hidden_size") or 0) or None)
+    return run
 
 
 def _scaled_arch(arch: Any, scaled: dict[str, Any]) -> Any:
@@ -124,8 +114,7 @@ def _scaled_arch(arch: Any, scaled: dict[str, Any]) -> Any:
     return Architecture.from_config(f"{arch.model_id} (scaled down)", arch.source, {**scaled})
 
 
-def _estimate(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Any, world: int, config_path: Path,
-              ranks: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
+def _estimate(facts: Any, arch: Any, world: int, config_path: Path, ranks: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str | None]:
     """The analytic estimate for the hardware that ran (measured GPU memory, or a nominal 80 GiB on CPU)."""
     from axlint.hardware import parse_hardware
     from axlint.memory.estimate import estimate_memory
@@ -134,13 +123,13 @@ def _estimate(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Any
     mem = env.get("memory_bytes")
     hw = parse_hardware(f"{world}x{mem / GIB:.1f}GiB" if mem else f"{world}x80GiB")
     try:
-        return estimate_memory(config, ds, arch, hw).to_json(str(config_path)), None
+        return estimate_memory(facts, arch, hw).to_json(str(config_path)), None
     except (ValueError, KeyError, TypeError) as exc:
         return None, f"no estimate: {exc}"
 
 
 def _probe(job: dict[str, Any], key: str, processes: int, launcher: str, hostfile: Path | None,
-           limit_gib: float | None, arch: Any, world: int, ds: Mapping[str, Any] | None) -> dict[str, Any]:
+           limit_gib: float | None, arch: Any, world: int) -> dict[str, Any]:
     """Largest `key` that runs (a fresh launch per point) and the largest the estimate says fits."""
     start, granularity = PROBE_KEYS[key]
     peaks: dict[int, float] = {}
@@ -155,15 +144,15 @@ def _probe(job: dict[str, Any], key: str, processes: int, launcher: str, hostfil
 
     limit = int(arch.config.get("max_position_embeddings") or 131072) if key == "sequence_len" else 4096
     measured = largest_fitting(runs, start=start, limit=limit, granularity=granularity)
-    predicted = _predicted_fit(job["axolotl"], ds, arch, world, key, start, limit, granularity, limit_gib)
+    predicted = _predicted_fit(job, arch, world, key, start, limit, granularity, limit_gib)
     return {"key": key, "largest_fit": measured.largest_fit,
             "largest_fit_peak_gib": round(peaks.get(measured.largest_fit or -1, 0.0), 3) or None,
             "tried": [{"value": v, "fits": ok, "peak_gib": round(peaks.get(v, 0.0), 3)} for v, ok in measured.tried],
             "estimated_largest_fit": predicted}
 
 
-def _predicted_fit(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch: Any, world: int, key: str,
-                   start: int, limit: int, granularity: int, limit_gib: float | None) -> int | None:
+def _predicted_fit(job: Mapping[str, Any], arch: Any, world: int, key: str, start: int, limit: int,
+                   granularity: int, limit_gib: float | None) -> int | None:
     """The same search over the analytic estimate (peak device memory against the GPU or the CPU cap)."""
     from axlint.hardware import detect_local_gpus, parse_hardware
     from axlint.memory.estimate import estimate_memory
@@ -172,7 +161,8 @@ def _predicted_fit(config: Mapping[str, Any], ds: Mapping[str, Any] | None, arch
     hw = parse_hardware(f"{world}x{limit_gib}GiB") if limit_gib else (local or parse_hardware(f"{world}x80GiB"))
 
     def fits(value: int) -> bool:
-        return bool(estimate_memory({**config, key: value}, ds, arch, hw).fits)
+        point = {**job, "axolotl": {**job["axolotl"], key: value}}
+        return bool(estimate_memory(job_facts(point), arch, hw).fits)
 
     return largest_fitting(fits, start=start, limit=limit, granularity=granularity).largest_fit
 

@@ -1,27 +1,20 @@
-"""TrainSpec: the few Axolotl settings a real or simulated training step depends on, read from the config dict.
+"""TrainSpec: the few settings a real or simulated training step depends on, taken from the resolved run.
 
-Pure functions only; no torch import. Axolotl's semantics: `bf16: true|auto|full` -> bfloat16, `fp16` -> float16,
-else float32; legacy attention flags map to `attn_implementation` (priority xformers > sage > flex > flash > sdp >
-eager, axolotl.md); `gradient_checkpointing_kwargs` defaults to `{"use_reentrant": True}` when checkpointing is on.
+Pure functions only; no torch import. Every value comes from `axlint.facts`, which reads the config the way
+Axolotl does; this module only shapes it for the model builder and the worker (a JSON round trip).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-_LEGACY_ATTENTION = (
-    ("xformers_attention", "xformers"),
-    ("sage_attention", "sage"),
-    ("flex_attention", "flex_attention"),
-    ("flash_attention", "flash_attention_2"),
-    ("sdp_attention", "sdpa"),
-    ("eager_attention", "eager"),
-)
+from axlint.facts import LossKernel, Lora, RunFacts, resolve_facts
+
 _CPU_ATTENTION = {"eager": "eager", "sdpa": "sdpa"}
 
 LIGER_KEYS = ("liger_rope", "liger_rms_norm", "liger_glu_activation", "liger_layer_norm",
               "liger_fused_linear_cross_entropy", "liger_cross_entropy")
-
+"""The Liger kernels a step can apply, by the Axolotl key that turns each on."""
 
 @dataclass(frozen=True)
 class TrainSpec:
@@ -35,6 +28,7 @@ class TrainSpec:
     gradient_checkpointing: bool
     gradient_checkpointing_kwargs: dict[str, Any]
     adapter: str | None
+    quantization: str | None  # "nf4" | "int8" | None, as Axolotl's loader builds it
     lora_r: int
     lora_alpha: int
     lora_dropout: float
@@ -49,30 +43,10 @@ class TrainSpec:
 
     @property
     def quantized(self) -> bool:
-        return self.adapter == "qlora"
+        return self.quantization == "nf4"
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-
-def training_dtype(config: Mapping[str, Any]) -> str:
-    """torch dtype name the model is loaded and trained in."""
-    if config.get("bf16") in (True, "auto", "full"):
-        return "bfloat16"
-    if config.get("fp16") is True:
-        return "float16"
-    return "float32"
-
-
-def attention_implementation(config: Mapping[str, Any]) -> str:
-    """`attn_implementation`, else the legacy flag with the highest priority, else HF's default `sdpa`."""
-    impl = config.get("attn_implementation")
-    if isinstance(impl, str) and impl:
-        return impl
-    for key, name in _LEGACY_ATTENTION:
-        if config.get(key) is True:
-            return name
-    return "sdpa"
 
 
 def cpu_attention(impl: str) -> str:
@@ -80,41 +54,42 @@ def cpu_attention(impl: str) -> str:
     return _CPU_ATTENTION.get(impl, "sdpa")
 
 
-def lora_targets(config: Mapping[str, Any]) -> list[str] | str:
-    """PEFT `target_modules`: the explicit list, `all-linear` for `lora_target_linear`, else q_proj/v_proj."""
-    modules = config.get("lora_target_modules")
-    if config.get("lora_target_linear") is True:
+def lora_targets(lora: Lora) -> list[str] | str:
+    """PEFT `target_modules`: `all-linear` for `lora_target_linear`, the explicit list, else q_proj/v_proj."""
+    if lora.target_linear:
         return "all-linear"
-    if isinstance(modules, str):
-        return [modules]
-    if isinstance(modules, list) and modules:
-        return [str(m) for m in modules]
-    return ["q_proj", "v_proj"]
+    if isinstance(lora.target_modules, str):
+        return [lora.target_modules]
+    return list(lora.target_modules) or ["q_proj", "v_proj"]
 
 
-def train_spec(config: Mapping[str, Any]) -> TrainSpec:
-    """A TrainSpec from an Axolotl config dict (raw or with defaults applied)."""
-    adapter = config.get("adapter") or None
-    if adapter is None and config.get("load_in_4bit") is True:
-        adapter = "qlora"
-    gc = config.get("gradient_checkpointing")
-    gc_on = gc is True or gc in ("offload", "unsloth")
-    gc_kwargs = config.get("gradient_checkpointing_kwargs")
-    liger = {k: bool(config.get(k)) for k in LIGER_KEYS if config.get(k)}
+def train_spec(facts: RunFacts) -> TrainSpec:
+    """The TrainSpec of a resolved run (axlint.facts)."""
+    on = (facts.liger_rope, facts.liger_rms_norm, facts.liger_glu, facts.liger_layer_norm,
+          facts.loss.value is LossKernel.LIGER_FLCE, facts.loss.value is LossKernel.LIGER_CE)
     return TrainSpec(
-        micro_batch_size=int(config.get("micro_batch_size") or 1),
-        sequence_len=int(config.get("sequence_len") or 2048),
-        gradient_accumulation_steps=int(config.get("gradient_accumulation_steps") or 1),
-        dtype=training_dtype(config),
-        attn_implementation=attention_implementation(config),
-        gradient_checkpointing=gc_on,
-        gradient_checkpointing_kwargs=dict(gc_kwargs) if isinstance(gc_kwargs, dict) else {"use_reentrant": True},
-        adapter=str(adapter) if adapter else None,
-        lora_r=int(config.get("lora_r") or 8),
-        lora_alpha=int(config.get("lora_alpha") or 16),
-        lora_dropout=float(config.get("lora_dropout") or 0.0),
-        lora_target_modules=lora_targets(config),
-        learning_rate=float(config.get("learning_rate") or 1e-5),
-        optimizer=str(config.get("optimizer") or "adamw_torch_fused"),
-        liger=liger,
+        micro_batch_size=facts.micro_batch_size.value,
+        sequence_len=facts.sequence_len.value,
+        gradient_accumulation_steps=facts.gradient_accumulation_steps.value,
+        dtype=facts.dtype.value,
+        attn_implementation=facts.attention,
+        gradient_checkpointing=facts.gradient_checkpointing.value,
+        gradient_checkpointing_kwargs=dict(facts.gradient_checkpointing_kwargs),
+        adapter=facts.adapter.value,
+        quantization=facts.quantization.value,
+        lora_r=facts.lora.r,
+        lora_alpha=facts.lora.alpha,
+        lora_dropout=facts.lora.dropout,
+        lora_target_modules=lora_targets(facts.lora),
+        learning_rate=facts.learning_rate.value or 1e-5,
+        optimizer=facts.optimizer.value,
+        liger={key: True for key, enabled in zip(LIGER_KEYS, on) if enabled},
     )
+
+
+def job_facts(job: Mapping[str, Any]) -> RunFacts:
+    """The resolved run of a validate job: its config and DeepSpeed dict as written, "auto" filled for the world
+    size and the hidden size that actually run."""
+    hidden = int(job["model_config"].get("hidden_size") or 0) or None
+    return resolve_facts(job["axolotl"], job.get("ds_raw"), world_size=int(job.get("world_size") or 1),
+                         hidden_size=hidden)

@@ -2,7 +2,8 @@
 
 Run as `python -m axlint.validate.worker JOB.json` by a launcher (torchrun, `deepspeed`, or directly with the
 RANK/LOCAL_RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT variables set). JOB.json holds `model_type`, `model_config`
-(the HF config fields), `axolotl` (the config dict), `ds` (the resolved DeepSpeed config or null), `steps`,
+(the HF config fields), `axolotl` (the config as written), `ds_raw` (the DeepSpeed config as written, or null),
+`world_size`, `steps`,
 `device` ("cuda" | "cpu") and `out_dir`. An out-of-memory error is a result (step and phase), not a traceback.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Iterator
 from axlint.validate.measure import Meter, device_name
 from axlint.validate.model import (build_model, count_parameters, effective_attention, preload,
                                    prepare_for_training)
-from axlint.validate.spec import LIGER_KEYS, TrainSpec, train_spec
+from axlint.validate.spec import LIGER_KEYS, TrainSpec, job_facts, train_spec
 
 
 class OutOfMemory(Exception):
@@ -50,18 +51,19 @@ def run_rank(job: dict[str, Any]) -> dict[str, Any]:
 
     rank, local_rank, world = rank_env()
     on_cuda = job["device"] == "cuda"
-    spec = train_spec(job["axolotl"])
+    facts = job_facts(job)
+    spec = train_spec(facts)
     result: dict[str, Any] = {"rank": rank, "world_size": world, "device": job["device"], "status": "ok",
                               "notes": [], "steps_completed": 0, "losses": [], "step_seconds": []}
     if on_cuda:
         torch.cuda.set_device(local_rank)
-    ds = job.get("ds")
+    ds = dict(facts.ds) if facts.ds is not None else None
     _init_distributed(ds, world, on_cuda)
     attn, note = effective_attention(spec, on_cuda)
     result["notes"] += [note] if note else []
     result["environment"] = device_name(on_cuda)
     meter = Meter(on_cuda)
-    zero3 = ds is not None and (ds.get("zero_optimization") or {}).get("stage") == 3
+    zero3 = ds is not None and facts.zero_stage.value == 3
     if zero3:
         preload(job["model_type"], job["model_config"])
     with _zero3_init(ds) if zero3 else contextlib.nullcontext():
@@ -201,8 +203,6 @@ def _init_partitioned(model: Any) -> None:
 def _wrap(model: Any, spec: TrainSpec, ds: dict[str, Any] | None, world: int, on_cuda: bool, local_rank: int,
           notes: list[str]) -> tuple[Any, Any]:
     """(engine, step function): `deepspeed.initialize`, DDP, or the bare model with torch AdamW."""
-    import torch
-
     params = [p for p in model.parameters() if p.requires_grad]
     if ds is not None:
         import deepspeed

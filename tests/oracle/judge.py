@@ -28,14 +28,19 @@ ENV = {"torch_version": "2.12.0"}
 MISSING_PACKAGE = re.compile(r"is not installed|missing one of|No module named|pip install", re.IGNORECASE)
 
 
+def validated(path: str, capabilities: dict) -> DictDefault:
+    """Axolotl's validated config for one config file; raises what start-up validation raises."""
+    PluginManager._instance = None  # a fresh registry: plugins of one config must not leak into the next
+    with open(path, encoding="utf-8") as fh:
+        cfg = DictDefault(yaml.safe_load(fh))
+    prepare_plugins(cfg)
+    return validate_config(cfg, capabilities=capabilities, env_capabilities=ENV)
+
+
 def judge(path: str, capabilities: dict) -> dict:
     """The verdict of Axolotl's start-up validation on one config file."""
-    PluginManager._instance = None  # a fresh registry: plugins of one config must not leak into the next
     try:
-        with open(path, encoding="utf-8") as fh:
-            cfg = DictDefault(yaml.safe_load(fh))
-        prepare_plugins(cfg)
-        validate_config(cfg, capabilities=capabilities, env_capabilities=ENV)
+        validated(path, capabilities)
     except ValidationError as exc:
         errors = exc.errors()
         message = errors[0]["msg"] if errors else str(exc)

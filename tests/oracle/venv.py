@@ -8,6 +8,8 @@ transformers, pydantic, accelerate) clash with axlint's test extras and would dr
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import subprocess
 import sys
 import venv
@@ -29,19 +31,18 @@ def oracle_python() -> Path:
     if done.exists():
         return python
     venv.EnvBuilder(with_pip=True, clear=True).create(home)
+    env = {**os.environ, "DS_BUILD_OPS": "0", "DS_ACCELERATOR": "cpu"}  # DeepSpeed without its CUDA kernels
     for args in ([TORCH], ["--no-deps", "-r", str(REQUIREMENTS)]):
         subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", *args],
-                       check=True, stdout=sys.stderr)
+                       check=True, stdout=sys.stderr, env=env)
     done.write_text("ok\n")
     return python
 
 
-def judge(python: Path, items: list[dict], cwd: Path) -> dict[str, dict]:
-    """Verdicts of `judge.py` (run with `python` in `cwd`) on `items`, by id."""
-    import json
-
+def judge(python: Path, items: list[dict], cwd: Path, script: str = "judge.py") -> dict[str, dict]:
+    """Verdicts of `script` (judge.py or ds_judge.py, run with `python` in `cwd`) on `items`, by id."""
     lines = "".join(json.dumps(item) + "\n" for item in items)
-    done = subprocess.run([str(python), str(HERE / "judge.py")], input=lines, capture_output=True, text=True,
-                          cwd=cwd, check=True)
+    done = subprocess.run([str(python), str(HERE / script)], input=lines, capture_output=True, text=True,
+                          cwd=cwd, check=True, env={**os.environ, "DS_ACCELERATOR": "cpu"})
     verdicts = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     return {v["id"]: v for v in verdicts}

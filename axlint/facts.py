@@ -1,0 +1,562 @@
+"""RunFacts: every fact of a run that rules, the estimator, the solver, simulate and validate need, resolved once.
+
+The Axolotl YAML and the DeepSpeed JSON are read here, and only here, for these facts; every consumer reads the
+resulting frozen `RunFacts`. Each `Fact` keeps the key it came from, so a finding about it can point there.
+Resolution follows what the real stack does at launch (Axolotl 0.18.0, transformers 5.14, DeepSpeed 0.18):
+
+- Axolotl's pydantic models coerce values in lax mode (`axlint.lax`): `micro_batch_size: "4"` is 4,
+  `sample_packing: "yes"` is True. Its `mode="before"` validators read raw truthiness instead: a legacy attention
+  flag written `flash_attention: "false"` still turns flash attention on (`AxolotlInputConfig.
+  normalize_attn_implementation`, utils/schemas/config.py).
+- Defaults are the pydantic defaults of Axolotl's schema (`sequence_len` 512, `optimizer` adamw_torch_fused, ...);
+  `normalize_config` (utils/config/__init__.py) derives `gradient_accumulation_steps` from `batch_size` //
+  `micro_batch_size` and `eval_batch_size` from `micro_batch_size`; `resolve_dtype` there turns `bf16: auto` into
+  bf16 on a bf16-capable GPU (else fp16), switches fp16 off under bf16, and loads the model in bfloat16 (bf16 or
+  `bfloat16`), float16 (`load_in_8bit`, fp16 or `float16`) or float32.
+- Quantization as Axolotl's model loader builds it (loaders/model.py `_set_quantization_config`): nf4 when
+  `adapter: qlora` with `load_in_4bit`, int8 when `adapter: lora` with `load_in_8bit`, none otherwise.
+- DeepSpeed "auto" values as the HF Trainer fills them (transformers integrations/deepspeed.py
+  `HfTrainerDeepSpeedConfig.trainer_config_process` / `trainer_config_finalize`), and the ZeRO stage as DeepSpeed's
+  pydantic config reads it (`"3"` and `3.0` are stage 3; `"auto"` is refused by accelerate's `int()`).
+"""
+from __future__ import annotations
+
+import copy
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, Mapping, TypeVar
+
+from axlint.lax import lax_bool, lax_float, lax_int, truthy
+
+T = TypeVar("T")
+KeyPath = tuple[Any, ...]
+
+LIGER_PLUGIN = "axolotl.integrations.liger.LigerPlugin"
+CCE_PLUGIN = "axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"
+
+LEGACY_ATTENTION: tuple[tuple[str, str], ...] = (
+    ("xformers_attention", "xformers"), ("sage_attention", "sage"), ("flex_attention", "flex_attention"),
+    ("flash_attention", "flash_attention_2"), ("sdp_attention", "sdpa"), ("eager_attention", "eager"))
+"""Axolotl's deprecated attention flags and the `attn_implementation` each maps to, highest priority first
+(`LEGACY_ATTN_FLAG_TO_IMPL`, utils/schemas/enums.py, Axolotl 0.18.0)."""
+
+CANONICAL_ATTENTION = frozenset({"eager", "sdpa", "flash_attention_2", "flash_attention_3", "flex_attention",
+                                 "xformers", "sage", "fp8"})
+"""The backends `attn_implementation` accepts by name (`CANONICAL_ATTN_IMPLS`); a value with a `/` is a hub
+kernel and passes too."""
+
+ATTENTION_ALIASES = {"flash": "flash_attention_2", "flex": "flex_attention", "sdp": "sdpa"}
+"""Short forms Axolotl refuses, with the canonical name they stand for (`SHORT_FORM_ALIAS_TO_CANONICAL`)."""
+
+ZERO_ALIASES = {
+    "prefetch_bucket_size": "stage3_prefetch_bucket_size",
+    "param_persistence_threshold": "stage3_param_persistence_threshold",
+    "model_persistence_threshold": "stage3_model_persistence_threshold",
+    "max_live_parameters": "stage3_max_live_parameters",
+    "max_reuse_distance": "stage3_max_reuse_distance",
+    "gather_16bit_weights_on_model_save": "stage3_gather_16bit_weights_on_model_save",
+}
+"""DeepSpeed accepts both spellings of these ZeRO-3 keys (pydantic aliases of `DeepSpeedZeroConfig`,
+deepspeed/runtime/zero/config.py); axlint reads the long one."""
+
+
+CHUNKED_CE_CHUNKS = 8
+"""Axolotl's default `chunked_cross_entropy_num_chunks`."""
+
+# DeepSpeed 0.18's `DeepSpeedZeroConfig` defaults (deepspeed/runtime/zero/config.py), in elements.
+DS_REDUCE_BUCKET = 500_000_000
+DS_ALLGATHER_BUCKET = 500_000_000
+DS_PREFETCH_BUCKET = 50_000_000
+DS_MAX_LIVE_PARAMETERS = 1_000_000_000
+DS_PERSISTENCE_THRESHOLD = 100_000
+DS_SUB_GROUP_SIZE = 1_000_000_000
+
+
+class Origin(enum.Enum):
+    WRITTEN = "written"    # the value of the key the fact points at
+    DEFAULT = "default"    # nothing written: the stack's default
+    DERIVED = "derived"    # computed from other keys (the key points at the one that decided it)
+
+
+class Where(enum.Enum):
+    AXOLOTL = "axolotl"
+    DEEPSPEED = "deepspeed"
+
+
+@dataclass(frozen=True)
+class Fact(Generic[T]):
+    """One resolved value, the key it came from (None for a default) and in which file that key is."""
+
+    value: T
+    key: KeyPath | None = None
+    origin: Origin = Origin.DEFAULT
+    where: Where = Where.AXOLOTL
+
+
+class LossKernel(str, enum.Enum):
+    HF = "hf"                  # transformers' cross-entropy over fp32 logits
+    LIGER_FLCE = "liger_flce"  # Liger fused linear cross-entropy: no logits tensor
+    LIGER_CE = "liger_ce"      # Liger cross-entropy: logits, no fp32 copy
+    CCE = "cce"                # Cut Cross-Entropy: no logits tensor
+    CHUNKED = "chunked"        # Axolotl's chunked cross-entropy
+
+
+class ShardingKind(str, enum.Enum):
+    SINGLE = "single"
+    DDP = "ddp"
+    DEEPSPEED = "deepspeed"
+    FSDP = "fsdp"
+
+
+Dtype = Literal["bfloat16", "float16", "float32"]
+
+
+@dataclass(frozen=True)
+class Sharding:
+    """How model states are split over `world` ranks. `stage` uses ZeRO numbering (FSDP full_shard = 3,
+    shard_grad_op = 2, no_shard = 0). Bucket sizes are DeepSpeed 0.18's defaults unless written."""
+
+    kind: ShardingKind = ShardingKind.SINGLE
+    stage: int = 0
+    world: int = 1
+    offload_optimizer: bool = False
+    offload_param: bool = False
+    ds_optimizer: bool = False  # optimizer defined in the DeepSpeed JSON (FusedAdam, fp32 states)
+    reduce_bucket: float = DS_REDUCE_BUCKET
+    allgather_bucket: float = DS_ALLGATHER_BUCKET
+    prefetch_bucket: float = DS_PREFETCH_BUCKET
+    max_live_parameters: float = DS_MAX_LIVE_PARAMETERS
+    persistence_threshold: float = DS_PERSISTENCE_THRESHOLD
+    sub_group_size: float = DS_SUB_GROUP_SIZE
+    overlap_comm: bool = False
+    fsdp_version: int = 1  # FSDP only: Axolotl takes 1 when nothing says otherwise
+
+    @property
+    def distributed(self) -> bool:
+        return self.world > 1
+
+
+@dataclass(frozen=True)
+class Lora:
+    """The adapter settings PEFT is given (defaults: PEFT 0.19 `LoraConfig`, r=8, lora_alpha=8, dropout 0)."""
+
+    r: int = 8
+    alpha: int = 8
+    dropout: float = 0.0
+    target_modules: tuple[str, ...] | str = ()
+    target_linear: bool = False
+    modules_to_save: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """Every resolved fact of one run. `ds` is the DeepSpeed dict as the HF Trainer hands it to DeepSpeed."""
+
+    micro_batch_size: Fact[int]
+    gradient_accumulation_steps: Fact[int]
+    eval_batch_size: Fact[int]
+    sequence_len: Fact[int]
+    eval_sequence_len: Fact[int]
+    sample_packing: Fact[bool]
+    eval_sample_packing: bool        # Axolotl's default: follows sample_packing
+    pad_to_sequence_len: Fact[bool]
+    bf16: Fact[bool]                 # what TrainingArguments gets (after resolve_dtype)
+    fp16: Fact[bool]                 # `fp16 and not bf16`, as Axolotl's trainer builder passes it
+    dtype: Fact[Dtype]               # the dtype the model is loaded in
+    attn_implementation: Fact[str | None]  # None: nothing chosen, transformers picks sdpa
+    loss: Fact[LossKernel]
+    chunked_ce_chunks: int
+    adapter: Fact[str | None]
+    quantization: Fact[str | None]   # "nf4" | "int8" | None
+    double_quant: bool
+    lora: Lora
+    unfrozen_parameters: tuple[str, ...]
+    optimizer: Fact[str]
+    learning_rate: Fact[float | None]
+    adam_betas: tuple[float, float]
+    adam_epsilon: float
+    weight_decay: float
+    max_grad_norm: float
+    gradient_checkpointing: Fact[bool]
+    gradient_checkpointing_kwargs: Mapping[str, Any]
+    offload_checkpoints: bool
+    plugins: tuple[str, ...]
+    liger_rms_norm: bool
+    liger_glu: bool
+    liger_rope: bool
+    liger_layer_norm: bool
+    evaluates: bool
+    rl: str | None
+    zero_stage: Fact[int | None]     # None: written but unreadable ("auto", a word)
+    ds: Mapping[str, Any] | None
+    sharding: Sharding = field(default_factory=Sharding)
+
+    @property
+    def attention(self) -> str:
+        """The backend that runs: the chosen implementation, else transformers' default sdpa."""
+        return self.attn_implementation.value or "sdpa"
+
+    @property
+    def attention_kind(self) -> Literal["eager", "sdpa", "flash"]:
+        """What the attention costs in memory: eager (s² scores), sdpa, or a kernel with no s² tensors (flash,
+        flex, xformers, sage, hub kernels)."""
+        impl = ATTENTION_ALIASES.get(self.attention, self.attention)
+        return impl if impl in ("eager", "sdpa") else "flash"  # type: ignore[return-value]
+
+    @property
+    def liger(self) -> bool:
+        return any(p.endswith("LigerPlugin") for p in self.plugins)
+
+    @property
+    def cce(self) -> bool:
+        return any(p.endswith("CutCrossEntropyPlugin") for p in self.plugins)
+
+    @property
+    def batch_size(self) -> int:
+        """Samples per optimizer step on one GPU: micro_batch_size × gradient_accumulation_steps."""
+        return self.micro_batch_size.value * self.gradient_accumulation_steps.value
+
+
+# ------------------------------------------------------------------------------------------------ readers
+
+
+def _present(raw: Mapping[str, Any], key: str) -> bool:
+    return raw.get(key) is not None
+
+
+def _int_fact(raw: Mapping[str, Any], key: str, default: int, *, minimum: int = 1) -> Fact[int]:
+    value = lax_int(raw.get(key))
+    if value is not None and value >= minimum:
+        return Fact(value, (key,), Origin.WRITTEN)
+    return Fact(default, (key,) if _present(raw, key) else None, Origin.DEFAULT)
+
+
+def _bool_fact(raw: Mapping[str, Any], key: str, default: bool = False) -> Fact[bool]:
+    value = lax_bool(raw.get(key))
+    if value is None:
+        return Fact(default, (key,) if _present(raw, key) else None, Origin.DEFAULT)
+    return Fact(value, (key,), Origin.WRITTEN)
+
+
+def _flag(raw: Mapping[str, Any], key: str) -> bool:
+    """A pydantic bool field as the loaders then test it (`if cfg.key:`)."""
+    return bool(lax_bool(raw.get(key)))
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, (list, tuple)):
+        return tuple(str(v) for v in value)
+    return ()
+
+
+def _attention(raw: Mapping[str, Any]) -> Fact[str | None]:
+    """`attn_implementation`, else the first truthy legacy flag, else the FA2 default of `gemma4_hybrid_attn_impl`."""
+    impl = raw.get("attn_implementation")
+    if isinstance(impl, str) and impl.strip():
+        return Fact(impl, ("attn_implementation",), Origin.WRITTEN)
+    for flag, name in LEGACY_ATTENTION:
+        if truthy(raw.get(flag)):
+            return Fact(name, (flag,), Origin.DERIVED)
+    if truthy(raw.get("gemma4_hybrid_attn_impl")):
+        return Fact("flash_attention_2", ("gemma4_hybrid_attn_impl",), Origin.DERIVED)
+    return Fact(None)
+
+
+def _precision(raw: Mapping[str, Any], bf16_capable: bool) -> tuple[Fact[bool], Fact[bool], Fact[Dtype]]:
+    """Axolotl's `resolve_dtype` (utils/config/__init__.py) on a GPU whose bf16 support is `bf16_capable`."""
+    written_bf16 = raw.get("bf16", "auto")
+    bf16: bool | str | None = "auto" if written_bf16 == "auto" else lax_bool(written_bf16)
+    fp16 = lax_bool(raw.get("fp16"))
+    bf16_key: KeyPath | None = ("bf16",) if "bf16" in raw else None
+    if not fp16 and bf16 == "auto":
+        bf16 = bf16_capable
+        if not bf16_capable and fp16 is None and not _flag(raw, "float16"):
+            fp16 = True
+    if fp16 and bf16 == "auto":
+        bf16 = False
+    bf16_on = bool(bf16)
+    fp16_on = bool(fp16) and not bf16_on
+    if bf16_on or _flag(raw, "bfloat16"):
+        dtype: Dtype = "bfloat16"
+        dtype_key = bf16_key if bf16_on else ("bfloat16",)
+    elif _flag(raw, "load_in_8bit") or fp16_on or _flag(raw, "float16"):
+        dtype = "float16"
+        dtype_key = ("fp16",) if fp16_on and "fp16" in raw else ("load_in_8bit",) if _flag(raw, "load_in_8bit") \
+            else ("float16",) if _flag(raw, "float16") else None
+    else:
+        dtype, dtype_key = "float32", bf16_key
+    origin = Origin.WRITTEN if "bf16" in raw else Origin.DEFAULT
+    return (Fact(bf16_on, bf16_key, origin), Fact(fp16_on, ("fp16",) if "fp16" in raw else None, origin),
+            Fact(dtype, dtype_key, Origin.DERIVED if dtype_key else Origin.DEFAULT))
+
+
+def _activation_offloading(raw: Mapping[str, Any]) -> bool:
+    """`activation_offloading`: a mode name ("legacy", "disk", "hidden_states") or a bool, pydantic-coerced."""
+    value = raw.get("activation_offloading")
+    return value in ("legacy", "disk", "hidden_states") or bool(lax_bool(value))
+
+
+def _trained_dtype(dtype: Fact[Dtype], ds: Mapping[str, Any] | None) -> Fact[Dtype]:
+    """Under DeepSpeed a half-precision block written `enabled: true` casts an fp32 model (the engine calls
+    `module.bfloat16()` / `.half()`, deepspeed/runtime/engine.py `_configure_distributed_model`)."""
+    if dtype.value != "float32" or not ds:
+        return dtype
+    for block, name in (("bf16", "bfloat16"), ("bfloat16", "bfloat16"), ("fp16", "float16")):
+        conf = ds.get(block)
+        if isinstance(conf, Mapping) and lax_bool(conf.get("enabled")):
+            return Fact(name, (block, "enabled"), Origin.WRITTEN, Where.DEEPSPEED)  # type: ignore[arg-type]
+    return dtype
+
+
+def _loss(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> Fact[LossKernel]:
+    """The cross-entropy that runs. The CCE plugin's `cut_cross_entropy` defaults to true, so listing the plugin
+    turns it on; Liger's kernels need the Liger plugin; then Axolotl's own chunked cross-entropy."""
+    cce = any(p.endswith("CutCrossEntropyPlugin") for p in plugins)
+    if cce and lax_bool(raw.get("cut_cross_entropy")) is not False:
+        return Fact(LossKernel.CCE, ("plugins",), Origin.DERIVED)
+    if any(p.endswith("LigerPlugin") for p in plugins):
+        if _flag(raw, "liger_fused_linear_cross_entropy"):
+            return Fact(LossKernel.LIGER_FLCE, ("liger_fused_linear_cross_entropy",), Origin.WRITTEN)
+        if _flag(raw, "liger_cross_entropy"):
+            return Fact(LossKernel.LIGER_CE, ("liger_cross_entropy",), Origin.WRITTEN)
+    if _flag(raw, "chunked_cross_entropy"):
+        return Fact(LossKernel.CHUNKED, ("chunked_cross_entropy",), Origin.WRITTEN)
+    return Fact(LossKernel.HF)
+
+
+def _quantization(raw: Mapping[str, Any], adapter: str | None) -> Fact[str | None]:
+    if adapter == "qlora" and _flag(raw, "load_in_4bit"):
+        return Fact("nf4", ("load_in_4bit",), Origin.DERIVED)
+    if adapter == "lora" and _flag(raw, "load_in_8bit"):
+        return Fact("int8", ("load_in_8bit",), Origin.DERIVED)
+    return Fact(None)
+
+
+def _evaluates(raw: Mapping[str, Any]) -> bool:
+    """The run evaluates: a validation split (`val_set_size` > 0) or `test_datasets`, and eval not turned off."""
+    if str(raw.get("eval_strategy") or "").lower() == "no":
+        return False
+    split = lax_float(raw.get("val_set_size"))
+    return (split is not None and not isinstance(raw.get("val_set_size"), bool) and split > 0) \
+        or bool(raw.get("test_datasets"))
+
+
+def parse_zero_stage(value: Any) -> int | None:
+    """The ZeRO stage DeepSpeed's pydantic model reads from `zero_optimization.stage` ("3" and 3.0 are 3);
+    None when it would refuse it ("auto", a word, a number that is not a stage)."""
+    stage = lax_int(value)
+    return stage if stage in (0, 1, 2, 3) and not isinstance(value, bool) else None
+
+
+def _zero_stage(ds_raw: Mapping[str, Any] | None) -> Fact[int | None]:
+    if not ds_raw:
+        return Fact(0)
+    zero = ds_raw.get("zero_optimization")
+    if isinstance(zero, bool):  # the legacy `"zero_optimization": true` means stage 1
+        return Fact(int(zero), ("zero_optimization",), Origin.WRITTEN, Where.DEEPSPEED)
+    if not isinstance(zero, Mapping) or "stage" not in zero:
+        return Fact(0, None, Origin.DEFAULT, Where.DEEPSPEED)
+    return Fact(parse_zero_stage(zero["stage"]), ("zero_optimization", "stage"), Origin.WRITTEN, Where.DEEPSPEED)
+
+
+def _ds_number(zero: Mapping[str, Any], name: str, default: float) -> float:
+    """A ZeRO key under its `stage3_` name or its short alias; "auto" left unfilled -> DeepSpeed's default."""
+    for key in (f"stage3_{name}", name):
+        value = zero.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+    return default
+
+
+def _sharding(raw: Mapping[str, Any], ds: Mapping[str, Any] | None, stage: int | None, world: int) -> Sharding:
+    """DeepSpeed's `zero_optimization` wins; then `fsdp_config` / the legacy `fsdp` list; then DDP or one GPU."""
+    if ds:
+        zero = ds.get("zero_optimization")
+        zero = zero if isinstance(zero, Mapping) else {}
+        stage = stage or 0
+
+        def offloaded(block: str) -> bool:
+            conf = zero.get(block)
+            return isinstance(conf, Mapping) and str(conf.get("device", "none")).lower() in ("cpu", "nvme")
+
+        return Sharding(ShardingKind.DEEPSPEED, stage, world, offloaded("offload_optimizer"),
+                        stage == 3 and offloaded("offload_param"), "optimizer" in ds,
+                        _ds_number(zero, "reduce_bucket_size", DS_REDUCE_BUCKET),
+                        _ds_number(zero, "allgather_bucket_size", DS_ALLGATHER_BUCKET),
+                        _ds_number(zero, "prefetch_bucket_size", DS_PREFETCH_BUCKET),
+                        _ds_number(zero, "max_live_parameters", DS_MAX_LIVE_PARAMETERS),
+                        _ds_number(zero, "param_persistence_threshold", DS_PERSISTENCE_THRESHOLD),
+                        _ds_number(zero, "sub_group_size", DS_SUB_GROUP_SIZE),
+                        bool(lax_bool(zero.get("overlap_comm", stage == 3))))
+    fsdp_cfg = raw.get("fsdp_config")
+    fsdp_cfg = fsdp_cfg if isinstance(fsdp_cfg, Mapping) else {}
+    fsdp_list = _strings(raw.get("fsdp"))
+    if fsdp_cfg or fsdp_list:
+        strategy = str(fsdp_cfg.get("sharding_strategy") or fsdp_cfg.get("fsdp_sharding_strategy")
+                       or " ".join(fsdp_list) or "full_shard").lower()
+        reshard = fsdp_cfg.get("reshard_after_forward", fsdp_cfg.get("fsdp_reshard_after_forward"))
+        fsdp_stage = 0 if "no_shard" in strategy else 2 if ("shard_grad_op" in strategy or reshard is False) else 3
+        offload = bool(lax_bool(fsdp_cfg.get("offload_params", fsdp_cfg.get("fsdp_offload_params")))) \
+            or "offload" in strategy
+        version = lax_int(raw.get("fsdp_version") or fsdp_cfg.get("fsdp_version") or fsdp_cfg.get("version")) or 1
+        return Sharding(ShardingKind.FSDP, fsdp_stage, world, offload, offload, fsdp_version=version)
+    return Sharding(ShardingKind.DDP if world > 1 else ShardingKind.SINGLE, 0, world)
+
+
+# ---------------------------------------------------------------------------------------------------- "auto"
+
+
+def resolve_auto(ds_raw: Mapping[str, Any], facts: "_TrainerArgs", world_size: int,
+                 hidden_size: int | None) -> dict[str, Any]:
+    """Fill HF "auto" values and normalise ZeRO-3 aliases to their `stage3_` names.
+
+    From transformers `HfTrainerDeepSpeedConfig` (integrations/deepspeed.py): train_micro_batch_size_per_gpu =
+    micro_batch_size; gradient_accumulation_steps; train_batch_size = world_size × mbs × gas; gradient_clipping =
+    max_grad_norm; bf16/fp16.enabled from the training arguments; reduce_bucket_size = h²;
+    stage3_prefetch_bucket_size = int(0.9 h²); stage3_param_persistence_threshold = 10 h; optimizer lr / betas /
+    eps / weight_decay and WarmupLR's warmup_max_lr from the training arguments. Values that stay "auto" (an
+    unknown hidden size) are left as the string "auto".
+    """
+    ds = copy.deepcopy(dict(ds_raw))
+    fills: dict[KeyPath, Any] = {
+        ("train_micro_batch_size_per_gpu",): facts.micro_batch_size,
+        ("gradient_accumulation_steps",): facts.gradient_accumulation_steps,
+        ("train_batch_size",): world_size * facts.micro_batch_size * facts.gradient_accumulation_steps,
+        ("gradient_clipping",): facts.max_grad_norm,
+        ("bf16", "enabled"): facts.bf16,
+        ("fp16", "enabled"): facts.fp16,
+        ("optimizer", "params", "lr"): facts.learning_rate,
+        ("optimizer", "params", "betas"): list(facts.adam_betas),
+        ("optimizer", "params", "eps"): facts.adam_epsilon,
+        ("optimizer", "params", "weight_decay"): facts.weight_decay,
+        ("scheduler", "params", "warmup_min_lr"): 0,
+        ("scheduler", "params", "warmup_max_lr"): facts.learning_rate,
+        ("zero_optimization", "stage3_gather_16bit_weights_on_model_save"): False,
+    }
+    if hidden_size:
+        fills[("zero_optimization", "reduce_bucket_size")] = hidden_size * hidden_size
+        fills[("zero_optimization", "stage3_prefetch_bucket_size")] = int(0.9 * hidden_size * hidden_size)
+        fills[("zero_optimization", "stage3_param_persistence_threshold")] = 10 * hidden_size
+    zero = ds.get("zero_optimization")
+    if isinstance(zero, dict):
+        for short, long in ZERO_ALIASES.items():
+            if short in zero and long not in zero:
+                zero[long] = zero.pop(short)
+    for path, value in fills.items():
+        parent: Any = ds
+        for part in path[:-1]:
+            parent = parent.get(part) if isinstance(parent, dict) else None
+        if isinstance(parent, dict) and parent.get(path[-1]) == "auto" and value is not None:
+            parent[path[-1]] = value
+    return ds
+
+
+@dataclass(frozen=True)
+class _TrainerArgs:
+    """The training arguments the HF Trainer fills DeepSpeed's "auto" values from."""
+
+    micro_batch_size: int
+    gradient_accumulation_steps: int
+    bf16: bool
+    fp16: bool
+    max_grad_norm: float
+    learning_rate: float | None
+    adam_betas: tuple[float, float]
+    adam_epsilon: float
+    weight_decay: float
+
+
+# ---------------------------------------------------------------------------------------------------- resolve
+
+
+def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = None, *, world_size: int = 1,
+                  bf16_capable: bool = True, hidden_size: int | None = None) -> RunFacts:
+    """Resolve an Axolotl config (as written; defaults already applied is fine too) and its DeepSpeed dict (as
+    written, "auto" unfilled) on `world_size` GPUs whose bf16 support is `bf16_capable`."""
+    raw = raw if isinstance(raw, Mapping) else {}
+    mbs = _int_fact(raw, "micro_batch_size", 1)
+    gas = _int_fact(raw, "gradient_accumulation_steps", 1)
+    batch = lax_int(raw.get("batch_size"))
+    if gas.origin is Origin.DEFAULT and batch is not None and batch > 0:
+        gas = Fact(max(1, batch // mbs.value), ("batch_size",), Origin.DERIVED)
+    eval_bs = _int_fact(raw, "eval_batch_size", mbs.value)
+    seq = _int_fact(raw, "sequence_len", 512)
+    eval_seq = _int_fact(raw, "eval_sequence_len", seq.value)
+    bf16, fp16, dtype = _precision(raw, bf16_capable)
+    packing = _bool_fact(raw, "sample_packing")
+    plugins = _strings(raw.get("plugins"))
+    liger = any(p.endswith("LigerPlugin") for p in plugins)
+    adapter_value = raw.get("adapter")
+    adapter: Fact[str | None] = Fact(str(adapter_value), ("adapter",), Origin.WRITTEN) \
+        if isinstance(adapter_value, str) and adapter_value else Fact(None)
+    bnb = raw.get("bnb_config_kwargs")
+    bnb = bnb if isinstance(bnb, Mapping) else {}
+    targets = raw.get("lora_target_modules")
+    optimizer = raw.get("optimizer")
+    lr = lax_float(raw.get("learning_rate"))
+    gc_value = raw.get("gradient_checkpointing")
+    fsdp_cfg = raw.get("fsdp_config") if isinstance(raw.get("fsdp_config"), Mapping) else {}
+    if gc_value in ("offload", "offload_disk") or lax_bool(gc_value):
+        gc = Fact(True, ("gradient_checkpointing",), Origin.WRITTEN)
+    elif lax_bool(fsdp_cfg.get("activation_checkpointing")) or lax_bool(fsdp_cfg.get("fsdp_activation_checkpointing")):
+        key = "activation_checkpointing" if "activation_checkpointing" in fsdp_cfg else "fsdp_activation_checkpointing"
+        gc = Fact(True, ("fsdp_config", key), Origin.DERIVED)
+    else:
+        gc = Fact(False, ("gradient_checkpointing",) if "gradient_checkpointing" in raw else None)
+    gc_kwargs = raw.get("gradient_checkpointing_kwargs")
+    betas = (lax_float(raw.get("adam_beta1")) or 0.9, lax_float(raw.get("adam_beta2")) or 0.999)
+    max_grad_norm = lax_float(raw.get("max_grad_norm"))
+    args = _TrainerArgs(mbs.value, gas.value, bf16.value, fp16.value, 1.0 if max_grad_norm is None else max_grad_norm,
+                        lr, betas, lax_float(raw.get("adam_epsilon")) or 1e-8,
+                        lax_float(raw.get("weight_decay")) or 0.0)
+    ds = resolve_auto(ds_raw, args, world_size, hidden_size) if isinstance(ds_raw, Mapping) else None
+    stage = _zero_stage(ds_raw if isinstance(ds_raw, Mapping) else None)
+    rl = raw.get("rl")
+    return RunFacts(
+        micro_batch_size=mbs,
+        gradient_accumulation_steps=gas,
+        eval_batch_size=eval_bs,
+        sequence_len=seq,
+        eval_sequence_len=eval_seq,
+        sample_packing=packing,
+        eval_sample_packing=packing.value if lax_bool(raw.get("eval_sample_packing")) is None
+        else bool(lax_bool(raw.get("eval_sample_packing"))),
+        pad_to_sequence_len=_bool_fact(raw, "pad_to_sequence_len"),
+        bf16=bf16,
+        fp16=fp16,
+        dtype=_trained_dtype(dtype, ds),
+        attn_implementation=_attention(raw),
+        loss=_loss(raw, plugins),
+        chunked_ce_chunks=lax_int(raw.get("chunked_cross_entropy_num_chunks")) or CHUNKED_CE_CHUNKS,
+        adapter=adapter,
+        quantization=_quantization(raw, adapter.value),
+        double_quant=lax_bool(bnb.get("bnb_4bit_use_double_quant", True)) is not False,
+        lora=Lora(r=lax_int(raw.get("lora_r")) or 8, alpha=lax_int(raw.get("lora_alpha")) or 8,
+                  dropout=lax_float(raw.get("lora_dropout")) or 0.0,
+                  target_modules=targets if isinstance(targets, str) else _strings(targets),
+                  target_linear=_flag(raw, "lora_target_linear"),
+                  modules_to_save=_strings(raw.get("lora_modules_to_save"))),
+        unfrozen_parameters=_strings(raw.get("unfrozen_parameters")),
+        optimizer=Fact(optimizer, ("optimizer",), Origin.WRITTEN) if isinstance(optimizer, str) and optimizer
+        else Fact("adamw_torch_fused"),
+        learning_rate=Fact(lr, ("learning_rate",), Origin.WRITTEN) if lr is not None else Fact(None),
+        adam_betas=betas,
+        adam_epsilon=args.adam_epsilon,
+        weight_decay=args.weight_decay,
+        max_grad_norm=args.max_grad_norm,
+        gradient_checkpointing=gc,
+        gradient_checkpointing_kwargs=dict(gc_kwargs) if isinstance(gc_kwargs, Mapping) else {"use_reentrant": True},
+        offload_checkpoints=gc_value in ("offload", "offload_disk") or (gc.value and _activation_offloading(raw)),
+        plugins=plugins,
+        liger_rms_norm=liger and _flag(raw, "liger_rms_norm"),
+        liger_glu=liger and (_flag(raw, "liger_glu_activation") or _flag(raw, "liger_swiglu")),
+        liger_rope=liger and _flag(raw, "liger_rope"),
+        liger_layer_norm=liger and _flag(raw, "liger_layer_norm"),
+        evaluates=_evaluates(raw),
+        rl=str(rl) if isinstance(rl, str) and rl else None,
+        zero_stage=stage,
+        ds=ds,
+        sharding=_sharding(raw, ds, stage.value, world_size),
+    )
