@@ -111,8 +111,10 @@ def deprecation(probe: dict, prop: dict | None, properties: dict, version: str) 
         probe.get("changed", []) if len(probe.get("changed", [])) == 1 and not probe.get("kept") else [])
     if probe.get("error"):
         close = difflib.get_close_matches(key, mentioned, n=1, cutoff=0.6)
+        falsy = probe.get("falsy_refused", True)
         return {"replacement": close[0] if close else None,
-                "note": f"Axolotl {version} refuses to start when it is set", "refused": True}
+                "note": f"Axolotl {version} refuses to start when it is set" + ("" if falsy else " to a true value"),
+                "refused": True, "refused_when_empty": falsy}
     if moved:
         warned = " with a warning" if probe.get("warnings") else ""
         return {"replacement": moved[0], "note": f"Axolotl {version} moves the value to `{moved[0]}`{warned}"}
@@ -141,6 +143,10 @@ def build(raw: dict) -> dict:
     if raw["datasets_by_rl"]:
         properties["datasets"]["x-axlint-items-by"] = {
             "key": "rl", "cases": {value: f"#/$defs/{model}" for value, model in raw["datasets_by_rl"].items()}}
+    adapters = raw.get("adapters") or {}
+    if adapters.get("builtin") is not None and "adapter" in properties:
+        properties["adapter"]["x-axlint-adapters"] = {"builtin": adapters["builtin"],
+                                                      "plugins": adapters.get("plugins", {})}
     for plugin in raw["plugins"]:
         args = plugin["schema"]
         plugin_defs = args.get("$defs", {})
