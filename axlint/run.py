@@ -22,12 +22,13 @@ from axlint.kind import ConfigKind, classify_data
 PACKAGE_DIR = Path(__file__).resolve().parent
 STOCK_DEEPSPEED = PACKAGE_DIR / "data" / "deepspeed_stock"
 
-@lru_cache(maxsize=1)
-def axolotl_defaults() -> dict[str, Any]:
-    """Defaults of every Axolotl key that declares one, read from the default Axolotl schema."""
+@lru_cache(maxsize=None)
+def axolotl_defaults(version: str | None = None) -> dict[str, Any]:
+    """Defaults of every Axolotl key that declares one, read from the bundled schema of Axolotl `version`
+    (default: the release `schema_check.default_choice()` picks)."""
     from axlint.schema_check import load_schema
 
-    schema = load_schema("axolotl")
+    schema = load_schema("axolotl", version)
     return {k: v["default"] for k, v in schema["properties"].items() if isinstance(v, dict) and v.get("default") is not None}
 
 
@@ -56,7 +57,8 @@ class TrainingRun:
         """The Axolotl config with defaults, and `gradient_accumulation_steps` derived from `batch_size`."""
         if self.axolotl is None:
             return {}
-        cfg = {**axolotl_defaults(), **{k: v for k, v in self.raw.items() if v is not None}}
+        version = getattr(self.extra.get("schemas"), "axolotl", None)  # the release the run is checked against
+        cfg = {**axolotl_defaults(version), **{k: v for k, v in self.raw.items() if v is not None}}
         gas = self.facts.gradient_accumulation_steps
         if gas.key == ("batch_size",):
             cfg["gradient_accumulation_steps"] = gas.value
