@@ -107,8 +107,12 @@ def deprecation(probe: dict, prop: dict | None, properties: dict, version: str) 
     """
     key = probe["key"]
     mentioned = _mentioned(key, probe, properties)
+    # A true/false probe value that turns up in another key may be a flag derived from it (sdp_attention: true
+    # also sets attn_decontaminates_packing: true): without the warning naming that key, it is no rename.
+    derived = isinstance(probe.get("value"), bool)
     moved = [k for k in mentioned if k in probe.get("changed", [])] or (
-        probe.get("changed", []) if len(probe.get("changed", [])) == 1 and not probe.get("kept") else [])
+        probe.get("changed", []) if len(probe.get("changed", [])) == 1 and not probe.get("kept") and not derived
+        else [])
     if probe.get("error"):
         close = difflib.get_close_matches(key, mentioned, n=1, cutoff=0.6)
         falsy = probe.get("falsy_refused", True)
