@@ -3,7 +3,8 @@
 Supports the subset the schemas in axlint/schemas use: type, enum, const, pattern, properties,
 additionalProperties, items, anyOf/oneOf and `$ref` to `#/$defs/...`, plus the annotations `x-axlint-deprecated`, `x-axlint-plugin`,
 `x-axlint-extra` and `x-axlint-items-by` (the items of a list are one model chosen by a top-level key's value, as
-Axolotl builds `datasets` entries by `rl`). Problems come back in document order; spans are left to the caller
+Axolotl builds `datasets` entries by `rl`). `x-axlint-adapters` (the adapters a release takes, built in and per
+plugin) is read by the AX016 check. Problems come back in document order; spans are left to the caller
 (`Document.span(problem.path, problem.span_part)`).
 
 The schemas are bundled per release: `schemas/axolotl/<version>.schema.json` and
