@@ -291,12 +291,13 @@ def _expected(schemas: list[dict]) -> str:
         allowed = schema.get("type", ())
         if "pattern" in schema:
             words.append(f"a string matching `{schema['pattern']}`")
-            allowed = ()
+        if "pattern" in schema or "enum" in schema or "const" in schema:
+            allowed = ()  # the values say it
         for name in (allowed,) if isinstance(allowed, str) else allowed:
             words.append(_YAML_NAMES[name])
         values = _values(schema)
         words.extend("null" if v is None else repr(v) for v in values)
-    unique = list(dict.fromkeys(words))
+    unique = sorted(dict.fromkeys(words), key=lambda w: w.startswith("a string matching"), reverse=True)
     if len(unique) > _LISTED:  # optimizer names: a few, then how many more
         return ", ".join(unique[:_LISTED - 2]) + f" or {len(unique) - _LISTED + 2} other values"
     return unique[0] if len(unique) == 1 else ", ".join(unique[:-1]) + " or " + unique[-1]

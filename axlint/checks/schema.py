@@ -210,7 +210,7 @@ def unknown_adapter(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if provider is not None:
         hit = Hit(doc, doc.span(path, "value"), {
             "value": value, "hint": "",
-            "reason": f"is registered by `{provider}`, which is not in `plugins:`"})
+            "reason": f"is registered by `{provider}`, which is not in `plugins:`: Axolotl refuses to start"})
         hit.fix = _fix(doc, edits.append_item(doc, ("plugins",), provider), Applicability.UNSAFE,
                        f"add `{provider}` to `plugins:`")
         yield hit
@@ -219,7 +219,8 @@ def unknown_adapter(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     match = close_match(value, known, n=1, cutoff=SUGGEST_CUTOFF)
     hit = Hit(doc, doc.span(path, "value"), {
         "value": value, "hint": f"; did you mean `{match[0]}`?" if match else "",
-        "reason": f"is not built in ({builtin}) and no plugin in `plugins:` registers it"})
+        "reason": f"is not built in ({builtin}) and no plugin in `plugins:` registers it: Axolotl refuses to "
+                  "start"})
     if match:
         hit.fix = _fix(doc, edits.set_value(doc, path, match[0]), Applicability.UNSAFE,
                        f"set `adapter` to `{match[0]}`")
