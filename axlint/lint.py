@@ -21,6 +21,7 @@ class LintOptions:
     model_config: Path | None = None
     schemas: SchemaChoice | None = None
     """The bundled schema versions; None: `default_choice()`."""
+    upstream: Any = None  # axlint.upstream.validators.AxolotlValidators, when `--axolotl-validators` is on
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,8 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
     if run.ds_error is not None and "ds_error_path" in run.extra and "AX000" in selected:
         result.diagnostics.append(document_error_diagnostic(run.extra["ds_error_path"], _strip_path(run.ds_error)))
     diags = run_rules(run, options.rules)
+    if options.upstream is not None:
+        diags += options.upstream.findings(run, options.rules)
     memory_codes = {r.code for r in options.rules if r.pack == "memory"}
     schema_codes = {r.code for r in options.rules if r.pack == "schema"}
     for diag in diags:
@@ -91,7 +94,10 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
         if hw.assumed:
             diags = hold_guessed_fixes(diags, memory_codes, hw.label)
     unused = next((r for r in options.rules if r.code == "AX002"), None)
-    result.diagnostics.extend(apply_suppressions(diags, docs, unused))
+    kept = apply_suppressions(diags, docs, unused)
+    if options.upstream is not None:
+        kept = options.upstream.one_per_problem(kept, docs)
+    result.diagnostics.extend(kept)
     return result
 
 

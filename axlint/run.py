@@ -24,8 +24,8 @@ STOCK_DEEPSPEED = PACKAGE_DIR / "data" / "deepspeed_stock"
 
 @lru_cache(maxsize=None)
 def axolotl_defaults(version: str | None = None) -> dict[str, Any]:
-    """Defaults of every Axolotl key that declares one, read from the bundled schema of Axolotl `version`
-    (default: the release `schema_check.default_choice()` picks)."""
+    """Defaults of every Axolotl key that declares one, read from the schema of Axolotl `version` (default: the
+    release axlint checks against when nothing is asked for)."""
     from axlint.schema_check import load_schema
 
     schema = load_schema("axolotl", version)
@@ -57,7 +57,7 @@ class TrainingRun:
         """The Axolotl config with defaults, and `gradient_accumulation_steps` derived from `batch_size`."""
         if self.axolotl is None:
             return {}
-        version = getattr(self.extra.get("schemas"), "axolotl", None)  # the release the run is checked against
+        version = getattr(self.extra.get("schemas"), "axolotl", None)
         cfg = {**axolotl_defaults(version), **{k: v for k, v in self.raw.items() if v is not None}}
         gas = self.facts.gradient_accumulation_steps
         if gas.key == ("batch_size",):

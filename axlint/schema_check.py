@@ -3,8 +3,8 @@
 Supports the subset the schemas in axlint/schemas use: type, enum, const, pattern, properties,
 additionalProperties, items, anyOf/oneOf and `$ref` to `#/$defs/...`, plus the annotations `x-axlint-deprecated`, `x-axlint-plugin`,
 `x-axlint-extra` and `x-axlint-items-by` (the items of a list are one model chosen by a top-level key's value, as
-Axolotl builds `datasets` entries by `rl`). `x-axlint-adapters` (the adapters a release takes, built in and per
-plugin) is read by the AX016 check. Problems come back in document order; spans are left to the caller
+Axolotl builds `datasets` entries by `rl`). `x-axlint-adapters` records the adapters a release takes (built in,
+and per bundled plugin). Problems come back in document order; spans are left to the caller
 (`Document.span(problem.path, problem.span_part)`).
 
 The schemas are bundled per release: `schemas/axolotl/<version>.schema.json` and
@@ -46,7 +46,8 @@ _INT_STRING = re.compile(r"[+-]?[0-9](?:_?[0-9])*(?:\.0*)?", re.ASCII)
 @dataclass(frozen=True)
 class SchemaProblem:
     """One finding: `kind` is unknown-key, wrong-type, coerced-string, coerced-value, bad-enum (a value outside an
-    enum or not matching a pattern), deprecated-key (logged), removed-key (refused at start-up) or
+    enum or not matching a pattern), deprecated-key (logged or mapped), removed-key (a deprecated key the release
+    refuses at start-up, set to a value it refuses) or
     plugin-key-without-plugin; `span_part` says whether the key or the value is at fault."""
 
     kind: str
@@ -54,6 +55,26 @@ class SchemaProblem:
     span_part: str
     message_args: dict[str, Any] = field(default_factory=dict)
     suggestion: str | None = None
+
+
+def _shown(node: Node) -> Any:
+    """What a message quotes of a value: a scalar as it is, a mapping by its first keys, a list by its length."""
+    if node.kind == "map":
+        keys = [str(p.key.value) for p in node.pairs]
+        return "{" + ", ".join(f"{k}: ..." for k in keys[:3]) + (", ..." if len(keys) > 3 else "") + "}"
+    if node.kind == "seq":
+        return f"[{len(node.items)} item{'s' if len(node.items) != 1 else ''}]"
+    return node.value
+
+
+def _is_null(node: Node) -> bool:
+    """`key:` or `key: null` (Axolotl's removal validators let None through)."""
+    return node.kind == "scalar" and node.value is None
+
+
+def _truthy(node: Node) -> bool:
+    """The node's value as Python truthiness sees it (Axolotl's removal validators test `if value:`)."""
+    return bool(node.items or node.pairs) if node.kind in ("seq", "map") else bool(node.value)
 
 
 def close_match(word: str, candidates: list[str], n: int, cutoff: float) -> list[str]:
@@ -380,7 +401,7 @@ class _Checker:
         allowed = schema.get("type")
         if allowed is not None and not _type_matches(kind, node, allowed):
             args = {"key": _key_name(path), "expected": _expected([{"type": allowed}]), "got": yaml_type(node),
-                    "value": node.value}
+                    "value": _shown(node)}
             return SchemaProblem(_lax_accepts(node, kind, allowed) or "wrong-type", path, "value", args)
         values = _values(schema) if "enum" in schema or "const" in schema else None
         if values is not None and (node.kind != "scalar" or not any(_equal(node.value, v) for v in values)):
@@ -391,7 +412,7 @@ class _Checker:
 
     def enum_problem(self, node: Node, schemas: list[dict], path: KeyPath) -> SchemaProblem:
         """bad-enum for a scalar (with a did-you-mean among string values), wrong-type for a map or list."""
-        args = {"key": _key_name(path), "value": node.value, "allowed": _expected(schemas), "got": yaml_type(node)}
+        args = {"key": _key_name(path), "value": _shown(node), "allowed": _expected(schemas), "got": yaml_type(node)}
         if node.kind != "scalar":
             return SchemaProblem("wrong-type", path, "value", {**args, "expected": args["allowed"]})
         words = [v for s in schemas for v in _values(s) if isinstance(v, str)]
@@ -416,7 +437,7 @@ class _Checker:
         if node.kind == "scalar" and any(same_kind):
             return [self.enum_problem(node, branches, path)]
         return [SchemaProblem("wrong-type", path, "value", {"key": _key_name(path), "expected": _expected(branches),
-                                                           "got": yaml_type(node), "value": node.value})]
+                                                           "got": yaml_type(node), "value": _shown(node)})]
 
     def check_map(self, node: Node, schema: dict, path: KeyPath) -> list[SchemaProblem]:
         properties = schema.get("properties", {})
@@ -440,8 +461,8 @@ class _Checker:
             sub = self.resolve(sub)
             deprecated = sub.get("x-axlint-deprecated")
             if deprecated is not None:
-                refused = deprecated.get("refused") and (deprecated.get("refused_when_empty", True)
-                                                         or pair.value.kind != "scalar" or bool(pair.value.value))
+                refused = deprecated.get("refused") and not _is_null(pair.value) and (
+                    deprecated.get("refused_when_empty", True) or _truthy(pair.value))
                 problems.append(SchemaProblem(
                     "removed-key" if refused else "deprecated-key", sub_path, "key",
                     {"key": key, "replacement": deprecated["replacement"] or "", "note": deprecated["note"]},

@@ -28,6 +28,7 @@ class Settings:
     exclude: list[str] | None = None
     extend_exclude: list[str] = field(default_factory=list)
     respect_gitignore: bool = True
+    axolotl_validators: bool = False
     source: Path | None = None
 
     def resolve(self, value: str) -> Path:
@@ -39,7 +40,7 @@ class Settings:
 _TYPES = {"select": list, "ignore": list, "extend-select": list, "rules-dirs": list, "hardware": str,
           "output-format": str, "model-config": str,
           "axolotl-version": str, "deepspeed-version": str, "exclude": list, "extend-exclude": list,
-          "respect-gitignore": bool}
+          "respect-gitignore": bool, "axolotl-validators": bool}
 _FORMATS = ("full", "concise", "json", "sarif", "github")
 
 

@@ -1,6 +1,8 @@
 """Running a rule pack's inline test cases: write the case's files, lint with the rule selected, fix, re-lint."""
 from __future__ import annotations
 
+import atexit
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +33,20 @@ def case_rules(rule: Rule, all_rules: list[Rule], case: dict) -> list[Rule]:
 
 
 def lint_case(tmp: Path, rule: Rule, all_rules: list[Rule], case: dict) -> LintOptions:
-    return LintOptions(case_rules(rule, all_rules, case), parse_hardware_option(case.get("hardware")))
+    rules = case_rules(rule, all_rules, case)
+    upstream = axolotl_validators() if any(r.pack == "upstream" for r in rules) else None
+    return LintOptions(rules, parse_hardware_option(case.get("hardware")), upstream=upstream)
+
+
+@functools.lru_cache(maxsize=1)
+def axolotl_validators():
+    """The upstream pack's rules report what the real Axolotl says: one worker in the oracle venv for all cases."""
+    from axlint.upstream.validators import AxolotlValidators
+    from tests.oracle.venv import oracle_python
+
+    validators = AxolotlValidators(python=str(oracle_python()))
+    atexit.register(validators.close)
+    return validators
 
 
 def codes_for(path: Path, options: LintOptions) -> list[str]:

@@ -19,30 +19,13 @@ NOTES = "shar" + "ed"  # the notes folder beside the checkout, spelled apart (te
 MARKERS = re.compile(r"§|\(#\d+\)|\.\.\/" + NOTES + "|" + NOTES + r"\/reference"
                      r"|\b(?:deepspeed|axolotl|memory-model|model-archs)\.md\b")
 
-NOT_YET_CLEANED: set[str] = set()
-"""Files other work in progress owns (the DeepSpeed pack and its checks, the run model, the bundled schemas and
-their sources, the GPU validation spec); their owners replace the markers there, and the lead empties this set
-once those branches are merged. docs/rules.md is checked except for the sections generated from these packs."""
-
-NOT_YET_CLEANED_PACKS = {Path(p).stem for p in NOT_YET_CLEANED if p.startswith("rules/")}
-
 
 def _files() -> list[Path]:
     files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(builtin_rules_dir().glob("*.yaml")),
              *sorted((ROOT / "tools").glob("*.py"))]
     for pattern in ("*.py", "*.json"):
         files += sorted((ROOT / "axlint").rglob(pattern))
-    return [f for f in files if f.relative_to(ROOT).as_posix() not in NOT_YET_CLEANED]
-
-
-def _text(path: Path) -> str:
-    text = path.read_text(encoding="utf-8")
-    if path == ROOT / "docs" / "rules.md":
-        packs = {r.code.lower(): r.pack for r in load_rules()}
-        sections = re.split(r'(?=<a id=")', text)
-        text = "".join(s for s in sections
-                       if packs.get(s[len('<a id="'):].split('"', 1)[0]) not in NOT_YET_CLEANED_PACKS)
-    return text
+    return files
 
 
 FILES = _files()
@@ -51,21 +34,12 @@ FILES = _files()
 @pytest.mark.parametrize("path", FILES, ids=[f.relative_to(ROOT).as_posix() for f in FILES])
 def test_no_internal_reference_markers(path):
     hits = [f"{path.relative_to(ROOT)}:{n}: {line.strip()[:120]}"
-            for n, line in enumerate(_text(path).splitlines(), 1) if MARKERS.search(line)]
+            for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if MARKERS.search(line)]
     assert not hits, "internal reference markers (cite the upstream file and version instead):\n" + "\n".join(hits)
 
 
 def test_rule_messages_and_docs_have_no_markers():
     for rule in load_rules():
-        if rule.pack in NOT_YET_CLEANED_PACKS:
-            continue
         for field, text in [("message", rule.message), *rule.docs.items()]:
             assert not MARKERS.search(str(text)), f"{rule.code} {field}: {text}"
 
-
-def test_the_exceptions_still_exist():
-    """An exception whose file is gone (or already clean) must leave the list."""
-    for name in NOT_YET_CLEANED:
-        path = ROOT / name
-        assert path.is_file(), f"{name} no longer exists; remove it from NOT_YET_CLEANED"
-        assert MARKERS.search(path.read_text(encoding="utf-8")), f"{name} is clean now; remove it from NOT_YET_CLEANED"

@@ -36,6 +36,8 @@ COUNT = 2000
 CAPABILITIES = {"bf16": True, "fp8": True, "n_gpu": 8, "n_node": 1, "compute_capability": "sm_90"}
 """What Axolotl's `gpu_capabilities()` reports on axlint's default hardware, 8×H100-80GB on one node."""
 
+SCHEMAS = choose_versions(axolotl="0.18.0", deepspeed="0.18.9")
+"""axlint checks against the schemas of the releases that judge it."""
 RULES = select_rules(load_rules(), ignore=["MEM"])
 SILENT = {r.code for r in RULES if r.docs.get("silent_failure")}
 
@@ -47,7 +49,7 @@ KNOWN_MISSES: dict[str, str] = {
                                                                        "(utils/schemas/validation.py) yet; a "
                                                                        "mutation that sets `rl: kto` on a config "
                                                                        "with empty unknown keys was caught only by "
-                                                                       "AX010 on those keys, now the warning AX018",
+                                                                       "AX010 on those keys, now the warning AX017",
     r"^Value error, GRPO with world_size=": "GRPO's one-group-per-GPU check depends on the GPU count: the oracle "
                                             "judges with 8 GPUs, while axlint assumes one GPU for a config without "
                                             "DeepSpeed or FSDP; AX215 applies it with `--hardware`",
@@ -60,16 +62,14 @@ LATER_STAGE: dict[tuple[str, str], str] = {
     ("AX132", ""): "new `tokens` with an adapter pass `validate_config`; Axolotl refuses them a step later, in "
                    "`check_model_config` (loaders/utils.py) once it has read the model's config.json, before the "
                    "weights load",
-    ("AX012", "optimizer"): "`optimizer` is a plain string to `validate_config`; an unknown name fails when Axolotl "
-                            "builds the trainer (core/builders/base.py), where transformers' TrainingArguments "
-                            "refuses anything outside OptimizerNames and Axolotl's custom optimizers, after the "
-                            "model was loaded",
-    ("AX012", "lr_scheduler"): "`lr_scheduler` is a plain string to `validate_config`; an unknown name fails when "
-                               "Axolotl builds the trainer, where transformers' TrainingArguments refuses anything "
-                               "outside SchedulerType (one_cycle and rex are Axolotl's own), after the model was "
-                               "loaded",
     ("AX011", "flash_attention"): "legacy attention flags are read for truthiness and removed before pydantic "
                                   "checks their type, so a list there still turns flash attention on",
+    ("AX012", "optimizer"): "Axolotl types `optimizer` as any string; an unknown name passes `validate_config` and "
+                            "stops the launch when the trainer builds TrainingArguments (\"is not a valid "
+                            "OptimizerNames\", transformers 5.14.1), after the model and the data are loaded",
+    ("AX012", "lr_scheduler"): "Axolotl types `lr_scheduler` as any string; an unknown name stops the launch when the "
+                               "trainer builds TrainingArguments (\"is not a valid SchedulerType\", transformers "
+                               "5.14.1), after the model and the data are loaded",
 }
 """(code, key the error is at, "" for any) of errors on accepted configs that are right for another reason than
 a silent failure, with that reason."""
@@ -100,7 +100,7 @@ def verdicts(tmp_path_factory) -> list[dict]:
         (root / rel).write_text(yaml.safe_dump(m.config, sort_keys=False), encoding="utf-8")
         made[rel] = f"{m.base}: {m.name}"
     second = judge(python, [{"id": rel, "capabilities": CAPABILITIES} for rel in made if rel.startswith("mut")], root)
-    options = LintOptions(RULES, schemas=choose_versions("0.18.0", "0.18.9"))  # the judge's releases
+    options = LintOptions(RULES, schemas=SCHEMAS)
     records = []
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)

@@ -34,7 +34,7 @@ from tests.corpus import CORPUS
 from tests.oracle.compare import known_miss, later_stage, write_table
 from tests.oracle.ds_mutations import mutate
 from tests.oracle.venv import judge, oracle_python
-from tests.test_oracle import CAPABILITIES, RULES, SILENT
+from tests.test_oracle import CAPABILITIES, RULES, SCHEMAS, SILENT
 
 SEED = 20261124
 COUNT = 700
@@ -111,7 +111,7 @@ def verdicts(tmp_path_factory) -> list[dict]:
             mutated[rel_json] = f"{m.base} JSON on its own: {m.name}"
     second = _judge(python, root, mutated)
     made.update(mutated)
-    options = LintOptions(RULES, hardware=parse_hardware(f"{WORLD}xH100"))
+    options = LintOptions(RULES, hardware=parse_hardware(f"{WORLD}xH100"), schemas=SCHEMAS)
     records = []
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)

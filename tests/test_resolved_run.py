@@ -152,3 +152,19 @@ def test_a_check_reads_the_resolved_attention(tmp_path: Path) -> None:
 
     assert "AX107" not in codes({"sample_packing": True, "flash_attention": "true"})
     assert "AX107" in codes({"sample_packing": "yes"})
+
+
+@pytest.mark.parametrize("version", ["0.18.0", "0.19.0"])
+def test_the_defaults_facts_assume_are_axolotls(version: str) -> None:
+    """The defaults `axlint.facts` applies when a key is not written are the ones in Axolotl's own schema."""
+    from axlint.run import axolotl_defaults
+
+    defaults = axolotl_defaults(version)
+    facts = resolve_facts({})
+    assert facts.sequence_len.value == defaults["sequence_len"]
+    assert facts.micro_batch_size.value == defaults["micro_batch_size"]
+    assert facts.gradient_accumulation_steps.value == defaults["gradient_accumulation_steps"]
+    assert facts.optimizer.value == defaults["optimizer"]
+    assert facts.lora.dropout == defaults["lora_dropout"]
+    assert defaults["bf16"] == "auto" and facts.bf16.value is True  # auto on a bf16-capable GPU
+    assert defaults["cut_cross_entropy"] is True  # the CCE plugin's default that `facts.loss` assumes

@@ -216,6 +216,8 @@ def test_removed_key_is_refused_not_unknown():
     [problem] = check_document(_yaml("unsloth_lora_mlp: true\n"), "axolotl", AXOLOTL)
     assert (problem.kind, problem.suggestion) == ("removed-key", None)
     assert "refuses to start" in problem.message_args["note"]
+    [problem] = check_document(_yaml("unsloth_lora_mlp: false\n"), "axolotl", AXOLOTL)
+    assert problem.kind == "deprecated-key"  # the validator tests truthiness: false passes
 
 
 def test_removed_key_with_a_value_axolotl_lets_through_is_only_deprecated():
@@ -367,3 +369,11 @@ def test_deepspeed_wrong_types_and_removed_keys():
 
 def test_deepspeed_legacy_boolean_zero_optimization():
     assert check_document(_json('{"zero_optimization": true}'), "deepspeed", DEEPSPEED) == []
+
+
+def test_a_wrong_mapping_or_list_is_quoted_by_its_shape():
+    """A map or list where a scalar belongs is quoted by its keys or length, never as `null`."""
+    [problem] = check_document(_yaml("tokens:\n  pad_token: '<p>'\n  eos_token: '</s>'\n"), "axolotl", AXOLOTL)
+    assert problem.message_args["value"] == "{pad_token: ..., eos_token: ...}"
+    [problem] = check_document(_yaml("learning_rate: [1, 2]\n"), "axolotl", AXOLOTL)
+    assert (problem.kind, problem.message_args["value"]) == ("wrong-type", "[2 items]")

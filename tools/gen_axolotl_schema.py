@@ -209,22 +209,8 @@ def generate(version: str, folder: Path) -> tuple[dict, dict[str, Any]]:
 def main(argv: list[str]) -> int:
     """Write (or with --check compare) every release's schema and the index; 1 when --check finds a difference."""
     check = "--check" in argv
-    stale = []
-    index = []
     with tempfile.TemporaryDirectory() as folder:
-        for version in VERSIONS:
-            schema, entry = generate(version, Path(folder))
-            index.append(entry)
-            if not schemagen.write_if_changed(TARGET / entry["file"], schema, check):
-                stale.append(entry["file"])
-            print(f"{version}: {len(schema['properties'])} keys, {len(schema['$defs'])} definitions")
-    if not schemagen.write_if_changed(TARGET / "versions.json", {"axolotl": index}, check):
-        stale.append("versions.json")
-    if check:
-        print("in sync" if not stale else f"stale: {', '.join(stale)}; run tools/gen_axolotl_schema.py")
-        return 1 if stale else 0
-    return 0
-
+        return schemagen.write_releases(TARGET, "axolotl", (generate(v, Path(folder)) for v in VERSIONS), check)
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -64,7 +64,10 @@ def _refs(node: object) -> set[str]:
 
 
 def _is_block(node: dict) -> bool:
-    return "$ref" in node or any("$ref" in b for b in node.get("anyOf", []))
+    """A nested config block (a `$ref` to a model); a `$ref` to one of DeepSpeed's enums (`OffloadDeviceEnum`,
+    `ZeroStageEnum`, ...) is a value, which "auto" may replace like any other."""
+    refs = [node.get("$ref"), *(b.get("$ref") for b in node.get("anyOf", []))]
+    return any(ref and not ref.endswith("Enum") for ref in refs)
 
 
 def _mark_deprecated(node: object, version: str) -> None:
@@ -108,24 +111,16 @@ def main(argv: list[str]) -> int:
     """Write (or with --check compare) every release's schema and the index; 1 when --check finds a difference."""
     check = "--check" in argv
     base = json.loads(BASE.read_text(encoding="utf-8"))
-    stale, index = [], []
-    for version in VERSIONS:
-        python = schemagen.install(PINS + [f"deepspeed=={version}"])
-        raw = schemagen.dump(python, "deepspeed")
-        schema = build(raw, base)
-        entry = {"version": version, "file": f"{version}.schema.json", "models": {
-            key: model["class"] for key, model in raw["models"].items()}}
-        index.append(entry)
-        if not schemagen.write_if_changed(TARGET / entry["file"], schema, check):
-            stale.append(entry["file"])
-        print(f"{version}: {len(schema['properties'])} keys, {len(schema['$defs'])} definitions")
-    if not schemagen.write_if_changed(TARGET / "versions.json", {"deepspeed": index}, check):
-        stale.append("versions.json")
-    if check:
-        print("in sync" if not stale else f"stale: {', '.join(stale)}; run tools/gen_deepspeed_schema.py")
-        return 1 if stale else 0
-    return 0
+    return schemagen.write_releases(TARGET, "deepspeed", (release(version, base) for version in VERSIONS), check)
 
+
+def release(version: str, base: dict) -> tuple[dict, dict]:
+    """(schema, index entry) of one DeepSpeed release, read from the package installed in a throwaway venv."""
+    python = schemagen.install(PINS + [f"deepspeed=={version}"])
+    raw = schemagen.dump(python, "deepspeed")
+    entry = {"version": version, "file": f"{version}.schema.json", "models": {
+        key: model["class"] for key, model in raw["models"].items()}}
+    return build(raw, base), entry
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

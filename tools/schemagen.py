@@ -12,7 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 ROOT = Path(__file__).resolve().parent.parent
 VENV = ROOT / "build" / "schema-venv"
@@ -164,3 +164,22 @@ def write_if_changed(path: Path, data: dict, check: bool) -> bool:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     return current
+
+
+def write_releases(target: Path, package: str, releases: Iterable[tuple[dict, dict]], check: bool) -> int:
+    """Write (or with `check` compare) each release's schema and the `versions.json` index under `target`.
+
+    `releases` yields (schema, index entry); an entry names its `version` and `file`. Returns 1 when `check`
+    finds a file out of date, else 0."""
+    stale, index = [], []
+    for schema, entry in releases:
+        index.append(entry)
+        if not write_if_changed(target / entry["file"], schema, check):
+            stale.append(entry["file"])
+        print(f"{entry['version']}: {len(schema['properties'])} keys, {len(schema['$defs'])} definitions")
+    if not write_if_changed(target / "versions.json", {package: index}, check):
+        stale.append("versions.json")
+    if check:
+        print("in sync" if not stale else f"stale: {', '.join(stale)}; run tools/gen_{package}_schema.py")
+        return 1 if stale else 0
+    return 0

@@ -1,6 +1,6 @@
-"""Schema checks over both files of a run: unknown keys, wrong types, bad enum values, deprecated and removed keys,
-plugin keys without their plugin, values pydantic has to coerce, and adapters no built-in code or listed plugin
-provides. The schema walk runs once per document, against the releases the run was asked to be checked with."""
+"""Schema checks over both files of a run: unknown keys (with and without a value), wrong types, bad enum values,
+deprecated and removed keys, plugin keys without their plugin, and values pydantic has to coerce. The schema walk
+runs once per document, against the releases the run was asked to be checked with."""
 from __future__ import annotations
 
 from typing import Iterator
@@ -11,9 +11,7 @@ from axlint.document import Document, KeyPath
 from axlint.engine import Rule
 from axlint.fixes import Applicability, Fix
 from axlint.run import TrainingRun
-from axlint.schema_check import (SUGGEST_CUTOFF, SchemaChoice, SchemaProblem, check_node, close_match,
-                                 default_choice,
-                                 listed_plugins, load_schema)
+from axlint.schema_check import SchemaChoice, SchemaProblem, check_node, default_choice, listed_plugins, load_schema
 
 
 def _problems(run: TrainingRun) -> list[tuple[Document, SchemaProblem]]:
@@ -93,7 +91,7 @@ def unknown_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A key the schema does not know: Axolotl drops it silently, DeepSpeed's ZeRO blocks reject it."""
     for doc, problem, hit in _hits(run, {"unknown-key"}):
         if _sets_nothing(doc, problem):
-            continue  # AX018
+            continue  # AX017
         effect = problem.message_args.get("effect")
         hit.args["effect"] = "it is silently ignored" if effect == "ignore" else "the launch fails on it"
         hit.args["hint"] = f"; did you mean `{problem.suggestion}`?" if problem.suggestion else ""
@@ -124,14 +122,6 @@ def deprecated_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     yield from _old_keys(run, "deprecated-key", Applicability.SAFE)
 
 
-@register_check("schema_removed_key")
-def removed_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """A key the chosen Axolotl release refuses to start with (its validator raises when the key is set)."""
-    for hit in _old_keys(run, "removed-key", Applicability.UNSAFE):
-        hit.fix = None  # no one-to-one replacement: the refusal names what to write instead
-        yield hit
-
-
 def _old_keys(run: TrainingRun, kind: str, applicability: Applicability) -> Iterator[Hit]:
     for doc, problem, hit in _hits(run, {kind}):
         node = doc.node(problem.path)
@@ -142,6 +132,15 @@ def _old_keys(run: TrainingRun, kind: str, applicability: Applicability) -> Iter
         renamable = replacement and "." not in replacement and not isinstance(getattr(node, "value", None), bool)
         if renamable:
             hit.fix = _rename_fix(doc, problem.path, replacement, applicability)
+        yield hit
+
+
+@register_check("schema_removed_key")
+def removed_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A key the chosen Axolotl release refuses at start-up (its schema marks the deprecation `refused`)."""
+    for _, problem, hit in _hits(run, {"removed-key"}):
+        replacement = problem.suggestion
+        hit.args["hint"] = f"; use `{replacement}`" if replacement else "; delete it"
         yield hit
 
 
@@ -172,56 +171,3 @@ def coerced_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         hit.fix = _fix(doc, edits.set_value(doc, problem.path, number), Applicability.SAFE,
                        f"write `{node.value}` as a YAML 1.1 float")
         yield hit
-
-
-BUILTIN_PREFIX = "axolotl.integrations."
-"""Plugins under this package are bundled with Axolotl: the schema says which adapters each one registers."""
-
-
-def _provides(listed: str, plugin: str) -> bool:
-    """Whether the `plugins:` entry `listed` loads the plugin class `plugin` ("axolotl.integrations.mora.MoraPlugin"
-    also loads as "axolotl.integrations.mora.plugin.MoraPlugin")."""
-    package, _, name = plugin.rpartition(".")
-    return listed == plugin or (listed.startswith(package + ".") and listed.rpartition(".")[2] == name)
-
-
-@register_check("schema_adapter")
-def unknown_adapter(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """`adapter:` must be built in or registered by a listed plugin (Axolotl 0.17+ `validate_adapter`, which the
-    schema records as `x-axlint-adapters`; older releases type the field as an enum, which AX012 checks)."""
-    doc = run.axolotl
-    if doc is None or doc.root.kind != "map":
-        return
-    pair = doc.root.get("adapter")
-    value = pair.value.value if pair is not None and pair.value.kind == "scalar" else None
-    if not isinstance(value, str) or not value:  # empty: no adapter; not a string: AX011
-        return
-    spec = load_schema("axolotl", _choice(run).axolotl)["properties"].get("adapter", {}).get("x-axlint-adapters")
-    if spec is None or value in spec["builtin"]:
-        return
-    listed = listed_plugins(doc.root)
-    provider = spec["plugins"].get(value)
-    if provider is not None and any(_provides(p, provider) for p in listed):
-        return
-    if any(not p.startswith(BUILTIN_PREFIX) for p in listed):
-        return  # a plugin from outside Axolotl may register it
-    path = ("adapter",)
-    builtin = ", ".join(spec["builtin"])
-    if provider is not None:
-        hit = Hit(doc, doc.span(path, "value"), {
-            "value": value, "hint": "",
-            "reason": f"is registered by `{provider}`, which is not in `plugins:`: Axolotl refuses to start"})
-        hit.fix = _fix(doc, edits.append_item(doc, ("plugins",), provider), Applicability.UNSAFE,
-                       f"add `{provider}` to `plugins:`")
-        yield hit
-        return
-    known = [*spec["builtin"], *spec["plugins"]]
-    match = close_match(value, known, n=1, cutoff=SUGGEST_CUTOFF)
-    hit = Hit(doc, doc.span(path, "value"), {
-        "value": value, "hint": f"; did you mean `{match[0]}`?" if match else "",
-        "reason": f"is not built in ({builtin}) and no plugin in `plugins:` registers it: Axolotl refuses to "
-                  "start"})
-    if match:
-        hit.fix = _fix(doc, edits.set_value(doc, path, match[0]), Applicability.UNSAFE,
-                       f"set `adapter` to `{match[0]}`")
-    yield hit

@@ -7,6 +7,7 @@ differential suite (tests/test_oracle.py) runs the real validators on the same c
 """
 from __future__ import annotations
 
+import difflib
 from typing import Any, Iterator
 
 from axlint.checks import Hit, register_check
@@ -347,3 +348,29 @@ def dsv4_module_lora(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     key = next((k for k in ("lora_target_modules", "lora_target_linear") if raw.get(k)), None)
     if key and not raw.get("lora_exclude_modules"):
         yield _at(run, key, key=key)
+
+
+BUILT_IN_ADAPTERS = ("lora", "qlora", "llama-adapter")
+"""The adapters Axolotl 0.18.0 builds itself (`validate_adapter`, utils/schemas/peft.py)."""
+PLUGIN_ADAPTERS = {"mora": "axolotl.integrations.mora.MoraPlugin"}
+"""Adapter names a plugin registers through `get_adapter_capabilities`, with that plugin (Axolotl 0.18.0:
+integrations/mora/plugin.py is the only one)."""
+
+
+@register_check("startup_adapter_unknown")
+def adapter_unknown(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """An `adapter` that is neither built in nor registered by a listed plugin (`validate_adapter`: the plugin
+    manager is asked, and only the plugins in `plugins:` are registered)."""
+    raw = _raw(run)
+    adapter = raw.get("adapter") if raw is not None else None
+    if not adapter or adapter in BUILT_IN_ADAPTERS:
+        return
+    plugin = PLUGIN_ADAPTERS.get(adapter) if isinstance(adapter, str) else None
+    if plugin is not None and _listed(raw, plugin):
+        return
+    if plugin is not None:
+        advice = f"list `{plugin}` under `plugins:`"
+    else:
+        close = difflib.get_close_matches(str(adapter), [*BUILT_IN_ADAPTERS, *PLUGIN_ADAPTERS], n=1)
+        advice = f"did you mean `{close[0]}`?" if close else f"write one of {', '.join(BUILT_IN_ADAPTERS)}"
+    yield ax_hit(run, ("adapter",), "value", adapter=adapter, advice=advice)

@@ -1,60 +1,48 @@
-"""Run inside the oracle venv (tests/oracle/requirements.txt): what Axolotl's `load_cfg` does before training, on
-each config file: `yaml.safe_load`, register the config's plugins, `validate_config` with the GPU capabilities.
+"""Run inside the oracle venv (tests/oracle/requirements.txt): Axolotl's start-up validation on each config file,
+through the same code `axlint check --axolotl-validators` runs (axlint/upstream/axolotl_validation.py: what
+`load_cfg` does before training, with the GPU capabilities given). The checkout is on PYTHONPATH (venv.judge).
 
 Reads one JSON object per line on stdin, {"id": <config path, relative to the working directory>,
 "capabilities": {...}}, and writes one per line on stdout: {"id", "verdict", "error", "locs"}. The verdict is
-"accepted", "refused", or "environment" for an exception that judges the machine rather than the config (a
+"accepted", "refused", or "environment" for a refusal that judges the machine rather than the config (a
 package the config needs is not installed here: ring-flash-attn, torchao), so the suite can tell them apart.
+ds_judge.py imports `validated`, `_kind` and `_first_line` from here.
 """
 from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 import sys
+from pathlib import Path
+from typing import Any
 
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-logging.disable(logging.CRITICAL)
+from axlint.upstream import axolotl_validation
 
-import yaml  # noqa: E402
-from axolotl.integrations.base import PluginManager  # noqa: E402
-from axolotl.utils.config import prepare_plugins, validate_config  # noqa: E402
-from axolotl.utils.dict import DictDefault  # noqa: E402
-from pydantic import ValidationError  # noqa: E402
+axolotl_validation.prepare_environment()
+logging.disable(logging.CRITICAL)  # the verdict is the refusal; Axolotl's log is not read here
 
 ENV = {"torch_version": "2.12.0"}
-MISSING_PACKAGE = re.compile(r"is not installed|missing one of|No module named|pip install", re.IGNORECASE)
+"""The torch Axolotl 0.18.0 is built for; the venv has a newer CPU build (see venv.py)."""
 
 
-def validated(path: str, capabilities: dict) -> DictDefault:
+def validated(path: str, capabilities: dict) -> Any:
     """Axolotl's validated config for one config file; raises what start-up validation raises."""
-    PluginManager._instance = None  # a fresh registry: plugins of one config must not leak into the next
-    with open(path, encoding="utf-8") as fh:
-        cfg = DictDefault(yaml.safe_load(fh))
-    prepare_plugins(cfg)
-    return validate_config(cfg, capabilities=capabilities, env_capabilities=ENV)
+    return axolotl_validation.validated(Path(path).read_text(encoding="utf-8"), capabilities, ENV)
 
 
 def judge(path: str, capabilities: dict) -> dict:
     """The verdict of Axolotl's start-up validation on one config file."""
-    try:
-        validated(path, capabilities)
-    except ValidationError as exc:
-        errors = exc.errors()
-        message = errors[0]["msg"] if errors else str(exc)
-        return {"verdict": _kind(message), "error": _first_line(message),
-                "locs": [[str(part) for part in e["loc"]] for e in errors]}
-    except Exception as exc:  # every other exception out of start-up validation stops the launch too
-        message = f"{type(exc).__name__}: {exc}"
-        return {"verdict": "environment" if isinstance(exc, ImportError) else _kind(message),
-                "error": _first_line(message), "locs": []}
-    return {"verdict": "accepted", "error": "", "locs": []}
+    result = axolotl_validation.answer({"path": path, "capabilities": capabilities, "env_capabilities": ENV})
+    if result["status"] == "accepted":
+        return {"verdict": "accepted", "error": "", "locs": []}
+    errors = result["errors"]
+    return {"verdict": "environment" if result["environment"] else "refused",
+            "error": _first_line(errors[0]["msg"]),
+            "locs": [] if result["exception"] else [[str(p) for p in e["loc"]] for e in errors]}
 
 
 def _kind(message: str) -> str:
-    return "environment" if MISSING_PACKAGE.search(message) else "refused"
+    return "environment" if axolotl_validation.MISSING_PACKAGE.search(message) else "refused"
 
 
 def _first_line(text: str) -> str:

@@ -42,7 +42,8 @@ def oracle_python() -> Path:
 def judge(python: Path, items: list[dict], cwd: Path, script: str = "judge.py") -> dict[str, dict]:
     """Verdicts of `script` (judge.py or ds_judge.py, run with `python` in `cwd`) on `items`, by id."""
     lines = "".join(json.dumps(item) + "\n" for item in items)
+    env = {**os.environ, "DS_ACCELERATOR": "cpu", "PYTHONPATH": str(ROOT)}  # the judges import the checkout's axlint
     done = subprocess.run([str(python), str(HERE / script)], input=lines, capture_output=True, text=True,
-                          cwd=cwd, check=True, env={**os.environ, "DS_ACCELERATOR": "cpu"})
+                          cwd=cwd, check=True, env=env)
     verdicts = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     return {v["id"]: v for v in verdicts}
