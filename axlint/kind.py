@@ -39,20 +39,23 @@ class Verdict:
     reason: str  # why a file is skipped; empty for configs
 
 
-@lru_cache(maxsize=1)
-def _known_keys() -> tuple[frozenset[str], frozenset[str]]:
-    """Top-level keys of the default Axolotl and DeepSpeed schemas (the ones a plain `axlint check` uses)."""
+@lru_cache(maxsize=None)
+def _known_keys(axolotl: str | None = None, deepspeed: str | None = None) -> tuple[frozenset[str], frozenset[str]]:
+    """Top-level keys of the bundled Axolotl and DeepSpeed schemas of these releases (default: the releases
+    `schema_check.default_choice()` picks, the ones a plain `axlint check` uses)."""
     from axlint.schema_check import load_schema
 
-    return frozenset(load_schema("axolotl")["properties"]), frozenset(load_schema("deepspeed")["properties"])
+    return (frozenset(load_schema("axolotl", axolotl)["properties"]),
+            frozenset(load_schema("deepspeed", deepspeed)["properties"]))
 
 
-def classify_keys(keys: Iterable[Any]) -> Verdict:
-    """The kind of a mapping with these top-level keys (see the module docstring for the thresholds)."""
+def classify_keys(keys: Iterable[Any], schemas: Any = None) -> Verdict:
+    """The kind of a mapping with these top-level keys (see the module docstring for the thresholds), judged with
+    the keys of the releases `schemas` (a `schema_check.SchemaChoice`; None: the default releases)."""
     names = {k for k in keys if isinstance(k, str)}
     if not names:
         return Verdict(ConfigKind.OTHER, "no top-level keys")
-    axolotl, deepspeed = _known_keys()
+    axolotl, deepspeed = _known_keys(getattr(schemas, "axolotl", None), getattr(schemas, "deepspeed", None))
     ax, ds = names & axolotl, names & deepspeed
     ax_only, ds_only = ax - deepspeed, ds - axolotl
     if names & AXOLOTL_MARKERS:
@@ -67,18 +70,18 @@ def classify_keys(keys: Iterable[Any]) -> Verdict:
     return Verdict(ConfigKind.OTHER, f"top-level keys {shown} are not those of an Axolotl or DeepSpeed config")
 
 
-def classify_data(data: Any) -> Verdict:
-    """The kind of a parsed document."""
+def classify_data(data: Any, schemas: Any = None) -> Verdict:
+    """The kind of a parsed document (`schemas`: the releases whose keys count, as for `classify_keys`)."""
     if data is None:
         return Verdict(ConfigKind.OTHER, "empty")
     if not isinstance(data, dict):
         return Verdict(ConfigKind.OTHER, f"its top level is a {_type_name(data)}, not a mapping of settings")
-    return classify_keys(data)
+    return classify_keys(data, schemas)
 
 
-def classify_text(text: str) -> Verdict:
+def classify_text(text: str, schemas: Any = None) -> Verdict:
     """The kind of a text that does not parse, from the keys it appears to write."""
-    return classify_keys(_KEY_LINE.findall(text))
+    return classify_keys(_KEY_LINE.findall(text), schemas)
 
 
 def _type_name(value: Any) -> str:

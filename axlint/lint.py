@@ -61,12 +61,12 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
     try:
         doc = load_document(path, source)
     except DocumentError as exc:
-        if classify_text(source).kind is ConfigKind.OTHER:
+        if classify_text(source, options.schemas).kind is ConfigKind.OTHER:
             result.skipped.append(Skipped(path, f"{exc.message} (and it writes no Axolotl or DeepSpeed key)"))
         elif "AX000" in selected:
             result.diagnostics.append(document_error_diagnostic(path, exc))
         return result
-    verdict = classify_data(doc.data)
+    verdict = classify_data(doc.data, options.schemas)
     if verdict.kind is ConfigKind.OTHER:
         result.skipped.append(Skipped(path, verdict.reason))
         return result

@@ -1,9 +1,10 @@
 """Fast structural check of a document's node tree against axlint's JSON Schemas (no jsonschema import).
 
-Supports the subset the schemas in axlint/schemas use: type, enum, const, properties, additionalProperties,
-items, anyOf/oneOf and `$ref` to `#/$defs/...`, plus the annotations `x-axlint-deprecated`, `x-axlint-plugin`,
+Supports the subset the schemas in axlint/schemas use: type, enum, const, pattern, properties,
+additionalProperties, items, anyOf/oneOf and `$ref` to `#/$defs/...`, plus the annotations `x-axlint-deprecated`, `x-axlint-plugin`,
 `x-axlint-extra` and `x-axlint-items-by` (the items of a list are one model chosen by a top-level key's value, as
-Axolotl builds `datasets` entries by `rl`). Problems come back in document order; spans are left to the caller
+Axolotl builds `datasets` entries by `rl`). `x-axlint-adapters` records the adapters a release takes (built in,
+and per bundled plugin). Problems come back in document order; spans are left to the caller
 (`Document.span(problem.path, problem.span_part)`).
 
 The schemas are bundled per release: `schemas/axolotl/<version>.schema.json` and
@@ -44,8 +45,9 @@ _INT_STRING = re.compile(r"[+-]?[0-9](?:_?[0-9])*(?:\.0*)?", re.ASCII)
 
 @dataclass(frozen=True)
 class SchemaProblem:
-    """One finding: `kind` is unknown-key, wrong-type, coerced-string, coerced-value, bad-enum, deprecated-key,
-    removed-key (a deprecated key the release refuses at start-up, set to a truthy value) or
+    """One finding: `kind` is unknown-key, wrong-type, coerced-string, coerced-value, bad-enum (a value outside an
+    enum or not matching a pattern), deprecated-key (logged or mapped), removed-key (a deprecated key the release
+    refuses at start-up, set to a value it refuses) or
     plugin-key-without-plugin; `span_part` says whether the key or the value is at fault."""
 
     kind: str
@@ -65,12 +67,17 @@ def _shown(node: Node) -> Any:
     return node.value
 
 
+def _is_null(node: Node) -> bool:
+    """`key:` or `key: null` (Axolotl's removal validators let None through)."""
+    return node.kind == "scalar" and node.value is None
+
+
 def _truthy(node: Node) -> bool:
     """The node's value as Python truthiness sees it (Axolotl's removal validators test `if value:`)."""
     return bool(node.items or node.pairs) if node.kind in ("seq", "map") else bool(node.value)
 
 
-def _close_match(word: str, candidates: list[str], n: int, cutoff: float) -> list[str]:
+def close_match(word: str, candidates: list[str], n: int, cutoff: float) -> list[str]:
     """difflib's did-you-mean, imported only when a suggestion is needed (10 ms at start-up otherwise)."""
     return list(_close_match_cached(word, tuple(candidates), n, cutoff))
 
@@ -303,14 +310,32 @@ def _expected(schemas: list[dict]) -> str:
     words: list[str] = []
     for schema in schemas:
         allowed = schema.get("type", ())
+        if "pattern" in schema:
+            words.append(f"a string matching `{schema['pattern']}`")
+        if "pattern" in schema or "enum" in schema or "const" in schema:
+            allowed = ()  # the values say it
         for name in (allowed,) if isinstance(allowed, str) else allowed:
             words.append(_YAML_NAMES[name])
         values = _values(schema)
         words.extend("null" if v is None else repr(v) for v in values)
-    unique = list(dict.fromkeys(words))
+    unique = sorted(dict.fromkeys(words), key=lambda w: w.startswith("a string matching"), reverse=True)
     if len(unique) > _LISTED:  # optimizer names: a few, then how many more
         return ", ".join(unique[:_LISTED - 2]) + f" or {len(unique) - _LISTED + 2} other values"
     return unique[0] if len(unique) == 1 else ", ".join(unique[:-1]) + " or " + unique[-1]
+
+
+def _matches(pattern: str, value: str) -> bool:
+    """Whether `value` matches a schema `pattern` as pydantic tests it (a search, not a full match); a pattern
+    Python's `re` cannot read accepts everything."""
+    try:
+        return _compiled(pattern).search(value) is not None
+    except re.error:
+        return True
+
+
+@lru_cache(maxsize=None)
+def _compiled(pattern: str) -> re.Pattern:
+    return re.compile(pattern)
 
 
 def _values(schema: dict) -> list[Any]:
@@ -381,6 +406,8 @@ class _Checker:
         values = _values(schema) if "enum" in schema or "const" in schema else None
         if values is not None and (node.kind != "scalar" or not any(_equal(node.value, v) for v in values)):
             return self.enum_problem(node, [schema], path)
+        if "pattern" in schema and kind == "string" and not _matches(schema["pattern"], node.value):
+            return self.enum_problem(node, [schema], path)
         return None
 
     def enum_problem(self, node: Node, schemas: list[dict], path: KeyPath) -> SchemaProblem:
@@ -389,7 +416,7 @@ class _Checker:
         if node.kind != "scalar":
             return SchemaProblem("wrong-type", path, "value", {**args, "expected": args["allowed"]})
         words = [v for s in schemas for v in _values(s) if isinstance(v, str)]
-        match = _close_match(str(node.value), words, n=1, cutoff=SUGGEST_CUTOFF)
+        match = close_match(str(node.value), words, n=1, cutoff=SUGGEST_CUTOFF)
         return SchemaProblem("bad-enum", path, "value", args, match[0] if match else None)
 
     def check_union(self, node: Node, branches: list[dict], path: KeyPath) -> list[SchemaProblem]:
@@ -422,7 +449,7 @@ class _Checker:
             sub = properties.get(key) if isinstance(key, str) else None
             if sub is None:
                 if extra is False:
-                    match = _close_match(str(key), list(properties), n=1, cutoff=SUGGEST_CUTOFF)
+                    match = close_match(str(key), list(properties), n=1, cutoff=SUGGEST_CUTOFF)
                     problems.append(SchemaProblem(
                         "unknown-key", sub_path, "key",
                         {"key": str(key), "parent": ".".join(map(str, path)) or "top level",
@@ -434,7 +461,8 @@ class _Checker:
             sub = self.resolve(sub)
             deprecated = sub.get("x-axlint-deprecated")
             if deprecated is not None:
-                refused = deprecated.get("refused") and _truthy(pair.value)
+                refused = deprecated.get("refused") and not _is_null(pair.value) and (
+                    deprecated.get("refused_when_empty", True) or _truthy(pair.value))
                 problems.append(SchemaProblem(
                     "removed-key" if refused else "deprecated-key", sub_path, "key",
                     {"key": key, "replacement": deprecated["replacement"] or "", "note": deprecated["note"]},

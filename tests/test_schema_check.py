@@ -212,12 +212,20 @@ def test_deprecated_key_with_replacement():
     assert "warns" in problem.message_args["note"]
 
 
-def test_removed_key_is_removed_not_unknown():
+def test_removed_key_is_refused_not_unknown():
     [problem] = check_document(_yaml("unsloth_lora_mlp: true\n"), "axolotl", AXOLOTL)
     assert (problem.kind, problem.suggestion) == ("removed-key", None)
     assert "refuses to start" in problem.message_args["note"]
     [problem] = check_document(_yaml("unsloth_lora_mlp: false\n"), "axolotl", AXOLOTL)
     assert problem.kind == "deprecated-key"  # the validator tests truthiness: false passes
+
+
+def test_removed_key_with_a_value_axolotl_lets_through_is_only_deprecated():
+    """Axolotl 0.18.0 refuses `unsloth_lora_mlp` when it is true and `dpo_norm_loss` whenever it is set."""
+    [problem] = check_document(_yaml("unsloth_lora_mlp: false\n"), "axolotl", "0.18.0")
+    assert problem.kind == "deprecated-key"
+    [problem] = check_document(_yaml("dpo_norm_loss: false\n"), "axolotl", "0.18.0")
+    assert problem.kind == "removed-key"
 
 
 def test_plugin_key_without_its_plugin():

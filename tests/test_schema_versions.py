@@ -148,6 +148,31 @@ def test_bad_version_is_a_usage_error(tmp_path):
     assert result.exit_code == 2 and "not a release number" in result.output
 
 
+def test_the_chosen_release_supplies_the_defaults_and_the_known_keys(tmp_path):
+    """`--axolotl-version` reaches the run's defaults (`TrainingRun.config`) and the classification of a file."""
+    from axlint.kind import ConfigKind, classify_data
+    from axlint.lint import LintOptions, lint_text
+
+    options = LintOptions([], schemas=choose_versions("0.12.2", "0.18.9"))
+    path = tmp_path / "config.yml"
+    path.write_text("base_model: org/model\n", encoding="utf-8")
+    [run] = lint_text(path, None, options).runs
+    assert run.config["max_prompt_len"] == 512 and "include_tkps" not in run.config  # 0.12.2's defaults
+    [run] = lint_text(path, None, LintOptions([], schemas=choose_versions("0.19.0", "0.18.9"))).runs
+    assert run.config["include_tkps"] is True and run.config.get("max_prompt_len") is None
+    newer_keys = {key: 1 for key in ("eaft_alpha", "eaft_k", "nemo_gym_enabled")}  # none of them in 0.12.2
+    assert classify_data(newer_keys, choose_versions("0.19.0")).kind is ConfigKind.AXOLOTL
+    assert classify_data(newer_keys, choose_versions("0.12.2")).kind is ConfigKind.OTHER
+
+
+def test_removed_keys_are_errors_where_the_release_refuses_them(tmp_path):
+    text = "base_model: org/model\nmax_packed_sequence_len: 2048\n"
+    new = _findings(_check(tmp_path, text, "--axolotl-version", "0.18.0", "--output-format", "json"))
+    assert [code for code, *_ in new] == ["AX016"] and "Axolotl 0.18.0 refuses to start" in new[0][3]
+    old = _check(tmp_path, text, "--axolotl-version", "0.12.2", "--output-format", "json", "--fail-on", "error")
+    assert [code for code, *_ in _findings(old)] == ["AX013"] and old.exit_code == 0
+    refused = _check(tmp_path, text, "--axolotl-version", "0.18.0", "--fail-on", "error")
+    assert refused.exit_code == 1
 def test_the_generators_write_and_check_release_files(tmp_path, capsys):
     """`tools/schemagen.write_releases`, which both generators use: files and index written, then `--check`
     passes while they are current and fails once one is edited."""

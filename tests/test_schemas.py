@@ -142,7 +142,11 @@ def test_deprecation_from_probe_outcomes():
     gen = _tool("gen_axolotl_schema")
     props = {"new_key": {}, "other_key": {}}
     refused = gen.deprecation({"key": "old_key", "error": "ValueError: `old_key` was removed"}, None, props, "1.0")
-    assert refused == {"replacement": None, "note": "Axolotl 1.0 refuses to start when it is set", "refused": True}
+    assert refused == {"replacement": None, "note": "Axolotl 1.0 refuses to start when it is set", "refused": True,
+                       "refused_when_empty": True}
+    only_true = gen.deprecation({"key": "old_key", "error": "ValueError: removed", "falsy_refused": False}, None,
+                                props, "1.0")
+    assert only_true["note"].endswith("when it is set to a true value") and not only_true["refused_when_empty"]
     moved = gen.deprecation({"key": "old_key", "warnings": ["old_key is deprecated, use new_key"],
                              "changed": ["new_key"], "kept": False}, None, props, "1.0")
     assert moved["replacement"] == "new_key" and "refused" not in moved

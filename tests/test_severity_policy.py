@@ -16,7 +16,7 @@ from axlint.engine import load_rules
 
 RULES = load_rules()
 
-PACKS_NOT_YET_REVIEWED = {"schema"}
+PACKS_NOT_YET_REVIEWED: set[str] = set()
 """Packs whose severity review belongs to other work in progress (their owners add `launch_failure` or
 `silent_failure` to their error rules); the lead empties this set once those branches are merged."""
 

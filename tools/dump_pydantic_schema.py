@@ -10,8 +10,9 @@ object):
   and its argument model's schema), `probes` (what `validate_config` does with each candidate key: raise, warn,
   rename; candidates are the deprecated fields and every key-like string literal in Axolotl's config modules that
   is not a field), `prefixed` (nested keys also accepted with their parent's prefix), `datasets_by_rl` (the
-  dataset model `validate_config` uses for an `rl` value) and `probe_error` (why there are no probes when
-  `validate_config` does not import).
+  dataset model `validate_config` uses for an `rl` value), `adapters` (the adapter names `validate_adapter` takes
+  without a plugin, None before it tested them, and the adapters each plugin registers) and `probe_error` (why
+  there are no probes when `validate_config` does not import).
 - deepspeed: `version` and `models` (the JSON Schema of each config model axlint checks).
 
 The schemas come from `model_json_schema(mode="validation")`; defaults and enum members that are not JSON
@@ -122,6 +123,39 @@ def plugin_classes(package: Path) -> list[tuple[str, str]]:
     return found
 
 
+def plugin_adapters(package: Path) -> dict[str, str]:
+    """Adapter name -> plugin class path, for every `BasePlugin` subclass under axolotl/integrations whose
+    `get_adapter_capabilities` returns `AdapterCapabilities(name=...)` with a constant name (read from the source)."""
+    found = {}
+    for source in sorted(package.rglob("*.py")):
+        tree = ast.parse(source.read_text(encoding="utf-8"))
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            if not any(getattr(base, "id", getattr(base, "attr", "")) == "BasePlugin" for base in cls.bases):
+                continue
+            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "get_adapter_capabilities"):
+                for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
+                    if getattr(call.func, "id", getattr(call.func, "attr", "")) != "AdapterCapabilities":
+                        continue
+                    for kw in call.keywords:
+                        if kw.arg == "name" and isinstance(kw.value, ast.Constant):
+                            plugin_dir = source.relative_to(package).parts[0]
+                            found[kw.value.value] = f"axolotl.integrations.{plugin_dir}.{cls.name}"
+    return dict(sorted(found.items()))
+
+
+def builtin_adapters(source: Path) -> list[str] | None:
+    """The adapter names `validate_adapter` (utils/schemas/peft.py) accepts without a plugin: the constants of its
+    `adapter not in (...)` test; None when the release has no such test (its field type says what it takes)."""
+    tree = ast.parse(source.read_text(encoding="utf-8"))
+    for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "validate_adapter"):
+        for node in ast.walk(fn):
+            if (isinstance(node, ast.Compare) and isinstance(node.ops[0], ast.NotIn)
+                    and getattr(node.left, "id", "") == "adapter"
+                    and isinstance(node.comparators[0], (ast.Tuple, ast.List, ast.Set))):
+                return [e.value for e in node.comparators[0].elts if isinstance(e, ast.Constant)]
+    return None
+
+
 def _args_model(path: str) -> type[BaseModel]:
     """The argument model at `path`. When the plugin package's __init__ needs a library that is not installed
     (a kernel package), the package is replaced by an empty module so that the file defining the class imports
@@ -211,8 +245,8 @@ def _validate_here(extra: dict) -> tuple[dict | None, str | None, list[str]]:
 
 def probe(key: str, values: list[Any], baseline: tuple[dict, list[str]]) -> dict:
     """What validate_config does with `key` set to the first value that changes anything: `error`, `warnings`
-    (beyond those of the plain run, `baseline`), `changed` (other keys that took the value) and whether `key`
-    survives validation (`kept`)."""
+    (beyond those of the plain run, `baseline`), `changed` (other keys that took the value), whether `key`
+    survives validation (`kept`) and, for a refused key, whether its empty value is refused too (`falsy_refused`)."""
     result: dict[str, Any] = {"key": key}
     for value in values:
         out, error, messages = _validate({key: value})
@@ -228,7 +262,14 @@ def probe(key: str, values: list[Any], baseline: tuple[dict, list[str]]) -> dict
             continue
         if error or messages or result.get("changed"):
             break
+    falsy = _FALSY.get(type(result.get("value")))
+    if result.get("error") and falsy is not None and result["value"] != falsy:
+        result["falsy_refused"] = _validate({key: falsy})[1] is not None
     return result
+
+
+_FALSY = {bool: False, int: 0, float: 0.0, str: "", list: [], dict: {}}
+"""The empty value of each probe value's type: whether a removed key is refused when it is set to it too."""
 
 
 _PROBE_VALUES = {"boolean": True, "integer": 7, "number": 0.5, "string": "probe", "array": ["probe"],
@@ -371,6 +412,8 @@ def dump_axolotl() -> dict:
         "plugins": plugins,
         "prefixed": prefixed,
         "datasets_by_rl": by_rl,
+        "adapters": {"builtin": builtin_adapters(root / "utils" / "schemas" / "peft.py"),
+                     "plugins": plugin_adapters(root / "integrations")},
         "probe_error": probe_error,
         "probes": [p for p in probes if p.get("error") or p.get("warnings") or p.get("changed")
                    or p["key"] in config["properties"]],

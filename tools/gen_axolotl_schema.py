@@ -107,12 +107,18 @@ def deprecation(probe: dict, prop: dict | None, properties: dict, version: str) 
     """
     key = probe["key"]
     mentioned = _mentioned(key, probe, properties)
+    # A true/false probe value that turns up in another key may be a flag derived from it (sdp_attention: true
+    # also sets attn_decontaminates_packing: true): without the warning naming that key, it is no rename.
+    derived = isinstance(probe.get("value"), bool)
     moved = [k for k in mentioned if k in probe.get("changed", [])] or (
-        probe.get("changed", []) if len(probe.get("changed", [])) == 1 and not probe.get("kept") else [])
+        probe.get("changed", []) if len(probe.get("changed", [])) == 1 and not probe.get("kept") and not derived
+        else [])
     if probe.get("error"):
         close = difflib.get_close_matches(key, mentioned, n=1, cutoff=0.6)
+        falsy = probe.get("falsy_refused", True)
         return {"replacement": close[0] if close else None,
-                "note": f"Axolotl {version} refuses to start when it is set", "refused": True}
+                "note": f"Axolotl {version} refuses to start when it is set" + ("" if falsy else " to a true value"),
+                "refused": True, "refused_when_empty": falsy}
     if moved:
         warned = " with a warning" if probe.get("warnings") else ""
         return {"replacement": moved[0], "note": f"Axolotl {version} moves the value to `{moved[0]}`{warned}"}
@@ -141,6 +147,10 @@ def build(raw: dict) -> dict:
     if raw["datasets_by_rl"]:
         properties["datasets"]["x-axlint-items-by"] = {
             "key": "rl", "cases": {value: f"#/$defs/{model}" for value, model in raw["datasets_by_rl"].items()}}
+    adapters = raw.get("adapters") or {}
+    if adapters.get("builtin") is not None and "adapter" in properties:
+        properties["adapter"]["x-axlint-adapters"] = {"builtin": adapters["builtin"],
+                                                      "plugins": adapters.get("plugins", {})}
     for plugin in raw["plugins"]:
         args = plugin["schema"]
         plugin_defs = args.get("$defs", {})

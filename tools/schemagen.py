@@ -19,7 +19,7 @@ VENV = ROOT / "build" / "schema-venv"
 DUMPER = Path(__file__).resolve().parent / "dump_pydantic_schema.py"
 TORCH = "torch==2.13.0"
 
-_KEEP = ("type", "enum", "const", "default", "x-axlint-required", "x-axlint-plugin", "x-axlint-deprecated",
+_KEEP = ("type", "enum", "const", "pattern", "default", "x-axlint-required", "x-axlint-adapters", "x-axlint-plugin", "x-axlint-deprecated",
          "x-axlint-extra")
 _DESCRIPTION_CHARS = 120
 
@@ -110,7 +110,7 @@ def _merge_types(branches: list[dict]) -> list[dict]:
 def reduce_schema(node: Any, defs: dict) -> Any:
     """pydantic's JSON Schema cut down to what axlint's checker reads.
 
-    Kept: type, enum, const, properties, additionalProperties, items, anyOf/oneOf, `$ref`, defaults that are
+    Kept: type, enum, const, pattern, properties, additionalProperties, items, anyOf/oneOf, `$ref`, defaults that are
     JSON, a short description and the x-axlint-* annotations. A model's `extra` setting becomes
     `additionalProperties: false` plus `x-axlint-extra` ("ignore" or "forbid"); `extra: allow` stays open.
     Other spellings a model accepts (aliases, field names) become properties of their own. A field whose input

@@ -1,5 +1,6 @@
-"""Schema checks over both files of a run: unknown keys, wrong types, bad enum values, deprecated keys, plugin
-keys without their plugin, and values pydantic has to coerce. The schema walk runs once per document."""
+"""Schema checks over both files of a run: unknown keys (with and without a value), wrong types, bad enum values,
+deprecated and removed keys, plugin keys without their plugin, and values pydantic has to coerce. The schema walk
+runs once per document, against the releases the run was asked to be checked with."""
 from __future__ import annotations
 
 from typing import Iterator
@@ -10,14 +11,14 @@ from axlint.document import Document, KeyPath
 from axlint.engine import Rule
 from axlint.fixes import Applicability, Fix
 from axlint.run import TrainingRun
-from axlint.schema_check import SchemaProblem, check_node, default_choice, listed_plugins, load_schema
+from axlint.schema_check import SchemaChoice, SchemaProblem, check_node, default_choice, listed_plugins, load_schema
 
 
 def _problems(run: TrainingRun) -> list[tuple[Document, SchemaProblem]]:
     """Every schema problem of the run's documents, cached on the run (all six rules read the same walk)."""
     if "schema_problems" not in run.extra:
         found: list[tuple[Document, SchemaProblem]] = []
-        choice = run.extra.get("schemas") or default_choice()
+        choice = _choice(run)
         if run.axolotl is not None:
             doc = run.axolotl
             schema = load_schema("axolotl", choice.axolotl)
@@ -30,6 +31,11 @@ def _problems(run: TrainingRun) -> list[tuple[Document, SchemaProblem]]:
                                                                p.message_args, p.suggestion)))
         run.extra["schema_problems"] = found
     return run.extra["schema_problems"]
+
+
+def _choice(run: TrainingRun) -> SchemaChoice:
+    """The releases the run is checked against (`--axolotl-version` / settings, else the defaults)."""
+    return run.extra.get("schemas") or default_choice()
 
 
 def _hits(run: TrainingRun, kinds: set[str]) -> Iterator[tuple[Document, SchemaProblem, Hit]]:
@@ -61,10 +67,31 @@ def _rename_fix(doc: Document, path: KeyPath, new: str, applicability: Applicabi
     return _fix(doc, edits.rename_key(doc, path, new), applicability, f"rename `{path[-1]}` to `{new}`")
 
 
+def _sets_nothing(doc: Document, problem: SchemaProblem) -> bool:
+    """An unknown key with no value (`key:` or `key: null`) in a model that drops unknown keys: it changes nothing."""
+    node = doc.node(problem.path)
+    return (problem.message_args.get("effect") == "ignore" and node is not None and node.kind == "scalar"
+            and node.value is None)
+
+
+@register_check("schema_empty_unknown_key")
+def empty_unknown_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """An unknown key without a value: dead text, removed safely (Axolotl would drop it anyway)."""
+    for doc, problem, hit in _hits(run, {"unknown-key"}):
+        if not _sets_nothing(doc, problem):
+            continue
+        hit.args["hint"] = f" (did you mean `{problem.suggestion}`?)" if problem.suggestion else ""
+        hit.fix = _fix(doc, edits.delete_key(doc, problem.path), Applicability.SAFE,
+                       f"delete `{problem.path[-1]}`")
+        yield hit
+
+
 @register_check("schema_unknown_key")
 def unknown_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A key the schema does not know: Axolotl drops it silently, DeepSpeed's ZeRO blocks reject it."""
     for doc, problem, hit in _hits(run, {"unknown-key"}):
+        if _sets_nothing(doc, problem):
+            continue  # AX017
         effect = problem.message_args.get("effect")
         hit.args["effect"] = "it is silently ignored" if effect == "ignore" else "the launch fails on it"
         hit.args["hint"] = f"; did you mean `{problem.suggestion}`?" if problem.suggestion else ""
@@ -92,7 +119,11 @@ def bad_enum(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("schema_deprecated_key")
 def deprecated_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A deprecated key with a direct replacement is renamed (Axolotl maps the old name to the new one: safe)."""
-    for doc, problem, hit in _hits(run, {"deprecated-key"}):
+    yield from _old_keys(run, "deprecated-key", Applicability.SAFE)
+
+
+def _old_keys(run: TrainingRun, kind: str, applicability: Applicability) -> Iterator[Hit]:
+    for doc, problem, hit in _hits(run, {kind}):
         node = doc.node(problem.path)
         if node is not None and node.kind == "scalar" and node.value is None:
             continue  # `old_key:` with no value sets nothing
@@ -100,7 +131,7 @@ def deprecated_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         hit.args["hint"] = f"; use `{replacement}`" if replacement else ""
         renamable = replacement and "." not in replacement and not isinstance(getattr(node, "value", None), bool)
         if renamable:
-            hit.fix = _rename_fix(doc, problem.path, replacement, Applicability.SAFE)
+            hit.fix = _rename_fix(doc, problem.path, replacement, applicability)
         yield hit
 
 
