@@ -88,7 +88,7 @@ def explained(changed: tuple, words: set[str], paths: list[tuple]) -> bool:
 def fixed(tmp_path_factory) -> Iterator[tuple[Path, dict[Path, str], FixReport]]:
     """A copy of one source, fixed once with --unsafe-fixes; yields (root, original texts, report)."""
     root = tmp_path_factory.mktemp("corpus") / "copy"
-    shutil.copytree(CORPUS, root)
+    shutil.copytree(CORPUS, root, copy_function=shutil.copyfile)  # a writable scratch copy: the checkout may be 0444
     files = config_files(root)
     originals = {p: text_of(root / p) for p in files}
     with pytest.MonkeyPatch.context() as mp:

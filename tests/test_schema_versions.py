@@ -189,3 +189,20 @@ def test_the_generators_write_and_check_release_files(tmp_path, capsys):
     (tmp_path / "1.0.schema.json").write_text("{}\n")
     assert schemagen.write_releases(tmp_path, "pkg", iter(releases), check=True) == 1
     assert "stale: 1.0.schema.json; run tools/gen_pkg_schema.py" in capsys.readouterr().out
+
+
+def test_the_adapter_rule_follows_the_chosen_release(tmp_path):
+    """AX223 reads the adapters a release's `validate_adapter` takes from that release's schema: 0.18.0 refuses
+    `qlroa`; 0.16.1's schema records none (no such validator to mirror), so nothing is said."""
+    from axlint.engine import load_rules, select_rules
+    from axlint.lint import LintOptions, lint_text
+
+    rules = select_rules(load_rules(), select=["AX223"])
+    text = "base_model: x\nadapter: qlroa\n"
+
+    def codes(version: str) -> list[str]:
+        options = LintOptions(rules, schemas=choose_versions(axolotl=version, deepspeed="0.18.9"))
+        return [d.code for d in lint_text(tmp_path / "c.yml", text, options).diagnostics]
+
+    assert codes("0.18.0") == ["AX223"]
+    assert codes("0.16.1") == []

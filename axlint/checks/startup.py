@@ -350,27 +350,35 @@ def dsv4_module_lora(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield _at(run, key, key=key)
 
 
-BUILT_IN_ADAPTERS = ("lora", "qlora", "llama-adapter")
-"""The adapters Axolotl 0.18.0 builds itself (`validate_adapter`, utils/schemas/peft.py)."""
-PLUGIN_ADAPTERS = {"mora": "axolotl.integrations.mora.MoraPlugin"}
-"""Adapter names a plugin registers through `get_adapter_capabilities`, with that plugin (Axolotl 0.18.0:
-integrations/mora/plugin.py is the only one)."""
+def release_adapters(run: TrainingRun) -> dict[str, Any] | None:
+    """What the chosen Axolotl release's `validate_adapter` accepts: `{"builtin": [...], "plugins": {name: plugin}}`,
+    recorded in its generated schema from Axolotl's own source (0.17 on); None for older releases."""
+    from axlint.schema_check import load_schema
+
+    version = getattr(run.extra.get("schemas"), "axolotl", None)
+    adapter = load_schema("axolotl", version)["properties"].get("adapter") or {}
+    return adapter.get("x-axlint-adapters")
 
 
 @register_check("startup_adapter_unknown")
 def adapter_unknown(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """An `adapter` that is neither built in nor registered by a listed plugin (`validate_adapter`: the plugin
-    manager is asked, and only the plugins in `plugins:` are registered)."""
+    manager is asked, and only the plugins in `plugins:` are registered). A plugin from outside Axolotl may register
+    adapters axlint cannot know, so a config that lists one is not judged."""
     raw = _raw(run)
     adapter = raw.get("adapter") if raw is not None else None
-    if not adapter or adapter in BUILT_IN_ADAPTERS:
+    known = release_adapters(run) if adapter else None
+    if known is None or adapter in known["builtin"]:
         return
-    plugin = PLUGIN_ADAPTERS.get(adapter) if isinstance(adapter, str) else None
-    if plugin is not None and _listed(raw, plugin):
+    plugins = raw.get("plugins") if isinstance(raw.get("plugins"), list) else []
+    if any(isinstance(p, str) and not p.startswith("axolotl.") for p in plugins):
+        return
+    plugin = known["plugins"].get(adapter) if isinstance(adapter, str) else None
+    if plugin is not None and plugin in plugins:
         return
     if plugin is not None:
         advice = f"list `{plugin}` under `plugins:`"
     else:
-        close = difflib.get_close_matches(str(adapter), [*BUILT_IN_ADAPTERS, *PLUGIN_ADAPTERS], n=1)
-        advice = f"did you mean `{close[0]}`?" if close else f"write one of {', '.join(BUILT_IN_ADAPTERS)}"
+        close = difflib.get_close_matches(str(adapter), [*known["builtin"], *known["plugins"]], n=1)
+        advice = f"did you mean `{close[0]}`?" if close else f"write one of {', '.join(known['builtin'])}"
     yield ax_hit(run, ("adapter",), "value", adapter=adapter, advice=advice)
