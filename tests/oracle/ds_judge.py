@@ -51,7 +51,6 @@ import judge as axolotl_judge  # noqa: E402  (the Axolotl half: same plugins + v
 import deepspeed.comm  # noqa: E402
 import torch  # noqa: E402
 import transformers.training_args as hf_training_args  # noqa: E402
-from accelerate.utils import DeepSpeedPlugin  # noqa: E402
 from deepspeed.runtime.config import DeepSpeedConfig  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 from transformers import TrainingArguments  # noqa: E402
