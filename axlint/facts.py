@@ -238,6 +238,12 @@ def _bool_fact(raw: Mapping[str, Any], key: str, default: bool = False) -> Fact[
     return Fact(value, (key,), Origin.WRITTEN)
 
 
+def _number(raw: Mapping[str, Any], key: str, default: float) -> float:
+    """A float field as pydantic reads it; the TrainingArguments default when unset or unreadable (0 stays 0)."""
+    value = lax_float(raw.get(key))
+    return default if value is None else value
+
+
 def _flag(raw: Mapping[str, Any], key: str) -> bool:
     """A pydantic bool field as the loaders then test it (`if cfg.key:`)."""
     return bool(lax_bool(raw.get(key)))
@@ -506,11 +512,9 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
     else:
         gc = Fact(False, ("gradient_checkpointing",) if "gradient_checkpointing" in raw else None)
     gc_kwargs = raw.get("gradient_checkpointing_kwargs")
-    betas = (lax_float(raw.get("adam_beta1")) or 0.9, lax_float(raw.get("adam_beta2")) or 0.999)
-    max_grad_norm = lax_float(raw.get("max_grad_norm"))
-    args = _TrainerArgs(mbs.value, gas.value, bf16.value, fp16.value, 1.0 if max_grad_norm is None else max_grad_norm,
-                        lr, betas, lax_float(raw.get("adam_epsilon")) or 1e-8,
-                        lax_float(raw.get("weight_decay")) or 0.0)
+    betas = (_number(raw, "adam_beta1", 0.9), _number(raw, "adam_beta2", 0.999))
+    args = _TrainerArgs(mbs.value, gas.value, bf16.value, fp16.value, _number(raw, "max_grad_norm", 1.0), lr, betas,
+                        _number(raw, "adam_epsilon", 1e-8), _number(raw, "weight_decay", 0.0))
     ds = resolve_auto(ds_raw, args, world_size, hidden_size) if isinstance(ds_raw, Mapping) else None
     stage = _zero_stage(ds_raw if isinstance(ds_raw, Mapping) else None)
     rl = raw.get("rl")

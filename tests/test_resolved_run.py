@@ -168,3 +168,12 @@ def test_the_defaults_facts_assume_are_axolotls(version: str) -> None:
     assert facts.lora.dropout == defaults["lora_dropout"]
     assert defaults["bf16"] == "auto" and facts.bf16.value is True  # auto on a bf16-capable GPU
     assert defaults["cut_cross_entropy"] is True  # the CCE plugin's default that `facts.loss` assumes
+
+
+def test_a_zero_hyperparameter_stays_zero() -> None:
+    """`adam_beta1: 0` or `weight_decay: 0` is a value, not "unset": the DeepSpeed "auto" fill gets 0."""
+    facts = resolve_facts({"adam_beta1": 0, "adam_epsilon": "1e-6", "max_grad_norm": 0.0},
+                          {"optimizer": {"params": {"betas": "auto", "eps": "auto"}}, "gradient_clipping": "auto"})
+    assert facts.adam_betas == (0.0, 0.999) and facts.adam_epsilon == 1e-6 and facts.max_grad_norm == 0.0
+    assert facts.ds["optimizer"]["params"] == {"betas": [0.0, 0.999], "eps": 1e-6}
+    assert facts.ds["gradient_clipping"] == 0.0

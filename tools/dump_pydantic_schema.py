@@ -35,7 +35,7 @@ import sys
 import types
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema
@@ -106,40 +106,37 @@ def _import(path: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-def plugin_classes(package: Path) -> list[tuple[str, str]]:
-    """(plugin class path, argument model path) for every `BasePlugin` subclass under axolotl/integrations whose
-    `get_input_args` returns a constant, found by reading the source (importing a plugin may need its kernels)."""
-    found = []
+def _plugin_methods(package: Path, method: str) -> Iterator[tuple[str, ast.FunctionDef]]:
+    """(plugin class path, the method's definition) for every `BasePlugin` subclass under axolotl/integrations
+    that defines `method`, read from the source (importing a plugin may need its kernels)."""
     for source in sorted(package.rglob("*.py")):
         tree = ast.parse(source.read_text(encoding="utf-8"))
         for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
             if not any(getattr(base, "id", getattr(base, "attr", "")) == "BasePlugin" for base in cls.bases):
                 continue
-            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "get_input_args"):
-                for ret in (n for n in ast.walk(fn) if isinstance(n, ast.Return)):
-                    if isinstance(ret.value, ast.Constant) and isinstance(ret.value.value, str):
-                        plugin_dir = source.relative_to(package).parts[0]
-                        found.append((f"axolotl.integrations.{plugin_dir}.{cls.name}", ret.value.value))
-    return found
+            plugin = f"axolotl.integrations.{source.relative_to(package).parts[0]}.{cls.name}"
+            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == method):
+                yield plugin, fn
+
+
+def plugin_classes(package: Path) -> list[tuple[str, str]]:
+    """(plugin class path, argument model path) for every plugin whose `get_input_args` returns a constant."""
+    return [(plugin, ret.value.value) for plugin, fn in _plugin_methods(package, "get_input_args")
+            for ret in ast.walk(fn)
+            if isinstance(ret, ast.Return) and isinstance(ret.value, ast.Constant) and isinstance(ret.value.value, str)]
 
 
 def plugin_adapters(package: Path) -> dict[str, str]:
-    """Adapter name -> plugin class path, for every `BasePlugin` subclass under axolotl/integrations whose
-    `get_adapter_capabilities` returns `AdapterCapabilities(name=...)` with a constant name (read from the source)."""
+    """Adapter name -> plugin class path, for every plugin whose `get_adapter_capabilities` returns
+    `AdapterCapabilities(name=...)` with a constant name."""
     found = {}
-    for source in sorted(package.rglob("*.py")):
-        tree = ast.parse(source.read_text(encoding="utf-8"))
-        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-            if not any(getattr(base, "id", getattr(base, "attr", "")) == "BasePlugin" for base in cls.bases):
+    for plugin, fn in _plugin_methods(package, "get_adapter_capabilities"):
+        for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
+            if getattr(call.func, "id", getattr(call.func, "attr", "")) != "AdapterCapabilities":
                 continue
-            for fn in (n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "get_adapter_capabilities"):
-                for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
-                    if getattr(call.func, "id", getattr(call.func, "attr", "")) != "AdapterCapabilities":
-                        continue
-                    for kw in call.keywords:
-                        if kw.arg == "name" and isinstance(kw.value, ast.Constant):
-                            plugin_dir = source.relative_to(package).parts[0]
-                            found[kw.value.value] = f"axolotl.integrations.{plugin_dir}.{cls.name}"
+            for kw in call.keywords:
+                if kw.arg == "name" and isinstance(kw.value, ast.Constant):
+                    found[kw.value.value] = plugin
     return dict(sorted(found.items()))
 
 

@@ -14,7 +14,7 @@ from typing import Any, Iterator
 from axlint import edits
 from axlint.checks import Hit, register_check
 from axlint.document import KeyPath
-from axlint.engine import Rule
+from axlint.engine import Rule, as_number
 from axlint.fixes import Applicability, Fix
 from axlint.facts import ZERO_ALIASES, resolve_facts
 from axlint.run import TrainingRun
@@ -112,18 +112,6 @@ def world_known(run: TrainingRun) -> bool:
     parallel = any(is_int(run.config.get(k)) and run.config[k] > 1
                    for k in ("context_parallel_size", "tensor_parallel_size", "sequence_parallel_degree"))
     return not run.world_size_assumed and not parallel
-
-
-def as_float(value: Any) -> float | None:
-    """A number as Python reads it; Axolotl also turns a YAML 1.1 string such as "2e-4" into a float."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    try:
-        return float(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
 
 
 def leaves(data: Any, path: KeyPath = ()) -> Iterator[tuple[KeyPath, Any]]:
@@ -428,7 +416,7 @@ def check_offload_param_stage(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 def check_partial_offload(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`offload_optimizer.ratio` < 1 with stage < 3: "Partial offloading only supported for ZeRO Stage 3."."""
     stage, conf = run.zero_stage, zero_block(run).get("offload_optimizer")
-    ratio = as_float(conf.get("ratio")) if isinstance(conf, dict) else None
+    ratio = as_number(conf.get("ratio")) if isinstance(conf, dict) else None
     if stage is not None and stage < 3 and ratio is not None and ratio < 1:
         yield ds_hit(run, ("zero_optimization", "offload_optimizer", "ratio"), ratio=conf["ratio"], stage=stage)
 
@@ -501,10 +489,10 @@ def check_fractional_int(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("ds_gradient_clipping_matches_yaml")
 def check_gradient_clipping(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """An explicit `gradient_clipping` that is not the YAML's `max_grad_norm` (HF default 1.0): mismatch error."""
-    ds_value = as_float((run.ds_raw or {}).get("gradient_clipping"))
+    ds_value = as_number((run.ds_raw or {}).get("gradient_clipping"))
     if not through_hf(run) or ds_value is None or isinstance((run.ds_raw or {}).get("gradient_clipping"), str):
         return
-    yaml_value = as_float(run.config.get("max_grad_norm"))
+    yaml_value = as_number(run.config.get("max_grad_norm"))
     yaml_value = 1.0 if yaml_value is None else yaml_value
     if ds_value != yaml_value:
         yield ds_hit(run, ("gradient_clipping",), ds_value=(run.ds_raw or {})["gradient_clipping"],
@@ -515,7 +503,7 @@ def hf_optimizer_args(cfg: dict[str, Any]) -> dict[str, Any]:
     """What the HF Trainer compares `optimizer.params` with: the YAML values or TrainingArguments defaults."""
     def pick(key: str, default: float) -> float | None:
         value = cfg.get(key)
-        return default if value is None else as_float(value)
+        return default if value is None else as_number(value)
 
     return {"lr": pick("learning_rate", 5e-5), "weight_decay": pick("weight_decay", 0.0),
             "eps": pick("adam_epsilon", 1e-8), "betas": [pick("adam_beta1", 0.9), pick("adam_beta2", 0.999)]}
@@ -538,7 +526,7 @@ def check_optimizer_params(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         have = params.get(path[2]) if isinstance(params, dict) else None
         if have is None or isinstance(have, str) or want is None or (isinstance(want, list) and None in want):
             continue
-        got = [as_float(v) for v in have] if isinstance(have, list) else as_float(have)
+        got = [as_number(v) for v in have] if isinstance(have, list) else as_number(have)
         if got != want:
             yield ds_hit(run, path, key=".".join(path), ds_value=json.dumps(have), yaml_key=yaml_key,
                          yaml_value=json.dumps(want), fix=auto_fix(run, path, Applicability.UNSAFE))
