@@ -41,4 +41,9 @@ def cli() -> None:
 
 
 def main() -> None:
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):  # a lone surrogate (a file name that is not UTF-8) prints as `\udcff`
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     cli(prog_name="axlint")

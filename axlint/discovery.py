@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
+from axlint.paths import is_dir, is_file
+
 SUFFIXES = (".yml", ".yaml", ".json")
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache", ".nox",
@@ -56,9 +58,9 @@ def discover(paths: Iterable[Path], excludes: Excludes | None = None, *, force_e
     ignore = _Ignore(excludes)
     for path in paths:
         text = str(path)
-        if path.is_dir():
+        if is_dir(path):
             found += sorted(_walk(path, ignore))
-        elif path.exists() or path.is_symlink():
+        elif os.path.lexists(path):  # a broken symlink too; False for a name the OS refuses
             _check_readable(path)
             if not (force_exclude and ignore.excluded(path, is_dir=False)):
                 found.append(path)
@@ -79,7 +81,7 @@ def discover(paths: Iterable[Path], excludes: Excludes | None = None, *, force_e
 
 
 def _check_readable(path: Path) -> None:
-    if not path.is_file():
+    if not is_file(path):
         if path.is_symlink() and not path.exists():
             raise DiscoveryError(f"{path}: broken symbolic link")
         raise DiscoveryError(f"{path}: not a regular file")

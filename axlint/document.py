@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
@@ -51,14 +52,32 @@ class Node:
     items: list["Node"] = field(default_factory=list)
     style: str = ""
     tag: str = ""
+    _index: tuple[int, dict[Any, list[int]]] | None = field(default=None, repr=False, compare=False)
+
+    def positions(self, key: Any) -> list[int]:
+        """Indexes into `pairs` of every pair with this key, in file order. A map keeps an index by key, built on
+        first use (and again if pairs were added), so that looking keys up in a mapping of N keys costs O(1), not
+        O(N): fixing N findings in one mapping stays linear."""
+        if self.kind != "map":
+            return []
+        try:
+            hash(key)
+        except TypeError:  # a list or mapping used as a key (`? [a, b]`): compared one by one
+            return [i for i, pair in enumerate(self.pairs) if pair.key.value == key]
+        if self._index is None or self._index[0] != len(self.pairs):
+            index: dict[Any, list[int]] = {}
+            for i, pair in enumerate(self.pairs):
+                try:
+                    index.setdefault(pair.key.value, []).append(i)
+                except TypeError:
+                    continue
+            self._index = (len(self.pairs), index)
+        return self._index[1].get(key, [])
 
     def get(self, key: str | int) -> "Pair | None":
-        """The last pair with this key (the one the loader keeps), or the item at an index."""
-        if self.kind == "map":
-            for pair in reversed(self.pairs):
-                if pair.key.value == key:
-                    return pair
-        return None
+        """The last pair with this key (the one the loader keeps); None for a list or scalar."""
+        found = self.positions(key)
+        return self.pairs[found[-1]] if found else None
 
     def child(self, key: str | int) -> "Node | None":
         if self.kind == "map":
@@ -134,21 +153,44 @@ def _line_starts(text: str) -> list[int]:
 
 
 def read_text(path: Path) -> str:
-    """Read a config file as text, refusing binary data and files that cannot be configs."""
+    """Read a config file as text: only a regular file, at most MAX_FILE_BYTES, never binary data.
+
+    The type is checked before opening (a FIFO would block the open, a device such as /dev/zero never ends) and the
+    read stops one byte past the limit, so no input can hang the run or fill the memory."""
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise DocumentError(f"file is {size / 2**20:.1f} MiB; a config over {MAX_FILE_BYTES >> 20} MiB is refused")
-        raw = path.read_bytes()
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise DocumentError("is a directory, not a config file")
+        if not stat.S_ISREG(info.st_mode):
+            raise DocumentError("not a regular file (a device, FIFO or socket); only files and stdin are read")
+        if info.st_size > MAX_FILE_BYTES:
+            raise DocumentError(f"file is {info.st_size / 2**20:.1f} MiB; a config over {MAX_FILE_BYTES >> 20} MiB is refused")
+        with path.open("rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise DocumentError("file not found") from None
-    except IsADirectoryError:
-        raise DocumentError("is a directory, not a config file") from None
     except PermissionError:
         raise DocumentError("permission denied") from None
     except OSError as exc:
         raise DocumentError(f"cannot read: {exc.strerror or exc}") from None
+    except ValueError:  # a NUL byte in the name
+        raise DocumentError("cannot read: the file name holds a NUL byte") from None
     return decode_bytes(raw)
+
+
+BOM_IN_JSON = ("starts with a UTF-8 byte order mark: launch reads the DeepSpeed file with json.load, which raises "
+               "\"Unexpected UTF-8 BOM\"; save it without the mark")
+
+
+def starts_with_bom(path: Path) -> bool:
+    """The regular file at `path` begins with the UTF-8 byte order mark (False when it cannot be read)."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):
+            return False
+        with path.open("rb") as fh:
+            return fh.read(3) == b"\xef\xbb\xbf"
+    except (OSError, ValueError):
+        return False
 
 
 def decode_bytes(raw: bytes) -> str:
@@ -166,11 +208,12 @@ def decode_bytes(raw: bytes) -> str:
     return text
 
 
-def load_document(path: Path, text: str | None = None) -> Document:
-    """Parse a YAML or JSON config (by suffix; a `.json` file or stdin text starting with `{` is JSON)."""
+def load_document(path: Path, text: str | None = None, *, json_only: bool = False) -> Document:
+    """Parse a YAML or JSON config (by suffix; a `.json` file or stdin text starting with `{` is JSON). With
+    `json_only` the text is JSON whatever the name says: a DeepSpeed file is read with `json.load`."""
     if text is None:
         text = read_text(path)
-    is_json = path.suffix.lower() == ".json" or (path.suffix == "" and text.lstrip().startswith("{"))
+    is_json = json_only or path.suffix.lower() == ".json" or (path.suffix == "" and text.lstrip().startswith("{"))
     if not text.strip():
         raise DocumentError("empty file: expected a mapping of config keys")
     doc = _load_json(path, text) if is_json else _load_yaml(path, text)
@@ -211,6 +254,9 @@ def _check_nesting(text: str) -> None:
 
 
 def _load_yaml(path: Path, text: str) -> Document:
+    if text.startswith("\ufeff"):  # a second byte order mark: the first was taken off when decoding
+        raise DocumentError("the file starts with two byte order marks (U+FEFF): Axolotl's YAML reader drops one and "
+                            "reads the other as part of the first key, which is then ignored; remove the extra mark")
     loader = _Loader(text)
     try:
         _check_nesting(text)

@@ -2,20 +2,26 @@
 
 Every builder returns `list[Edit]` against `doc.text` (0-based character offsets) and never re-dumps the file:
 comments, blank lines, quotes, indentation, key order and line endings survive. New text follows the file's own
-conventions: its line ending (`\\n` or `\\r\\n`), its indentation unit, how its block lists are indented, and for
-JSON the indentation of neighbouring members. Values are rendered so that they load back as the same Python
-value: YAML 1.1 scalars exactly as `yaml.safe_load` reads them (strings that any YAML reader could take for a
-bool, number or null are quoted), JSON through `json.dumps`.
+conventions: its line ending (`\\n`, `\\r\\n` or a lone `\\r`: YAML reads all three as line breaks), its
+indentation unit, how its block lists are indented, and for JSON the indentation of neighbouring members. Values
+are rendered so that they load back as the same Python value: YAML 1.1 scalars exactly as `yaml.safe_load` reads
+them (strings that any YAML reader could take for a bool, number or null are quoted), JSON through `json.dumps`.
 
 A builder returns `[]` when the document already says what was asked (or, for `rename_key`, when the new key
-is already taken), and raises `ValueError` when the request does not fit the document's shape.
+is already taken), and raises `EditError` when the request does not fit the document's shape: a parent that is
+a list or a scalar, a key that exists only through a YAML merge key (`<<: *base`) and would hide the merged
+mapping if written. Inside `unfit_marked()` (how the engine builds fixes) a builder returns `[UNFIT]` instead, and
+a fix holding UNFIT is dropped while its finding stays.
 """
 from __future__ import annotations
 
+import contextvars
+import functools
 import json
 import math
 import re
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import yaml
 
@@ -23,6 +29,40 @@ from axlint.document import Document, KeyPath, Node, Pair
 from axlint.fixes import Edit
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class EditError(ValueError):
+    """The requested change does not fit the document's shape."""
+
+
+UNFIT = Edit(-1, -1, "")
+"""The edit a builder returns under `unfit_marked()` for a change it cannot make."""
+
+_MARK_UNFIT = contextvars.ContextVar("axlint_mark_unfit", default=False)
+
+
+@contextmanager
+def unfit_marked() -> Iterator[None]:
+    """Builders return `[UNFIT]` instead of raising EditError (a fix is then dropped, its finding kept)."""
+    token = _MARK_UNFIT.set(True)
+    try:
+        yield
+    finally:
+        _MARK_UNFIT.reset(token)
+
+
+def _builder(function: Callable[..., list[Edit]]) -> Callable[..., list[Edit]]:
+    @functools.wraps(function)
+    def build(*args: Any, **kwargs: Any) -> list[Edit]:
+        try:
+            return function(*args, **kwargs)
+        except EditError:
+            if _MARK_UNFIT.get():
+                return [UNFIT]
+            raise
+
+    return build
+
 
 # ---------------------------------------------------------------------------------------------------- rendering
 
@@ -75,7 +115,7 @@ def yaml_scalar(value: Any, context: str = "value", quote: str = "") -> str:
     if isinstance(value, float):
         return yaml_float(value)
     if not isinstance(value, str):
-        raise ValueError(f"cannot write a {type(value).__name__} as a YAML scalar")
+        raise EditError(f"cannot write a {type(value).__name__} as a YAML scalar")
     single_ok = value.isprintable()
     if quote == "'" and single_ok:
         return "'" + value.replace("'", "''") + "'"
@@ -127,7 +167,7 @@ class _Style:
     """How a file writes things: line ending, indentation unit, block-list dash offset (YAML)."""
 
     def __init__(self, doc: Document) -> None:
-        self.eol = "\r\n" if "\r\n" in doc.text else "\n"
+        self.eol = "\r\n" if "\r\n" in doc.text else "\r" if "\r" in doc.text else "\n"
         self.unit, self.dash = _yaml_indents(doc) if doc.format == "yaml" else ("", "")
         self.json_unit = _json_unit(doc) if doc.format == "json" else None
 
@@ -164,14 +204,17 @@ def _json_unit(doc: Document) -> str | None:
 # ---------------------------------------------------------------------------------------------------- positions
 
 
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def _line_start(text: str, pos: int) -> int:
-    return text.rfind("\n", 0, pos) + 1
+    return max(text.rfind("\n", 0, pos), text.rfind("\r", 0, pos)) + 1
 
 
 def _next_line(text: str, pos: int) -> int:
     """Offset just past the line break of the line holding `pos` (the text's end on a last line without one)."""
-    found = text.find("\n", pos)
-    return len(text) if found < 0 else found + 1
+    found = _BREAK.search(text, pos)
+    return len(text) if found is None else found.end()
 
 
 def _col(text: str, pos: int) -> int:
@@ -234,30 +277,48 @@ def _colon_end(doc: Document, pair: Pair) -> int:
 def _insert_lines(text: str, pos: int, lines: list[str], eol: str) -> Edit:
     """Insert whole lines at a line start `pos`; at the end of a file without a final newline, keep it so."""
     body = eol.join(lines)
-    if pos == len(text) and text and not text.endswith("\n"):
+    if pos == len(text) and text and not text.endswith(("\n", "\r")):
         return Edit(pos, pos, eol + body)
     return Edit(pos, pos, body + eol)
 
 
+def _refuse_shared(doc: Document, path: KeyPath) -> None:
+    """Raise when a mapping or list on `path` (the last part included) is reached through an alias: its text is the
+    anchor's (`&name`), so editing it would also change every other place that writes `*name`."""
+    node = doc.root
+    for part in path:
+        child = node.child(part)
+        if child is None:
+            return
+        pair = node.get(part) if node.kind == "map" else None
+        written_after = pair.key.span.end if pair is not None else node.span.start
+        if child.span.start < written_after:
+            raise EditError(f"{'.'.join(map(str, path))} is shared through a YAML anchor; editing it would change "
+                            "every place that uses the anchor")
+        node = child
+
+
 def _parent(doc: Document, path: KeyPath) -> Node:
     if not path:
-        raise ValueError("an empty key path names the whole document")
+        raise EditError("an empty key path names the whole document")
     parent = doc.node(path[:-1])
     if parent is None:
-        raise ValueError(f"no {'.'.join(map(str, path[:-1]))} in {doc.path}")
+        raise EditError(f"no {'.'.join(map(str, path[:-1]))} in {doc.path}")
     return parent
 
 
 # ---------------------------------------------------------------------------------------------------- builders
 
 
+@_builder
 def set_value(doc: Document, path: KeyPath, value: Any) -> list[Edit]:
     """Set the value at `path`; a missing key is inserted next to its siblings (missing parents created)."""
+    _refuse_shared(doc, path[:-1])
     node = doc.node(path)
     if node is None:
         owner = doc.node(path[:-1])
         if owner is not None and owner.kind == "seq":
-            raise ValueError(f"no item {path[-1]} in the list at {'.'.join(map(str, path[:-1]))}")
+            raise EditError(f"no item {path[-1]} in the list at {'.'.join(map(str, path[:-1]))}")
         return insert_key(doc, path[:-1], path[-1], value)
     if _same(_data(doc, path), value):
         return []
@@ -327,19 +388,21 @@ def _replace_block_value(doc: Document, pair: Pair, start: int, end: int, value:
         return [Edit(colon, end, " " + yaml_flow(value, "value"))]
     key_indent = " " * _col(doc.text, pair.key.span.start)
     lines = _yaml_entry("k", value, key_indent, style)[1:]
-    if start == end or doc.text.find("\n", colon, end) < 0:  # the old value sits on the key's line
+    if start == end or _BREAK.search(doc.text, colon, end) is None:  # the old value sits on the key's line
         line_end = _next_line(doc.text, end)
         return [e for e in (Edit(colon, end, "") if end > colon else None,
                             _insert_lines(doc.text, line_end, lines, style.eol)) if e]
     return [Edit(colon, end, style.eol + style.eol.join(lines))]
 
 
+@_builder
 def insert_key(doc: Document, parent_path: KeyPath, key: str, value: Any, after: str | None = None) -> list[Edit]:
     """Insert `key: value` into the mapping at `parent_path`, after the sibling `after` (default: the last one).
 
     A missing parent is created (with its own missing parents); a null parent becomes a mapping; an existing
     key is set instead.
     """
+    _refuse_shared(doc, parent_path)
     parent = doc.node(parent_path)
     if parent is None:
         depth = max(d for d in range(len(parent_path)) if doc.node(parent_path[:d]) is not None)
@@ -350,9 +413,11 @@ def insert_key(doc: Document, parent_path: KeyPath, key: str, value: Any, after:
     if parent.kind == "scalar" and parent.value is None:
         return set_value(doc, parent_path, {key: value})
     if parent.kind != "map":
-        raise ValueError(f"{'.'.join(map(str, parent_path)) or 'the document'} is not a mapping")
+        raise EditError(f"{'.'.join(map(str, parent_path)) or 'the document'} is not a mapping")
     if parent.get(key) is not None:
         return set_value(doc, parent_path + (key,), value)
+    if isinstance(value, dict) and _data(doc, parent_path + (key,)) is not _ABSENT:
+        raise EditError(f"{key} comes from a YAML merge key; writing it would hide the merged mapping")
     style = _Style(doc)
     anchor = parent.get(after) if after is not None else None
     anchor = anchor or (parent.pairs[-1] if parent.pairs else None)
@@ -399,13 +464,15 @@ def _member_end(doc: Document, container: Node, member: Pair | Node) -> int:
     return _end(doc, member, _item_after(doc, container, member))
 
 
+@_builder
 def append_item(doc: Document, path: KeyPath, value: Any) -> list[Edit]:
     """Append `value` to the list at `path` (block `- x` or flow `[a, b]`); a missing or null list is created."""
+    _refuse_shared(doc, path)
     node = doc.node(path)
     if node is None or (node.kind == "scalar" and node.value is None):
         return set_value(doc, path, [value])
     if node.kind != "seq":
-        raise ValueError(f"{'.'.join(map(str, path))} is not a list")
+        raise EditError(f"{'.'.join(map(str, path))} is not a list")
     style = _Style(doc)
     last = node.items[-1] if node.items else None
     if doc.format == "json":
@@ -417,8 +484,10 @@ def append_item(doc: Document, path: KeyPath, value: Any) -> list[Edit]:
     return [_insert_lines(doc.text, pos, _yaml_item(value, " " * _col(doc.text, node.span.start), style), style.eol)]
 
 
+@_builder
 def rename_key(doc: Document, path: KeyPath, new_key: str) -> list[Edit]:
     """Rename the key at `path`, keeping its quote style; `[]` if it is missing or `new_key` is already taken."""
+    _refuse_shared(doc, path[:-1])
     key = doc.key_node(path)
     parent = doc.node(path[:-1])
     if key is None or parent is None or key.value == new_key or parent.get(new_key) is not None:
@@ -430,12 +499,14 @@ def rename_key(doc: Document, path: KeyPath, new_key: str) -> list[Edit]:
     return [Edit(key.span.start, key.span.end, text)]
 
 
+@_builder
 def delete_key(doc: Document, path: KeyPath) -> list[Edit]:
     """Delete the key at `path` (every duplicate of it) with its whole lines: nested block and own comment."""
+    _refuse_shared(doc, path[:-1])
     parent = doc.node(path[:-1]) if path else None
     if parent is None or parent.kind != "map":
         return []
-    doomed = [i for i, pair in enumerate(parent.pairs) if pair.key.value == path[-1]]
+    doomed = parent.positions(path[-1])
     runs: list[list[int]] = []
     for i in doomed:
         if runs and runs[-1][-1] == i - 1:
@@ -456,7 +527,7 @@ def _delete_block_run(doc: Document, mapping: Node, first: int, last: int) -> Ed
         return Edit(start, _pair_end(doc, pairs[last]), "{}")
     line_start, end = _line_start(text, start), _next_line(text, _pair_end(doc, pairs[last]))
     end = _inner_comments_end(text, end, _col(text, start))
-    if end == len(text) and not text.endswith("\n") and line_start > 0:
+    if end == len(text) and not text.endswith(("\n", "\r")) and line_start > 0:
         line_start -= 2 if text[line_start - 2:line_start] == "\r\n" else 1  # keep "no final newline"
     return Edit(line_start, end, "")
 

@@ -21,11 +21,13 @@ from typing import Any, Iterable, Iterator
 
 import yaml
 
+from axlint import edits
 from axlint.checks import CHECKS, Hit, load_builtin_checks
 from axlint.diagnostics import Diagnostic, Severity, Span
 from axlint.document import Document, DocumentError, KeyPath
 from axlint.facts import Fact
 from axlint.fixes import Applicability, Fix
+from axlint.paths import home
 from axlint.run import TrainingRun
 
 MISSING = object()
@@ -78,16 +80,21 @@ _CODE = re.compile(r"^[A-Z]{2,5}\d{3}$")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
-def cache_dir() -> Path:
-    """Where parsed packs are cached: $AXLINT_CACHE_DIR, else $XDG_CACHE_HOME/axlint or ~/.cache/axlint."""
+def cache_dir() -> Path | None:
+    """Where parsed packs are cached: $AXLINT_CACHE_DIR, else $XDG_CACHE_HOME/axlint or ~/.cache/axlint; None
+    when there is no home folder to put it in (then nothing is cached)."""
     if os.environ.get("AXLINT_CACHE_DIR"):
         return Path(os.environ["AXLINT_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "axlint"
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "axlint"
+    folder = home()
+    return folder / ".cache" / "axlint" if folder is not None else None
 
 
-def _pack_cache_file(path: Path) -> Path:
+def _pack_cache_file(path: Path) -> Path | None:
     """One entry per pack name, whatever copy of axlint reads it: the cache stays a handful of files."""
-    return cache_dir() / "packs" / f"{path.stem}.json"
+    folder = cache_dir()
+    return folder / "packs" / f"{path.stem}.json" if folder is not None else None
 
 
 def read_pack_data(path: Path, *, cached: bool) -> Any:
@@ -96,10 +103,10 @@ def read_pack_data(path: Path, *, cached: bool) -> Any:
     by the content's length and CRC-32 (hashlib alone costs more to import). A cache that cannot be read or
     written is skipped silently."""
     raw = path.read_bytes()
-    if not cached:
+    cache = _pack_cache_file(path) if cached else None
+    if cache is None:
         return yaml.load(raw.decode("utf-8"), Loader=_Loader)
     digest = f"{len(raw)}-{zlib.crc32(raw):08x}"
-    cache = _pack_cache_file(path)
     try:
         entry = json.loads(cache.read_text(encoding="utf-8"))
         if entry["digest"] == digest:
@@ -396,25 +403,36 @@ def format_message(rule: Rule, run: TrainingRun, args: dict[str, Any]) -> str:
 # ---------------------------------------------------------------------------------------------------- running
 
 
+INTERNAL_ERROR = "AX999"
+"""The code of the finding that stands in for a check that raised."""
+
+
 def run_rules(run: TrainingRun, rules: list[Rule]) -> list[Diagnostic]:
-    """Evaluate each rule on the run; a crashing check becomes an internal-error diagnostic, never a traceback."""
+    """Evaluate each rule on the run; a crashing check becomes an AX999 internal-error finding naming the rule (when
+    AX999 is selected), never a traceback, and the other rules still run."""
     out: list[Diagnostic] = []
+    report_crashes = any(r.code == INTERNAL_ERROR for r in rules)
     for rule in rules:
         if rule.check is None and rule.when is None:
             continue
         try:
-            hits = list(_hits(run, rule))
+            with edits.unfit_marked():
+                hits = list(_hits(run, rule))
         except PackError:
             raise
         except Exception as exc:  # a bug in one check must not hide the other findings
             doc = run.axolotl or run.deepspeed
             assert doc is not None
-            out.append(Diagnostic(doc.path, Span.file_start(), "AX999", "internal-error", Severity.ERROR,
-                                  f"check {rule.code} ({rule.name}) failed: {type(exc).__name__}: {exc}", "internal"))
+            if report_crashes:
+                out.append(Diagnostic(doc.path, Span.file_start(), INTERNAL_ERROR, "internal-error", Severity.ERROR,
+                                      f"axlint's check for {rule.code} ({rule.name}) failed on this config "
+                                      f"({type(exc).__name__}: {exc}), so {rule.code} gave no verdict; please report "
+                                      f"it, and `--ignore {rule.code}` to go on", "internal"))
             continue
         for hit in hits:
+            fix = hit.fix if hit.fix is None or edits.UNFIT not in hit.fix.edits else None
             out.append(Diagnostic(hit.doc.path, hit.span, rule.code, rule.name, rule.severity,
-                                  format_message(rule, run, hit.args), rule.category, hit.fix))
+                                  format_message(rule, run, hit.args), rule.category, fix))
     return out
 
 
@@ -431,8 +449,6 @@ def _hits(run: TrainingRun, rule: Rule) -> Iterable[Hit]:
 
 def declarative_fix(run: TrainingRun, rule: Rule) -> Fix | None:
     """A pack's `fix:` block: {action: set|delete|rename, key: PATH, value|to: ..., applicability, title}."""
-    from axlint import edits
-
     spec = rule.fix or {}
     path = spec["key"]
     prefix = path.rpartition(":")[0]

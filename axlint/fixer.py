@@ -10,6 +10,7 @@ reported); a text seen before in the same run means the fixes oscillate, and the
 """
 from __future__ import annotations
 
+import bisect
 import difflib
 import os
 import stat
@@ -24,6 +25,8 @@ from axlint.fixes import Edit, Fix, apply_edits
 from axlint.lint import LintOptions, LintResult, lint_text
 
 MAX_PASSES = 10
+TRIALS_PER_PASS = 8
+"""Lints a pass may spend finding the fixes that bring a new error, beyond two per halving of its fixes."""
 BOM = b"\xef\xbb\xbf"
 
 
@@ -93,6 +96,8 @@ class Fixer:
         self.entries = list(entries or [])  # the configs named on the command line
         self._linted: dict[Path, LintResult] = {}
         self._referrers: dict[Path, list[Path]] = {}
+        self._held: set[tuple[str, Path, str]] = set()  # fixes found to bring a new error: not tried again
+        self._trials = 0  # lints left in this pass for finding such fixes
 
     def add_text(self, path: Path, text: str) -> None:
         """A file that lives only in memory (stdin under `--stdin-filename`)."""
@@ -130,8 +135,8 @@ class Fixer:
         """Fix one entry (and the files its fixes name) until nothing changes, at most MAX_PASSES passes."""
         seen = {self._snapshot()}
         for _ in range(MAX_PASSES):
-            diags = self.lint(entry).diagnostics
-            if not self._apply_pass([d for d in diags if self._allowed(entry, d)]):
+            result = self.lint(entry)
+            if not self._apply_pass(entry, result, [d for d in result.diagnostics if self._allowed(entry, d)]):
                 return
             snapshot = self._snapshot()
             if snapshot in seen:
@@ -145,6 +150,8 @@ class Fixer:
         DeepSpeed JSON) is needed by every config that shares that file, or it would change their runs too."""
         fix = diag.fix
         if fix is None or not fix.applies(self.unsafe) or (self.only is not None and _key(fix.path) not in self.only):
+            return False
+        if _identity(diag) in self._held:
             return False
         if _key(fix.path) == _key(entry):
             return True
@@ -189,34 +196,96 @@ class Fixer:
         if state is not None and message not in state.problems:
             state.problems.append(message)
 
-    def _apply_pass(self, diags: list[Diagnostic]) -> bool:
-        """Apply this pass's fixes file by file; True if any text changed."""
+    def _apply_pass(self, entry: Path, result: LintResult, diags: list[Diagnostic]) -> bool:
+        """Apply this pass's fixes; True if any text changed.
+
+        Per file, whole fixes are taken in offset order (`compatible_fixes`) and the ones whose text would not
+        parse are set aside. Of the rest, a set that brings no new error is kept: all of them when the entry's
+        lint after them has no error code more often than before, else the culprits are found by halving (a
+        handful of lints however many fixes there are) and reported, and the others applied."""
         by_file: dict[Path, list[Diagnostic]] = {}
         for diag in diags:
             by_file.setdefault(_key(diag.fix.path), []).append(diag)
-        changed = False
+        candidates: list[Diagnostic] = []
         for group in by_file.values():
             state = self.state(group[0].fix.path)
             if state is not None:
-                changed |= self._apply_file(state, group)
+                candidates += self._parsing(state, compatible_fixes(group))
+        if not candidates:
+            return False
+        before = _error_counts(result)
+        self._trials = TRIALS_PER_PASS + 2 * len(candidates).bit_length()
+        kept = self._keep_harmless(entry, before, [], candidates)
+        texts = self._texts_with(kept)
+        changed = False
+        for key, text in texts.items():
+            state = self.files[key]
+            if text != state.text:
+                state.applied.extend(Applied(d, state.text) for d in kept if _key(d.fix.path) == key)
+                state.text, changed = text, True
         return changed
 
-    def _apply_file(self, state: FileState, diags: list[Diagnostic]) -> bool:
-        taken = compatible_fixes(diags)
+    def _parsing(self, state: FileState, taken: list[Diagnostic]) -> list[Diagnostic]:
+        """The fixes whose edits leave `state`'s text parsable: all of them when their sum parses (one parse),
+        else each is tried alone and the ones that break the file are reported."""
+        if _parses(state.path, apply_edits(state.text, [e for d in taken for e in d.fix.edits])[0]):
+            return taken
         usable = [d for d in taken if _parses(state.path, apply_edits(state.text, list(d.fix.edits))[0])]
         for diag in taken:
             if not any(diag is u for u in usable):
                 self._problem(state.path, f"{diag.code} fix ({diag.fix.title}) would make the file unparsable; "
                                           "not applied")
-        new, _ = apply_edits(state.text, [e for d in usable for e in d.fix.edits])
-        if new == state.text:
-            return False
-        if not _parses(state.path, new):
+        if usable and not _parses(state.path, apply_edits(state.text, [e for d in usable for e in d.fix.edits])[0]):
             self._problem(state.path, "the fixes together would make the file unparsable; not applied")
-            return False
-        state.applied.extend(Applied(d, state.text) for d in usable)
-        state.text = new
-        return True
+            return []
+        return usable
+
+    def _texts_with(self, diags: list[Diagnostic]) -> dict[Path, str]:
+        """The new text of every file these fixes edit (their edits are against the current texts)."""
+        edits: dict[Path, list[Edit]] = {}
+        for diag in diags:
+            edits.setdefault(_key(diag.fix.path), []).extend(diag.fix.edits)
+        return {key: apply_edits(self.files[key].text, found)[0] for key, found in edits.items()}
+
+    def _errors_with(self, entry: Path, diags: list[Diagnostic]) -> Counter[str]:
+        """The error counts of the entry's lint with these fixes applied (the texts are put back after)."""
+        texts = self._texts_with(diags)
+        saved = {key: self.files[key].text for key in texts}
+        try:
+            for key, text in texts.items():
+                self.files[key].text = text
+            return _error_counts(self.lint(entry))
+        finally:
+            for key, text in saved.items():
+                self.files[key].text = text
+
+    def _keep_harmless(self, entry: Path, before: Counter[str], base: list[Diagnostic],
+                       candidates: list[Diagnostic]) -> list[Diagnostic]:
+        """The candidates that, added to `base`, bring no error code more often than `before`: all of them if
+        they can go together, else found by halving. A single fix that brings one is reported and held back for
+        the rest of the run; when the pass's lints run out first, the untested fixes are held back unapplied."""
+        if not candidates:
+            return []
+        if self._trials <= 0:
+            self._hold(candidates, "not applied: with the other fixes it would bring a new error; fix by hand and "
+                                   "run `axlint fix` again")
+            return []
+        self._trials -= 1
+        new = self._errors_with(entry, base + candidates) - before
+        if not new:
+            return candidates
+        if len(candidates) == 1:
+            self._hold(candidates, f"not applied: it would bring a new {', '.join(sorted(new))} error; change it "
+                                   "by hand")
+            return []
+        half = len(candidates) // 2
+        left = self._keep_harmless(entry, before, base, candidates[:half])
+        return left + self._keep_harmless(entry, before, base + left, candidates[half:])
+
+    def _hold(self, diags: list[Diagnostic], why: str) -> None:
+        for diag in diags:
+            self._held.add(_identity(diag))
+            self._problem(diag.fix.path, f"{diag.code} fix ({diag.fix.title}) {why}")
 
     def report(self, entries: list[Path]) -> FixReport:
         """Lint every entry once more on the final texts: what remains."""
@@ -234,6 +303,17 @@ class Fixer:
                     remaining.diagnostics.append(diag)
         remaining.diagnostics.sort(key=Diagnostic.sort_key)
         return FixReport(self.files, remaining)
+
+
+def _identity(diag: Diagnostic) -> tuple[str, Path, str]:
+    """A fix as the passes see it: its rule, file and title (its offsets move as the text changes)."""
+    assert diag.fix is not None
+    return diag.code, _key(diag.fix.path), diag.fix.title
+
+
+def _error_counts(result: LintResult) -> Counter[str]:
+    """How many error findings of each code a lint has."""
+    return Counter(d.code for d in result.diagnostics if d.severity.value == "error")
 
 
 def _references(config: Path, ds_key: Path, name: str) -> bool:
@@ -256,19 +336,32 @@ def compatible_fixes(diags: list[Diagnostic]) -> list[Diagnostic]:
     """Whole fixes in offset order, skipping any whose edits touch an edit already taken (same start included).
 
     Findings that carry the very same edits (two keys asking for one plugin) are all taken: one change fixes them.
+    The taken edits are kept sorted by start, so each test is a binary search and N fixes cost O(N log N).
     """
     taken: list[Diagnostic] = []
     spans: set[Edit] = set()
+    starts: list[int] = []
+    ends: list[int] = []
     for diag in sorted(diags, key=lambda d: (min((e.start for e in d.fix.edits), default=0), d.code)):
         edits = set(diag.fix.edits)
-        if edits <= spans or not any(_touch(e, s) for e in edits for s in spans):
+        if edits <= spans or not any(_touches_taken(e, starts, ends) for e in edits):
             taken.append(diag)
+            for edit in edits - spans:
+                at = bisect.bisect_left(starts, edit.start)
+                starts.insert(at, edit.start)
+                ends.insert(at, edit.end)
             spans |= edits
     return taken
 
 
-def _touch(a: Edit, b: Edit) -> bool:
-    return a.start == b.start or (a.start < b.end and b.start < a.end)
+def _touches_taken(edit: Edit, starts: list[int], ends: list[int]) -> bool:
+    """`edit` starts where a taken edit starts, or overlaps one. Taken edits do not overlap each other, so the one
+    starting last before `edit` ends is the only one that can overlap it."""
+    at = bisect.bisect_left(starts, edit.start)
+    if at < len(starts) and starts[at] == edit.start:
+        return True
+    before = bisect.bisect_left(starts, edit.end) - 1
+    return before >= 0 and edit.start < ends[before] and starts[before] < edit.end
 
 
 def _parses(path: Path, text: str) -> bool:
@@ -299,10 +392,13 @@ def fix_text(path: Path, text: str, options: LintOptions, *, unsafe: bool = Fals
 
 
 def unified_diff(state: FileState, label: str) -> str:
-    """The change to one file as a unified diff (`--- label` / `+++ label`), marking a missing final newline."""
+    """The change to one file as a unified diff (`--- label` / `+++ label`), marking a missing final newline. Lines
+    keep their `\\r\\n`; a lone `\\r` line break is shown as a newline (a terminal would overprint the line)."""
     lines = []
     for line in difflib.unified_diff(state.original.splitlines(keepends=True), state.text.splitlines(keepends=True),
                                      fromfile=label, tofile=label):
+        if line.endswith("\r"):
+            line = line[:-1] + "\n"
         lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(lines)
 

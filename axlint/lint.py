@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from axlint.diagnostics import Diagnostic
-from axlint.document import Document, DocumentError, decode_bytes, load_document, read_text
+from axlint.document import (BOM_IN_JSON, Document, DocumentError, decode_bytes, load_document, read_text,
+                             starts_with_bom)
 from axlint.fixes import Applicability
 from axlint.engine import Rule, apply_suppressions, document_error_diagnostic, run_rules
 from axlint.kind import ConfigKind, classify_data, classify_text
@@ -61,7 +62,7 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
     try:
         doc = load_document(path, source)
     except DocumentError as exc:
-        if classify_text(source, options.schemas).kind is ConfigKind.OTHER:
+        if classify_text(source.lstrip("\ufeff"), options.schemas).kind is ConfigKind.OTHER:
             result.skipped.append(Skipped(path, f"{exc.message} (and it writes no Axolotl or DeepSpeed key)"))
         elif "AX000" in selected:
             result.diagnostics.append(document_error_diagnostic(path, exc))
@@ -69,6 +70,10 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
     verdict = classify_data(doc.data, options.schemas)
     if verdict.kind is ConfigKind.OTHER:
         result.skipped.append(Skipped(path, verdict.reason))
+        return result
+    if verdict.kind is ConfigKind.DEEPSPEED and doc.format == "json" and text is None and starts_with_bom(path):
+        if "AX000" in selected:
+            result.diagnostics.append(document_error_diagnostic(path, DocumentError(BOM_IN_JSON)))
         return result
     run = build_run(doc, kind=verdict.kind, hardware=options.hardware, model_config_path=options.model_config,
                     texts=texts)

@@ -15,8 +15,9 @@ from typing import Any, Mapping
 
 from axlint.diagnostics import Span
 from axlint.facts import ZERO_ALIASES, RunFacts, resolve_facts
-from axlint.document import Document, DocumentError, KeyPath, load_document
+from axlint.document import BOM_IN_JSON, Document, DocumentError, KeyPath, load_document, starts_with_bom
 from axlint.hardware import default_hardware
+from axlint.paths import expand_user, is_file
 from axlint.kind import ConfigKind, classify_data
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -179,15 +180,22 @@ def _attach_deepspeed(run: TrainingRun, texts: Mapping[Path, str]) -> None:
         return
     run.ds_reference = ref
     assert run.axolotl is not None
-    ref_path = Path(ref).expanduser()
+    ref_path = expand_user(ref)
     candidates = [ref_path] if ref_path.is_absolute() else [run.axolotl.path.parent / ref_path, Path.cwd() / ref_path]
     for cand in candidates:
         text = texts.get(Path(os.path.abspath(cand)))
-        if text is not None or cand.is_file():
+        if text is None and not is_file(cand) and os.path.lexists(cand):
+            run.ds_error = DocumentError(f"{cand}: not a regular file (a folder, device or FIFO); DeepSpeed needs a "
+                                         "JSON file")
+            return
+        if text is not None or is_file(cand):
             try:
-                run.deepspeed, run.ds_source = load_document(cand, text), "file"
+                if starts_with_bom(cand):
+                    raise DocumentError(BOM_IN_JSON)
+                run.deepspeed, run.ds_source = load_document(cand, text, json_only=True), "file"
             except DocumentError as exc:
-                run.ds_error = DocumentError(f"{cand}: {exc.message}", exc.span, exc.code)
+                how = "" if cand.suffix.lower() == ".json" else " (launch reads the DeepSpeed file with json.load)"
+                run.ds_error = DocumentError(f"{cand}: {exc.message}{how}", exc.span, exc.code)
                 run.extra["ds_error_path"] = cand
             return
     if ref_path.name in stock_deepspeed_names():

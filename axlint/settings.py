@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from axlint.paths import is_dir, is_file
+
 
 class SettingsError(Exception):
     pass
@@ -46,15 +48,26 @@ _FORMATS = ("full", "concise", "json", "sarif", "github")
 
 def find_settings_file(start: Path) -> Path | None:
     """The closest `.axlint.toml`, or `pyproject.toml` with a [tool.axlint] table, from `start` upwards."""
-    folder = start if start.is_dir() else start.parent
-    for d in [folder.resolve(), *folder.resolve().parents]:
+    folder = start if is_dir(start) else start.parent
+    try:
+        folders = [folder.resolve(), *folder.resolve().parents]
+    except (OSError, RuntimeError, ValueError):  # a name too long, a symlink loop
+        return None
+    for d in folders:
         own = d / ".axlint.toml"
-        if own.is_file():
+        if is_file(own):
             return own
         py = d / "pyproject.toml"
-        if py.is_file() and "[tool.axlint" in py.read_text(encoding="utf-8", errors="replace"):
+        if is_file(py) and "[tool.axlint" in _read(py):
             return py
     return None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 def load_settings(path: Path | None) -> Settings:

@@ -192,11 +192,25 @@ def test_bom_and_crlf_keep_lines_and_columns(tmp_path, prefix, newline):
     assert "   3 | micro_batch_size: 2\n" in done.stdout
 
 
-def test_bom_in_deepspeed_json_is_accepted(tmp_path):
+def test_bom_in_deepspeed_json_is_a_launch_failure(tmp_path):
+    """Axolotl 0.18.0 (`normalize_config`) and accelerate open the DeepSpeed file as UTF-8 and call json.load, which
+    raises "Unexpected UTF-8 BOM"; the file is reported where it starts and at the reference."""
     write_files(tmp_path, {"c.yml": DS_REFERENCE, "ds.json": b'\xef\xbb\xbf{"zero_optimization": {"stage": 3}}'})
-    done = axlint(["check", "c.yml", "--select", "AX000,DS000"], tmp_path)
+    done = axlint(["check", "c.yml", "ds.json", "--select", "AX000,DS000", "--output-format", "concise"], tmp_path)
     assert_no_traceback(done)
-    assert done.returncode == 0, done.stdout
+    assert done.returncode == 1, done.stdout
+    assert "ds.json:1:1: AX000 [error] starts with a UTF-8 byte order mark" in done.stdout
+    assert "c.yml:2:12: DS000 [error]" in done.stdout and "Unexpected UTF-8 BOM" in done.stdout
+
+
+def test_two_byte_order_marks_are_refused_where_axolotl_would_misread_the_first_key(tmp_path):
+    (tmp_path / "c.yml").write_bytes(b"\xef\xbb\xbf\xef\xbb\xbfbase_model: x\nevaluation_strategy: steps\n")
+    done = axlint(["check", "c.yml", "--output-format", "concise"], tmp_path)
+    assert_no_traceback(done)
+    assert "c.yml:1:1: AX000 [error] the file starts with two byte order marks" in done.stdout
+    fixed = axlint(["fix", "--write", "c.yml"], tmp_path)
+    assert_no_traceback(fixed)
+    assert (tmp_path / "c.yml").read_bytes().startswith(b"\xef\xbb\xbf\xef\xbb\xbfbase_model: x\nevaluation_strategy")
 
 
 @pytest.mark.parametrize(("data", "where"), [
@@ -234,14 +248,14 @@ def unreadable_ds(tmp_path, monkeypatch):
     write_files(tmp_path, {"c.yml": DS_REFERENCE, "ds.json": b'{"zero_optimization": {"stage": 3}}'})
     ds = tmp_path / "ds.json"
     ds.chmod(0)
-    real_read = Path.read_bytes
+    real_open = Path.open
 
-    def read_bytes(self: Path) -> bytes:
+    def open_(self: Path, *args, **kwargs):  # noqa: ANN002, ANN003 - Path.open's own signature
         if self.name == ds.name:
             raise PermissionError(13, "Permission denied", str(self))
-        return real_read(self)
+        return real_open(self, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(Path, "open", open_)
     monkeypatch.chdir(tmp_path)
     yield ds
     ds.chmod(0o644)

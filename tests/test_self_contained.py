@@ -11,8 +11,8 @@ from tests.corpus import CORPUS, ROOT, corpus_files
 
 # This file holds such paths as test data for the checker itself, so it is the one file not scanned.
 TESTS = sorted(p for p in ROOT.joinpath("tests").rglob("*.py") if p.name != Path(__file__).name)
-# Paths a test may name because they mean "nowhere" on every machine, never a file the test reads.
-HERMETIC = {"/nonexistent", "/dev/null"}
+# Paths a test may name because they mean "nowhere" (or a device no test reads to its end) on every machine.
+HERMETIC = {"/nonexistent", "/dev/null", "/dev/zero"}
 SIBLING = "sha" "red"  # the folder beside the checkout in this workplace, spelled apart so this file names no path
 CLIMB = re.compile(r"parents\[(\d+)\]((?:\.parent)*)|(?:\.parent){3,}")
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from axlint.architectures.model import Architecture
+from axlint.paths import expand_user, home, is_dir, is_file
 
 CATALOG_PATH = Path(__file__).with_name("catalog.json")
 HUB_URL = "https://huggingface.co/{repo}/resolve/main/config.json"
@@ -18,8 +19,12 @@ _MIRROR_SUFFIXES = ("-unsloth-bnb-4bit", "-bnb-4bit", "-bnb-8bit", "-4bit", "-8b
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
+    """A config.json's mapping; None for anything else (not a regular file, unreadable, not JSON, over 1 MB)."""
+    if not is_file(path):
+        return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as fh:
+            data = json.loads(fh.read(1_000_000))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -80,7 +85,8 @@ def hf_cache_dirs() -> list[Path]:
         dirs.append(Path(os.environ["HF_HUB_CACHE"]))
     if os.environ.get("HF_HOME"):
         dirs.append(Path(os.environ["HF_HOME"]) / "hub")
-    dirs.append(Path.home() / ".cache" / "huggingface" / "hub")
+    if (folder := home()) is not None:
+        dirs.append(folder / ".cache" / "huggingface" / "hub")
     return dirs
 
 
@@ -91,13 +97,15 @@ def _cached_config(model_id: str, roots: Iterable[Path]) -> Path | None:
     folder = "models--" + model_id.strip("/").replace("/", "--")
     for root in roots:
         repo = root / folder
-        if not repo.is_dir():
+        if not is_dir(repo):
             continue
         ref = repo / "refs" / "main"
-        if ref.is_file():
-            candidate = repo / "snapshots" / ref.read_text(encoding="utf-8").strip() / "config.json"
-            if candidate.is_file():
-                return candidate
+        try:
+            revision = ref.read_text(encoding="utf-8", errors="replace").strip() if is_file(ref) else ""
+        except OSError:
+            revision = ""
+        if revision and is_file(candidate := repo / "snapshots" / revision / "config.json"):
+            return candidate
         found = sorted(repo.glob("snapshots/*/config.json"), key=lambda p: p.stat().st_mtime, reverse=True)
         if found:
             return found[0]
@@ -138,11 +146,11 @@ def resolve_architecture(model_id: str, *, model_config: Path | str | None = Non
     """
     if model_config is not None:
         path = Path(model_config)
-        data = _read_json(path / "config.json" if path.is_dir() else path)
+        data = _read_json(path / "config.json" if is_dir(path) else path)
         if data is not None:
             return Architecture.from_config(model_id, "model-config", data)
-    local = Path(os.path.expanduser(model_id))
-    if local.is_dir() and (data := _read_json(local / "config.json")) is not None:
+    local = expand_user(model_id)
+    if is_dir(local) and (data := _read_json(local / "config.json")) is not None:
         return Architecture.from_config(model_id, "local", data)
     cached = _cached_config(model_id, [*map(Path, search_paths), *hf_cache_dirs()])
     if cached is not None and (data := _read_json(cached)) is not None:

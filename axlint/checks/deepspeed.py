@@ -479,7 +479,8 @@ def check_fractional_int(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     for sub, value in fields:
         if isinstance(value, float) and not value.is_integer():
             path = ("zero_optimization", *sub)
-            fix = ds_fix(run, path, f"truncate to {int(value)}", Applicability.UNSAFE, value=int(value))
+            fix = ds_fix(run, path, f"truncate `{'.'.join(path)}` to {int(value)}", Applicability.UNSAFE,
+                         value=int(value))
             yield ds_hit(run, path, fix=fix, key=".".join(sub), value=value)
 
 

@@ -3,6 +3,7 @@ deprecated and removed keys, plugin keys without their plugin, and values pydant
 runs once per document, against the releases the run was asked to be checked with."""
 from __future__ import annotations
 
+from collections import Counter
 from typing import Iterator
 
 from axlint import edits
@@ -88,14 +89,16 @@ def empty_unknown_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("schema_unknown_key")
 def unknown_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """A key the schema does not know: Axolotl drops it silently, DeepSpeed's ZeRO blocks reject it."""
-    for doc, problem, hit in _hits(run, {"unknown-key"}):
-        if _sets_nothing(doc, problem):
-            continue  # AX017
+    """A key the schema does not know: Axolotl drops it silently, DeepSpeed's ZeRO blocks reject it. The rename to
+    the suggested key is offered only when no other unknown key of the same mapping suggests it too (two renames to
+    one name would write the key twice)."""
+    found = [(doc, problem, hit) for doc, problem, hit in _hits(run, {"unknown-key"}) if not _sets_nothing(doc, problem)]
+    targets = Counter((doc.path, problem.path[:-1], problem.suggestion) for doc, problem, _ in found)
+    for doc, problem, hit in found:
         effect = problem.message_args.get("effect")
         hit.args["effect"] = "it is silently ignored" if effect == "ignore" else "the launch fails on it"
         hit.args["hint"] = f"; did you mean `{problem.suggestion}`?" if problem.suggestion else ""
-        if problem.suggestion:
+        if problem.suggestion and targets[(doc.path, problem.path[:-1], problem.suggestion)] == 1:
             hit.fix = _rename_fix(doc, problem.path, problem.suggestion, Applicability.UNSAFE)
         yield hit
 
@@ -169,5 +172,5 @@ def coerced_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             yield hit
             continue
         hit.fix = _fix(doc, edits.set_value(doc, problem.path, number), Applicability.SAFE,
-                       f"write `{node.value}` as a YAML 1.1 float")
+                       f"write `{'.'.join(map(str, problem.path))}: {node.value}` as a YAML 1.1 float")
         yield hit

@@ -162,8 +162,11 @@ def parse_hardware_option(spec: str | None) -> Any:
 
 
 def read_stdin() -> bytes:
-    """The raw bytes of stdin; decoding them is the linter's job, so bad input is a finding as for a file."""
-    return sys.stdin.buffer.read()
+    """The raw bytes of stdin, at most one byte past the size limit (an endless stdin ends there); decoding them is
+    the linter's job, so bad input is a finding as for a file."""
+    from axlint.document import MAX_FILE_BYTES
+
+    return sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
 
 
 def stdin_text() -> str:

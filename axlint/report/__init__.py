@@ -112,7 +112,28 @@ def render_statistics(diags: list[Diagnostic]) -> str:
                    for (code, name), n in counts.most_common())
 
 
-RENDERERS: dict[str, Callable[[list[Diagnostic], dict[Path, Document], list[Rule]], str]] = {
+Renderer = Callable[[list[Diagnostic], dict[Path, Document], list[Rule]], str]
+
+
+def printable(text: str) -> str:
+    """`text` with lone surrogates written as `\\udcff` escapes, so it always encodes as UTF-8. They come from
+    file names that are not UTF-8 (Python keeps their bytes as surrogates) and from `"\\ud83d"` escapes in YAML."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def _encodable(render: Renderer) -> Renderer:
+    def wrapped(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
+        return printable(render(diags, documents, rules))
+
+    wrapped.__doc__ = render.__doc__
+    return wrapped
+
+
+RENDERERS: dict[str, Renderer] = {name: _encodable(render) for name, render in {
     "full": render_full, "concise": render_concise, "json": render_json, "sarif": render_sarif,
     "github": render_github,
-}
+}.items()}
