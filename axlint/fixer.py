@@ -423,9 +423,15 @@ def write_changed(report: FixReport) -> list[str]:
                 staged.append(_stage(state.path, state.text, bom=state.bom))
             except (OSError, _ReadOnly) as exc:
                 problems.append(f"{state.path}: cannot write: {getattr(exc, 'strerror', None) or exc}")
+        if not problems:  # an editor may have saved while the files were staged: look once more, just before
+            moved = [s for s in states if _read_or_none(s.path) != s.raw]
+            problems = [f"{s.path}: changed on disk while fixing; not written" for s in moved]
+            staged_ok = [i for i in staged if i.target not in {Path(os.path.realpath(s.path)) for s in moved}]
+        else:
+            staged_ok = staged
         if problems:
-            return problems + ([f"nothing written: {len(staged)} other file(s) left as they were, so a fix that "
-                                f"spans files is never half applied"] if staged else [])
+            return problems + ([f"nothing written: {len(staged_ok)} other file(s) left as they were, so a fix that "
+                                f"spans files is never half applied"] if staged_ok else [])
         for item in staged:
             item.commit()
         staged = []
@@ -433,6 +439,13 @@ def write_changed(report: FixReport) -> list[str]:
     finally:
         for item in staged:
             item.discard()
+
+
+def _read_or_none(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 class _ReadOnly(Exception):

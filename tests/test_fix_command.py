@@ -270,6 +270,24 @@ def test_file_changed_on_disk_meanwhile_is_not_overwritten(work):
     assert (work / "c.yml").read_text() == "base_model: x\nlr: 2\n"
 
 
+def test_an_editor_save_while_staging_is_kept(work, monkeypatch):
+    """The file is saved by someone else after axlint staged its new text: nothing is moved over it."""
+    (work / "c.yml").write_text("base_model: x\nlr: 1\n")
+    options = LintOptions(select_rules(load_rules([work / "rules"]), ["TST002"]))
+    report = fix_paths([work / "c.yml"], options)
+    real_stage = fixer._stage
+
+    def stage_then_editor_saves(path, text, *, bom):
+        staged = real_stage(path, text, bom=bom)
+        path.write_text("base_model: x\nlr: 3\n")
+        return staged
+
+    monkeypatch.setattr(fixer, "_stage", stage_then_editor_saves)
+    assert write_changed(report) == [f"{work / 'c.yml'}: changed on disk while fixing; not written"]
+    assert (work / "c.yml").read_text() == "base_model: x\nlr: 3\n"
+    assert not list(work.glob(".*.axlint.tmp"))
+
+
 def test_a_two_file_fix_is_written_whole_or_not_at_all(work, monkeypatch):
     """When one file of a fix cannot be written (here: the second stage fails as on a full disk), neither is."""
     (work / "a.yml").write_text("base_model: x\nlr: 1\n")
