@@ -99,6 +99,28 @@ def test_no_home_folder_is_no_error(tmp_path, monkeypatch):
     assert not [d for d in lint_paths([tmp_path / "c.yml"], OPTIONS).diagnostics if d.code == "AX999"]
 
 
+def test_a_huge_micro_batch_is_judged_at_once(tmp_path):
+    """The solver looked for smaller micro batches one number at a time: 10**29 never finished."""
+    from tests.fuzz.judge import time_limit
+
+    (tmp_path / "c.yml").write_text(BASE.replace("base_model: x", "base_model: meta-llama/Llama-3.1-8B").replace(
+        "micro_batch_size: 1", "micro_batch_size: 100000000000000000000000000000") + "sequence_len: 2048\n")
+    with time_limit(30):
+        diags = lint_paths([tmp_path / "c.yml"], OPTIONS).diagnostics
+    assert ("MEM009", 5) in {(d.code, d.span.line) for d in diags}  # judged: the micro batch does not fit
+    assert "AX999" not in {d.code for d in diags}
+
+
+def test_plugins_written_as_a_number_leave_the_memory_fix_out(tmp_path):
+    """`plugins: .nan` (a float): the memory rules judge the run; their fix cannot append to a number, so it is
+    dropped and the finding stays."""
+    (tmp_path / "c.yml").write_text(BASE.replace("base_model: x", "base_model: meta-llama/Llama-3.1-8B")
+                                    + "sequence_len: 16384\nplugins: .nan\n")
+    diags = lint_paths([tmp_path / "c.yml"], LintOptions(select_rules(RULES, ["MEM004", "AX999"]))).diagnostics
+    assert [(d.code, d.span.line, d.span.col) for d in diags] == [("MEM004", 6, 10)]
+    assert diags[0].fix is None
+
+
 # ------------------------------------------------------------------------------------------------ output
 
 

@@ -223,9 +223,8 @@ def _ax_edits(run: TrainingRun, changes: Mapping[str, Any]) -> list:
         if key == "gradient_accumulation_steps" and "batch_size" in run.raw and key not in run.raw:
             continue
         if key == "plugins":
-            have = [str(p) for p in (run.raw.get("plugins") or [])]
             for plugin in value:
-                if plugin not in have:
+                if plugin not in run.facts.plugins:
                     out += edits.append_item(doc, ("plugins",), plugin)
         else:
             out += edits.set_value(doc, (key,), value)

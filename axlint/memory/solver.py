@@ -129,12 +129,17 @@ def _attention_options(s: TrainSetup) -> list[_Option]:
                            phrase="use flash_attention_2 instead of eager attention")]
 
 
+MAX_MICRO_BATCH_OPTION = 1024
+"""The largest micro batch the solver proposes."""
+
+
 def _micro_batch_options(s: TrainSetup, eval_follows: bool) -> list[_Option]:
-    """Divisors of the micro batch, accumulation raised to keep the effective batch; an unset eval_batch_size
-    follows micro_batch_size (Axolotl's normalize_config)."""
+    """Divisors of the micro batch up to MAX_MICRO_BATCH_OPTION, accumulation raised to keep the effective batch;
+    an unset eval_batch_size follows micro_batch_size (Axolotl's normalize_config). The bound keeps the search
+    short whatever number is written (a micro batch of 10**29 has no divisor worth trying above it)."""
     out = [_KEEP]
     mbs, ga = s.micro_batch_size, s.gradient_accumulation_steps
-    for new in range(mbs - 1, 0, -1):
+    for new in range(min(mbs - 1, MAX_MICRO_BATCH_OPTION), 0, -1):
         if mbs % new:
             continue
         factor = _utilisation(s.tokens) / _utilisation(new * s.sequence_len)

@@ -33,8 +33,9 @@ from tests.fuzz.cases import Case
 HANG_S = 5.0
 
 
-class Hang(Exception):
-    """The time limit of one step passed."""
+class Hang(BaseException):
+    """The time limit of one step passed (a BaseException: no `except Exception` in the code under test can
+    swallow it and go on looping)."""
 
 
 @dataclass
@@ -178,8 +179,11 @@ def _eols(raw: bytes) -> set[bytes]:
 
 
 def _named(path: tuple, titles: str) -> bool:
-    """Some key of the path is written in a fix title (as `key` or key: ...)."""
-    return any(isinstance(part, str) and part and part in titles for part in path)
+    """The innermost key of the path is written in a fix title (a list item counts as its list's key), or the fix
+    renamed or deleted a key above it: that key stands whole between backticks in a title."""
+    keys = [part for part in path if isinstance(part, str) and part]
+    quoted = {word for text in re.findall(r"`([^`]*)`", titles) for word in re.split(r"[.:\s]+", text)}
+    return bool(keys) and (keys[-1] in titles or any(key in quoted for key in keys))
 
 
 def _fix(verdict: Verdict, case: Case, folder: Path, options: Any, before_lint: Any) -> None:
