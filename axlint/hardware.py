@@ -66,6 +66,8 @@ class Hardware:
     bf16: bool = True
     nvlink: bool = False
     note: str = ""
+    host_memory_gib: float | None = None
+    """CPU RAM of one host (`--host-memory`, settings, or read locally with `--hardware local`); None: unknown."""
 
     @property
     def total_memory_gib(self) -> float:
@@ -126,6 +128,32 @@ def parse_hardware(spec: str) -> Hardware:
                          f"2x24GiB). Known names: {', '.join(known_gpu_names())}")
     note = "A100 read as the 80 GB card (write A100-40GB for the 40 GB one)" if _norm(what) == "A100" else ""
     return Hardware(gpu.name, count, gpu.memory_gib, bf16=gpu.bf16, nvlink=gpu.nvlink, note=note)
+
+
+_HOST = re.compile(r"^(\d+(?:\.\d+)?)\s*(TIB|TB|T|GIB|GB|G)$", re.IGNORECASE)
+
+
+def parse_host_memory(spec: str) -> float:
+    """`--host-memory`: `1TiB`, `512GiB`, `2TB`, `768G` -> GiB (a TB/GB size is taken as sold: 10**12 / 10**9
+    bytes)."""
+    match = _HOST.match(spec.strip().replace(" ", ""))
+    if match is None:
+        raise ValueError(f"--host-memory {spec!r}: expected a size such as 1TiB, 512GiB or 768GB")
+    value, unit = float(match.group(1)), match.group(2).upper()
+    factor = {"TIB": 1024.0, "GIB": 1.0, "TB": 1e12 / 2**30, "T": 1e12 / 2**30, "GB": 1e9 / 2**30, "G": 1e9 / 2**30}
+    return round(value * factor[unit], 1)
+
+
+def local_host_memory_gib(meminfo: str = "/proc/meminfo") -> float | None:
+    """This machine's RAM (`MemTotal` of /proc/meminfo), for `--hardware local`; None where it cannot be read."""
+    try:
+        with open(meminfo, encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("MemTotal:"):
+                    return round(int(line.split()[1]) / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _from_smi_name(name: str, memory_mib: float) -> Hardware:

@@ -23,6 +23,8 @@ class LintOptions:
     schemas: SchemaChoice | None = None
     """The bundled schema versions; None: `default_choice()`."""
     upstream: Any = None  # axlint.upstream.validators.AxolotlValidators, when `--axolotl-validators` is on
+    host_memory_gib: float | None = None
+    """CPU RAM of each host (`--host-memory`), against which offload suggestions are checked."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
             result.diagnostics.append(document_error_diagnostic(path, DocumentError(BOM_IN_JSON)))
         return result
     run = build_run(doc, kind=verdict.kind, hardware=options.hardware, model_config_path=options.model_config,
-                    texts=texts)
+                    texts=texts, host_memory_gib=options.host_memory_gib)
     run.extra["schemas"] = options.schemas or default_choice()
     result.runs.append(run)
     docs = run.documents

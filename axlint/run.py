@@ -145,7 +145,8 @@ def stock_deepspeed_names() -> list[str]:
 
 
 def build_run(doc: Document, *, kind: ConfigKind | None = None, world_size: int | None = None, hardware: Any = None,
-              model_config_path: Path | None = None, texts: Mapping[Path, str] | None = None) -> TrainingRun:
+              model_config_path: Path | None = None, texts: Mapping[Path, str] | None = None,
+              host_memory_gib: float | None = None) -> TrainingRun:
     """A TrainingRun from a parsed document: an Axolotl config (its DeepSpeed file loaded) or a DeepSpeed config.
 
     `kind` is what the content says the document is (axlint.kind); without it, a JSON file or a mapping that
@@ -167,6 +168,8 @@ def build_run(doc: Document, *, kind: ConfigKind | None = None, world_size: int 
     else:  # nothing told us: 1 GPU, 8 with DeepSpeed/FSDP, 80 GB cards (never the local GPUs: see hardware.py)
         run.hardware = default_hardware(distributed)
         run.world_size = run.hardware.count
+    if host_memory_gib is not None:
+        run.hardware = replace(run.hardware, host_memory_gib=host_memory_gib)
     return run
 
 

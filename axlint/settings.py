@@ -23,6 +23,7 @@ class Settings:
     extend_select: list[str] = field(default_factory=list)
     rules_dirs: list[str] = field(default_factory=list)
     hardware: str | None = None
+    host_memory: str | None = None
     output_format: str | None = None
     model_config: str | None = None
     axolotl_version: str | None = None
@@ -40,6 +41,7 @@ class Settings:
 
 
 _TYPES = {"select": list, "ignore": list, "extend-select": list, "rules-dirs": list, "hardware": str,
+          "host-memory": str,
           "output-format": str, "model-config": str,
           "axolotl-version": str, "deepspeed-version": str, "exclude": list, "extend-exclude": list,
           "respect-gitignore": bool, "axolotl-validators": bool}

@@ -287,3 +287,32 @@ def test_online_that_cannot_fetch_says_so_and_does_not_advise_online(project, mo
     assert code == 2 and "could not be fetched from the Hub" in err and "(or --online)" not in err
     code, _, err = invoke("unknown.yml")
     assert code == 2 and "(or --online)" in err
+
+
+FULL_8B_YAML = ("base_model: meta-llama/Llama-3.1-8B\nlearning_rate: 0.0001\nsequence_len: 4096\nsample_packing: true\n"
+                "flash_attention: true\nmicro_batch_size: 1\ngradient_accumulation_steps: 4\n"
+                "gradient_checkpointing: true\nbf16: true\noptimizer: adamw_torch_fused\n"
+                "datasets:\n  - path: a\n    type: alpaca\n")
+
+
+def test_offload_shows_the_host_ram_it_needs_against_host_memory(project):
+    (project / "fft.yml").write_text(FULL_8B_YAML)
+    out = CliRunner().invoke(cli, ["estimate", "fft.yml", "--hardware", "1xA100-40GB", "--host-memory", "1TiB"])
+    assert out.exit_code == 1, out.output
+    assert "CPU RAM for the offload: 134.6 GiB per host (the host has 1024 GiB)" in out.output
+
+
+def test_with_too_little_host_ram_the_estimate_says_how_many_gpus_would_fit(project):
+    (project / "fft.yml").write_text(FULL_8B_YAML)
+    out = CliRunner().invoke(cli, ["estimate", "fft.yml", "--hardware", "1xA100-40GB", "--host-memory", "64GiB"])
+    assert out.exit_code == 1, out.output
+    assert ("nothing axlint can change fits it on 1×A100-40GB; on 8×A100-40GB it fits with deepspeed: "
+            "deepspeed_configs/zero3_bf16.json") in out.output
+    check = CliRunner().invoke(cli, ["check", "fft.yml", "--hardware", "1xA100-40GB", "--host-memory", "64GiB",
+                                     "--select", "MEM001", "--output-format", "concise"])
+    assert "fft.yml:1:13: MEM001 [error]" in check.output and "on 8×A100-40GB it fits" in check.output
+
+
+def test_a_bad_host_memory_is_a_usage_error(project):
+    out = CliRunner().invoke(cli, ["estimate", "llama3-8b-lora.yml", "--host-memory", "lots"])
+    assert out.exit_code == 2 and "--host-memory 'lots'" in out.output

@@ -1,7 +1,11 @@
+import json
+from dataclasses import replace
+
 from axlint.architectures import resolve_architecture
-from axlint.hardware import parse_hardware
+from axlint.hardware import local_host_memory_gib, parse_hardware, parse_host_memory
 from axlint.memory import estimate_memory
-from axlint.memory.solver import fit_grid, suggest
+from axlint.memory.solver import fit_grid, scale_out, suggest
+from axlint.run import STOCK_DEEPSPEED
 from tests.resolved import facts
 
 L8B = resolve_architecture("meta-llama/Llama-3.1-8B")
@@ -51,3 +55,47 @@ def test_fit_grid_is_monotone():
     for col in zip(*grid.peak_device_gib):
         assert list(col) == sorted(col)
     assert grid.fits(0, 0) and not grid.fits(2, 2)
+
+
+ZERO3_BF16 = json.loads((STOCK_DEEPSPEED / "zero3_bf16.json").read_text())
+FULL_8B = {"base_model": "meta-llama/Llama-3.1-8B", "sequence_len": 4096, "micro_batch_size": 1,
+           "gradient_accumulation_steps": 4, "gradient_checkpointing": True, "bf16": True,
+           "optimizer": "adamw_torch_fused", "sample_packing": True, "flash_attention": True}
+"""An 8B full fine-tune: 16 bytes of model states per parameter (about 120 GiB) cannot fit one 40 GB GPU."""
+
+
+def test_an_8b_full_finetune_on_one_40gb_gpu_is_offered_cpu_offload_with_the_ram_it_needs():
+    hw = parse_hardware("1xA100-40GB")
+    found = suggest(facts(FULL_8B, None, L8B, hw), L8B, hw)
+    assert [s.changes for s in found] == [{"deepspeed": "deepspeed_configs/zero3_bf16_cpuoffload_all.json"}]
+    # fp32 master + fp32 grads + two Adam moments + bf16 weights for 8.03 B parameters, all on the one host
+    assert found[0].host_gib == round(L8B.total_params * (4 + 4 + 8 + 2) / 2**30, 1)
+
+
+def test_offload_is_dropped_when_the_host_has_too_little_ram():
+    hw = replace(parse_hardware("1xA100-40GB"), host_memory_gib=64)
+    assert suggest(facts(FULL_8B, None, L8B, hw), L8B, hw) == []
+    roomy = replace(hw, host_memory_gib=1024)
+    assert suggest(facts(FULL_8B, None, L8B, roomy), L8B, roomy)
+
+
+def test_scale_out_finds_the_fewest_gpus_that_fit_without_offload():
+    hw = parse_hardware("1xA100-40GB")
+    found = scale_out(facts(FULL_8B, None, L8B, hw), L8B, hw)
+    assert found is not None and found.suggestion.host_gib == 0
+    assert found.suggestion.changes == {"deepspeed": "deepspeed_configs/zero3_bf16.json"}
+    wider = replace(hw, count=found.gpus)
+    assert estimate_memory(facts({**FULL_8B, "deepspeed": "zero3_bf16.json"}, ZERO3_BF16, L8B, wider), L8B,
+                           wider).fits
+    fewer = replace(hw, count=found.gpus // 2)
+    assert not estimate_memory(facts({**FULL_8B, "deepspeed": "zero3_bf16.json"}, ZERO3_BF16, L8B, fewer), L8B,
+                               fewer).fits
+
+
+def test_host_memory_sizes_and_the_local_reading(tmp_path):
+    assert parse_host_memory("1TiB") == 1024 and parse_host_memory("512 GiB") == 512
+    assert parse_host_memory("1TB") == 931.3 and parse_host_memory("768G") == 715.3
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       131072000 kB\nMemFree:  1 kB\n")
+    assert local_host_memory_gib(str(meminfo)) == 125.0
+    assert local_host_memory_gib(str(tmp_path / "missing")) is None

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from axlint.architectures import Architecture
     from axlint.hardware import Hardware
     from axlint.memory.estimate import MemoryEstimate
-    from axlint.memory.solver import Suggestion
+    from axlint.memory.solver import ScaleOut, Suggestion
 
 GIB = 2**30
 LOW_HEADROOM = 0.05
@@ -97,6 +97,13 @@ class MemoryFacts:
         from axlint.memory.solver import suggest
 
         return suggest(self.run, self.arch, self.hw)
+
+    @cached_property
+    def scale_out(self) -> "ScaleOut | None":
+        """What fits on more GPUs of this kind, asked only when nothing fits on these."""
+        from axlint.memory.solver import scale_out
+
+        return None if self.suggestions else scale_out(self.run, self.arch, self.hw)
 
     @cached_property
     def knob_fixes(self) -> dict[str, "Suggestion"]:
@@ -185,8 +192,25 @@ def speed(factor: float) -> str:
     return throughput_text(factor)
 
 
-def suggestion_text(s: "Suggestion") -> str:
-    return f"{s.changes_text} -> {s.peak_gib:.1f} GiB, {speed(s.relative_throughput)}"
+def suggestion_text(s: "Suggestion", hw: "Hardware") -> str:
+    return f"{s.changes_text} -> {s.peak_gib:.1f} GiB, {speed(s.relative_throughput)}{host_text(s, hw)}"
+
+
+def host_text(s: "Suggestion", hw: "Hardware") -> str:
+    """What an offload asks of the host's RAM, against the host memory when it is known."""
+    if not s.host_gib:
+        return ""
+    have = (f"the host has {hw.host_memory_gib:.0f} GiB" if hw.host_memory_gib
+            else "pass --host-memory to have it checked")
+    return f", needs {s.host_gib:.0f} GiB of CPU RAM per host ({have})"
+
+
+def scale_out_text(found: "ScaleOut | None", hw: "Hardware") -> str:
+    """The advice when nothing fits on the GPUs given."""
+    if found is None:
+        return f"nothing axlint can change fits it on {hw.label}, nor on up to 64 of these GPUs"
+    return (f"nothing axlint can change fits it on {hw.label}; on {found.gpus}×{hw.gpu} it fits with "
+            f"{suggestion_text(found.suggestion, replace(hw, count=found.gpus))}")
 
 
 # ---------------------------------------------------------------------------------------------------- locations, fixes
@@ -278,7 +302,7 @@ def oom_predicted(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         return
     e = facts.estimate
     best = facts.suggestions[0] if facts.suggestions else None
-    advice = f"fastest fix: {suggestion_text(best)}" if best else "nothing axlint can change fits it on this hardware"
+    advice = f"fastest fix: {suggestion_text(best, facts.hw)}" if best else scale_out_text(facts.scale_out, facts.hw)
     args = {"peak": gib(e.peak_device), **gpu_args(facts), "phase": e.phase,
             "top": top_components(e), "advice": advice}
     yield ax_hit(run, _culprit(run, e), args, first_fix(run, facts.suggestions))

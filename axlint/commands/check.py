@@ -33,8 +33,8 @@ if TYPE_CHECKING:
                    "Axolotl. Setting: axolotl-validators.")
 @reporting_options("Lowest severity that makes the exit code 1.", "Name to report for `-` (stdin).")
 @internal_errors
-def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
-          axolotl_version, deepspeed_version, exclude, extend_exclude, force_exclude, show_skipped, output_format,
+def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, settings_path, hardware, host_memory,
+          model_config, axolotl_version, deepspeed_version, exclude, extend_exclude, force_exclude, show_skipped, output_format,
           statistics, exit_zero, axolotl_validators, fail_on, stdin_filename, quiet) -> None:
     """Lint Axolotl YAML configs and DeepSpeed JSON configs: files, folders (recursive) or globs.
 
@@ -45,9 +45,10 @@ def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, se
     if not paths:
         raise UsageError("no files given (pass config paths, folders, globs, or - for stdin)")
     setup = prepare(list(paths), select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
-                    axolotl_version, deepspeed_version)
+                    axolotl_version, deepspeed_version, host_memory)
     upstream = upstream_validators(axolotl_validators, setup.settings)
-    options = LintOptions(setup.rules, setup.hardware, setup.model_config, setup.schemas, upstream)
+    options = LintOptions(setup.rules, setup.hardware, setup.model_config, setup.schemas, upstream,
+                          host_memory_gib=setup.host_memory_gib)
     files = files_to_read([p for p in paths if str(p) != "-"], setup.settings, exclude, extend_exclude,
                           force_exclude)
     result = LintResult()

@@ -24,6 +24,10 @@ def _split(values: tuple[str, ...]) -> list[str]:
     return [part.strip() for v in values for part in v.split(",") if part.strip()]
 
 
+HOST_MEMORY_HELP = ("CPU RAM of each host (1TiB, 512GiB), against which CPU offload is checked. Default: the "
+                    "settings' value; read from this machine with --hardware local; else unknown.")
+
+
 def selection_options(fn: Callable) -> Callable:
     """--select/--ignore/--extend-select/--rules-dir/--settings/--hardware/--model-config."""
     options = [
@@ -35,6 +39,7 @@ def selection_options(fn: Callable) -> Callable:
         click.option("--settings", "settings_path", type=click.Path(path_type=Path, dir_okay=False),
                      help="Settings file (default: closest .axlint.toml or pyproject.toml [tool.axlint])."),
         click.option("--hardware", help="GPUs of the run: 8xH100, 1xA100-40GB, 2x24GiB, or `local` (ask nvidia-smi)."),
+        click.option("--host-memory", help=HOST_MEMORY_HELP),
         click.option("--model-config", type=click.Path(path_type=Path, dir_okay=False),
                      help="A Hugging Face config.json for a model the catalog lacks."),
     ]
@@ -108,12 +113,13 @@ class Setup:
     hardware: Any
     model_config: Path | None
     schemas: SchemaChoice | None = None
+    host_memory_gib: float | None = None
 
 
 def prepare(paths: list[Path], select: tuple[str, ...], ignore: tuple[str, ...], extend_select: tuple[str, ...],
             rules_dirs: tuple[Path, ...], settings_path: Path | None, hardware: str | None,
             model_config: Path | None, axolotl_version: str | None = None,
-            deepspeed_version: str | None = None) -> Setup:
+            deepspeed_version: str | None = None, host_memory: str | None = None) -> Setup:
     """Settings (closest file), then CLI flags over them; every problem is a UsageError (exit 2)."""
     try:
         start = paths[0] if paths and str(paths[0]) != "-" else Path.cwd()
@@ -132,7 +138,8 @@ def prepare(paths: list[Path], select: tuple[str, ...], ignore: tuple[str, ...],
     hw = parse_hardware_option(hardware or settings.hardware)
     mc = model_config or (settings.resolve(settings.model_config) if settings.model_config else None)
     return Setup(settings, rules, all_rules, hw, mc, choose_schemas(axolotl_version or settings.axolotl_version,
-                                                                    deepspeed_version or settings.deepspeed_version))
+                                                                    deepspeed_version or settings.deepspeed_version),
+                 host_memory_option(host_memory or settings.host_memory, hardware or settings.hardware))
 
 
 def choose_schemas(axolotl: str | None, deepspeed: str | None) -> SchemaChoice:
@@ -159,6 +166,19 @@ def parse_hardware_option(spec: str | None) -> Any:
         return parse_hardware(spec)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+
+
+def host_memory_option(spec: str | None, hardware: str | None) -> float | None:
+    """`--host-memory` (or the settings' value) in GiB; with `--hardware local` and no size, this machine's RAM;
+    else None (offload is then shown with what it needs, unchecked). A bad size is exit 2."""
+    from axlint.hardware import local_host_memory_gib, parse_host_memory
+
+    if spec:
+        try:
+            return parse_host_memory(spec)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    return local_host_memory_gib() if hardware and hardware.strip().lower() == "local" else None
 
 
 def read_stdin() -> bytes:

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from axlint.commands.common import UsageError, internal_errors, parse_hardware_option, stdin_text
+from axlint.commands.common import (HOST_MEMORY_HELP, UsageError, host_memory_option, internal_errors,
+                                    parse_hardware_option, stdin_text)
 
 if TYPE_CHECKING:
     from axlint.checks.memory import MemoryFacts
@@ -30,7 +31,7 @@ def int_list(text: str, option: str) -> tuple[int, ...]:
 
 
 def load_run(config: Path, hardware: "Hardware | None", model_config: Path | None, online: bool,
-             text: str | None = None) -> "TrainingRun":
+             text: str | None = None, host_memory_gib: float | None = None) -> "TrainingRun":
     """The TrainingRun of an Axolotl YAML (`text` given: stdin under the name `config`) with a resolved
     architecture; every problem is a usage error (exit 2)."""
     from axlint.architectures import resolve_architecture
@@ -43,7 +44,7 @@ def load_run(config: Path, hardware: "Hardware | None", model_config: Path | Non
         raise UsageError(f"{config}: {exc.message}") from None
     except OSError as exc:
         raise UsageError(f"{config}: cannot read: {exc.strerror}") from None
-    run = build_run(doc, hardware=hardware, model_config_path=model_config)
+    run = build_run(doc, hardware=hardware, model_config_path=model_config, host_memory_gib=host_memory_gib)
     if run.axolotl is None:
         raise UsageError(f"{config}: a DeepSpeed config; estimate takes the Axolotl YAML that references it")
     if run.ds_error is not None:
@@ -93,6 +94,7 @@ def simulate_run(run: "TrainingRun") -> Any:
 @click.argument("config", type=click.Path(path_type=Path, dir_okay=False, allow_dash=True))
 @click.option("--hardware", help="GPUs of the run: 8xH100, 1xA100-40GB, 2x24GiB, or `local` (ask nvidia-smi). "
                                  "Default: the settings' value, else 1×H100-80GB (8 with DeepSpeed/FSDP), assumed.")
+@click.option("--host-memory", help=HOST_MEMORY_HELP)
 @click.option("--model-config", type=click.Path(path_type=Path, dir_okay=False),
               help="A Hugging Face config.json for a model the catalog lacks.")
 @click.option("--online", is_flag=True,
@@ -110,9 +112,9 @@ def simulate_run(run: "TrainingRun") -> Any:
 @click.option("--stdin-filename", type=click.Path(path_type=Path),
               help="Name to read `-` (stdin) under (its folder is where a relative `deepspeed:` path is found).")
 @internal_errors
-def estimate(config: Path, hardware: str | None, model_config: Path | None, online: bool, settings_path: Path | None,
-             fmt: str, fit: bool, micro_batch_sizes: str, sequence_lens: str, with_simulation: bool,
-             stdin_filename: Path | None) -> None:
+def estimate(config: Path, hardware: str | None, host_memory: str | None, model_config: Path | None, online: bool,
+             settings_path: Path | None, fmt: str, fit: bool, micro_batch_sizes: str, sequence_lens: str,
+             with_simulation: bool, stdin_filename: Path | None) -> None:
     """Estimate the per-GPU peak memory of an Axolotl config (and its DeepSpeed JSON); `-` reads stdin.
 
     Exit codes: 0 fits, 1 does not fit (training, or evaluation when the run evaluates), 2 usage error (unknown
@@ -134,7 +136,8 @@ def estimate(config: Path, hardware: str | None, model_config: Path | None, onli
     text = None
     if str(config) == "-":
         config, text = stdin_filename or Path("stdin.yml"), stdin_text()
-    run = load_run(config, hw, model_path, online, text)
+    host = host_memory_option(host_memory or settings.host_memory, hardware or settings.hardware)
+    run = load_run(config, hw, model_path, online, text, host)
     expandable = expandable_segments_enabled()
     facts = compute_facts(run, expandable_segments=expandable)
     assert facts is not None  # load_run resolved the architecture
@@ -152,6 +155,7 @@ def estimate(config: Path, hardware: str | None, model_config: Path | None, onli
 
 def _print_estimate(facts: "MemoryFacts", config: str, notes: list[str], fmt: str, simulation: Any) -> None:
     """The DESIGN.md JSON object (with the simulation under "simulation" when asked), or the table."""
+    from axlint.checks.memory import scale_out_text
     from axlint.report.estimate_table import render_estimate, render_simulation
 
     e = facts.estimate
@@ -163,8 +167,10 @@ def _print_estimate(facts: "MemoryFacts", config: str, notes: list[str], fmt: st
         click.echo(json.dumps(data, indent=2))
         return
     fits = e.fits and facts.eval_fits
+    wider = scale_out_text(facts.scale_out, facts.hw) if not fits and not facts.suggestions else ""
     click.echo(render_estimate(e, config, evaluating=facts.evaluating, suggestions=[] if fits else facts.suggestions,
-                               notes=notes, unneeded=list(facts.relaxations.values()) if fits else []), nl=False)
+                               notes=notes, unneeded=list(facts.relaxations.values()) if fits else [],
+                               scale_out=wider), nl=False)
     if simulation is not None:
         click.echo(render_simulation(e, simulation.per_gpu_bytes, simulation.seconds, simulation.notes), nl=False)
 

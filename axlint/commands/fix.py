@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 @reporting_options("Lowest severity of a remaining finding that makes the exit code 1 (with --write or stdin).",
                    "Name to lint `-` (stdin) under.")
 @internal_errors
-def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
-        axolotl_version, deepspeed_version, exclude, extend_exclude, force_exclude, show_skipped, write, unsafe_fixes, show_fixes, fail_on, stdin_filename,
+def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, settings_path, hardware, host_memory,
+        model_config, axolotl_version, deepspeed_version, exclude, extend_exclude, force_exclude, show_skipped, write, unsafe_fixes, show_fixes, fail_on, stdin_filename,
         quiet) -> None:
     """Fix findings in Axolotl YAML and DeepSpeed JSON configs.
 
@@ -49,8 +49,9 @@ def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, sett
     from axlint.fixer import fix_paths, unified_diff, write_changed  # not on `axlint check`'s import path
 
     setup = prepare(list(paths), select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
-                    axolotl_version, deepspeed_version)
-    options = LintOptions(setup.rules, setup.hardware, setup.model_config, setup.schemas)
+                    axolotl_version, deepspeed_version, host_memory)
+    options = LintOptions(setup.rules, setup.hardware, setup.model_config, setup.schemas,
+                          host_memory_gib=setup.host_memory_gib)
     if stdin:
         report = _fix_stdin(stdin_filename or Path("stdin.yml"), options, unsafe_fixes)
     else:

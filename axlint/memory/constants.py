@@ -101,6 +101,7 @@ GC_STEP_TIME = 4 / 3          # recompute = one more forward: (fwd + bwd + fwd) 
 ACT_OFFLOAD_STEP_TIME = 1.45  # offloaded checkpoints: GC + host transfers [INF]
 OPTIMIZER_OFFLOAD_STEP_TIME = 1.6  # ZeRO-Offload CPU Adam step on the critical path [INF; axolotl PR #791 "2x"]
 PARAM_OFFLOAD_STEP_TIME = 2.5
+GPUS_PER_NODE = 8  # ranks that share one host's RAM (and its offloaded states) in a multi-GPU run
 ZERO_STEP_TIME = {0: 1.0, 1: 1.0, 2: 1.02, 3: 1.15}  # more collectives per step [INF]
 EAGER_TO_FLASH_STEP_TIME = 0.85
 UTILISATION_HALF_TOKENS = 1024  # GPU utilisation ≈ T / (T + T½) tokens per micro batch [INF]

@@ -31,6 +31,9 @@ from axlint.facts import CCE_PLUGIN, LIGER_PLUGIN, Origin, RunFacts, Sharding, S
 from axlint.memory.setup import TrainSetup, read_setup
 
 STOCK_ZERO3 = "deepspeed_configs/zero3_bf16.json"
+STOCK_ZERO3_OFFLOAD = "deepspeed_configs/zero3_bf16_cpuoffload_all.json"
+SCALE_OUT_COUNTS = (2, 4, 8, 16, 32, 64)
+"""GPU counts `scale_out` tries, of the kind the run has."""
 # ``relax`` keeps 15 % of the GPU free: the estimate is within ±10–25 % of the calibration measurements
 # (tests/test_memory_calibration.py), and dropping a memory saver must not talk a working run into an OOM.
 RELAX_MARGIN = 0.15
@@ -46,6 +49,8 @@ class Suggestion:
     saving_gib: float
     relative_throughput: float
     description: str
+    host_gib: float = 0.0
+    """CPU RAM the offloaded model states need, for all ranks of a node (0 without offload)."""
 
     @property
     def where(self) -> str:
@@ -188,12 +193,18 @@ def _zero_options(s: TrainSetup, arch: Architecture) -> list[_Option]:
                                step_time=C.OPTIMIZER_OFFLOAD_STEP_TIME * C.PARAM_OFFLOAD_STEP_TIME,
                                phrase="offload the optimizer and the parameters to CPU"))
         return out
-    if sh.kind == "ddp":  # Axolotl's stock ZeRO-3 config, "auto" buckets filled from hidden_size
-        h = arch.hidden_size
+    if sh.kind in (ShardingKind.DDP, ShardingKind.SINGLE):  # Axolotl's stock ZeRO-3 files, "auto" buckets filled
+        h = arch.hidden_size                                    # from hidden_size
         zero3 = Sharding(ShardingKind.DEEPSPEED, 3, sh.world, reduce_bucket=h * h, prefetch_bucket=0.9 * h * h,
                          max_live_parameters=0, persistence_threshold=10 * h, sub_group_size=0, overlap_comm=True)
-        return [_KEEP, _Option({"sharding": zero3}, {"deepspeed": STOCK_ZERO3}, step_time=C.ZERO_STEP_TIME[3],
-                               phrase=f"shard with DeepSpeed ZeRO-3 ({STOCK_ZERO3})")]
+        offload = replace(zero3, offload_optimizer=True, offload_param=True)
+        sharded = [_Option({"sharding": zero3}, {"deepspeed": STOCK_ZERO3}, step_time=C.ZERO_STEP_TIME[3],
+                           phrase=f"shard with DeepSpeed ZeRO-3 ({STOCK_ZERO3})")] if sh.world > 1 else []
+        return [_KEEP, *sharded,
+                _Option({"sharding": offload}, {"deepspeed": STOCK_ZERO3_OFFLOAD},
+                        step_time=C.ZERO_STEP_TIME[3] * C.OPTIMIZER_OFFLOAD_STEP_TIME * C.PARAM_OFFLOAD_STEP_TIME,
+                        phrase=f"DeepSpeed ZeRO-3 with the optimizer and the parameters offloaded to CPU "
+                               f"({STOCK_ZERO3_OFFLOAD})")]
     return [_KEEP]
 
 
@@ -225,20 +236,35 @@ def _suggestion(chosen: list[_Option], e: MemoryEstimate, base_peak: float, eval
     return Suggestion({k: v for o in chosen for k, v in o.changes.items()},
                       {k: v for o in chosen for k, v in o.ds_changes.items()},
                       round(_peak(e, evaluating) / C.GIB, 2), round((base_peak - _peak(e, evaluating)) / C.GIB, 2),
-                      _relative_throughput(chosen), "; ".join(o.phrase for o in chosen))
+                      _relative_throughput(chosen), "; ".join(o.phrase for o in chosen),
+                      round(_host_bytes(e) / C.GIB, 1))
+
+
+def _host_bytes(e: MemoryEstimate) -> float:
+    """CPU RAM the offloaded states take on one host: `cpu_offload` is the whole model's, spread over the world;
+    a host holds the share of its ranks (up to GPUS_PER_NODE)."""
+    world = max(1, e.setup.sharding.world)
+    return e.cpu_offload * min(world, C.GPUS_PER_NODE) / world
 
 
 def suggest(facts: RunFacts, arch: Architecture, hw: Hardware, *,
             margin: float = C.SAFETY_MARGIN, limit: int = 5, expandable_segments: bool = False) -> list[Suggestion]:
     """Ranked edits that make the run fit within (1 − margin) of the GPU: best relative throughput first, then
-    fewest edits. A combination is dropped when a subset of its edits already fits at least as fast.
+    fewest edits. A combination is dropped when a subset of its edits already fits at least as fast, or when it
+    offloads more to CPU RAM than the host has (`hw.host_memory_gib`, when known).
 
     The throughput of a combination is known before it is estimated, so combinations are tried fastest first and
     the search stops once ``limit`` suggestions are found and only slower combinations remain."""
-    setup = read_setup(facts, arch)
+    return _search(facts, read_setup(facts, arch), arch, hw, margin=margin, limit=limit,
+                   expandable_segments=expandable_segments)
+
+
+def _search(facts: RunFacts, setup: TrainSetup, arch: Architecture, hw: Hardware, *, margin: float, limit: int,
+            expandable_segments: bool) -> list[Suggestion]:
     evaluating = facts.evaluates
     base_peak = _peak(estimate_setup(setup, arch, hw, expandable_segments=expandable_segments), evaluating)
     budget = hw.memory_gib * C.GIB * (1 - margin)
+    host = hw.host_memory_gib * C.GIB if hw.host_memory_gib else None
     *knobs, eval_options = _knobs(facts, setup, arch, evaluating)
     combos = sorted(([o for o in combo if o is not _KEEP] for combo in itertools.product(*knobs)),
                     key=lambda chosen: (-_relative_throughput(chosen), len(chosen)))
@@ -252,8 +278,8 @@ def suggest(facts: RunFacts, arch: Architecture, hw: Hardware, *,
             if not chosen:
                 continue
             e = estimate_setup(_apply(setup, chosen), arch, hw, expandable_segments=expandable_segments)
-            if e.peak_device > budget:
-                break  # the eval batch does not change the training peak
+            if e.peak_device > budget or (host is not None and _host_bytes(e) > host):
+                break  # the eval batch changes neither the training peak nor the offload
             if _peak(e, evaluating) <= budget:
                 key, s = frozenset(o.phrase for o in chosen), _suggestion(chosen, e, base_peak, evaluating)
                 if not any(k < key and t.relative_throughput >= s.relative_throughput for k, t in found):
@@ -262,6 +288,30 @@ def suggest(facts: RunFacts, arch: Architecture, hw: Hardware, *,
                 break
     kept.sort(key=lambda s: (-s.relative_throughput, s.size))
     return kept[:limit]
+
+
+@dataclass(frozen=True)
+class ScaleOut:
+    """What fits when nothing on the given GPUs does: ``gpus`` of the same kind and the edits on top."""
+
+    gpus: int
+    suggestion: Suggestion
+
+
+def scale_out(facts: RunFacts, arch: Architecture, hw: Hardware, *, margin: float = C.SAFETY_MARGIN,
+              expandable_segments: bool = False) -> ScaleOut | None:
+    """The fewest GPUs of this kind (``SCALE_OUT_COUNTS`` above the current count) on which the run fits without CPU
+    offload, its model states sharded over them: ZeRO-3 (DeepSpeed's stock file for a run without DeepSpeed, the
+    stage raised in a DeepSpeed run) or the run's own FSDP; with the fastest edit that makes it fit there."""
+    setup = read_setup(facts, arch)
+    for count in (n for n in SCALE_OUT_COUNTS if n > hw.count):
+        kind = ShardingKind.DDP if setup.sharding.kind is ShardingKind.SINGLE else setup.sharding.kind
+        wider = setup.with_changes(sharding=replace(setup.sharding, world=count, kind=kind))
+        found = [s for s in _search(facts, wider, arch, replace(hw, count=count), margin=margin, limit=5,
+                                    expandable_segments=expandable_segments) if not s.host_gib]
+        if found:
+            return ScaleOut(count, found[0])
+    return None
 
 
 KNOBS = ("gradient_checkpointing", "loss", "attention", "micro_batch", "zero", "eval_batch")

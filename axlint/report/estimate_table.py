@@ -74,9 +74,10 @@ def _verdict(label: str, peak: float, capacity: float) -> str:
 
 
 def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, suggestions: list["Suggestion"],
-                    notes: list[str], unneeded: list["Suggestion"]) -> str:
+                    notes: list[str], unneeded: list["Suggestion"], scale_out: str = "") -> str:
     """The breakdown of one estimate: header, a bar per component, peaks, verdicts, assumptions, then the solver's
-    suggestions when the run does not fit, or the memory savers it does not need when it does."""
+    suggestions when the run does not fit (with the CPU RAM an offload needs), or what fits on more GPUs when
+    nothing does here (`scale_out`, already worded), or the memory savers it does not need when it fits."""
     from axlint.memory.constants import SAFETY_MARGIN
     from axlint.memory.estimate import COMPONENTS
     from axlint.memory.solver import RELAX_MARGIN, throughput_text
@@ -113,8 +114,14 @@ def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, sugge
             lines.append(f"     {s.changes_text}")
             lines.append(f"     peak {s.peak_gib:.2f} GiB · saves {s.saving_gib:.2f} GiB · throughput "
                          f"{s.relative_throughput:.2f}× ({throughput_text(s.relative_throughput)})")
+            if s.host_gib:
+                have = f"the host has {e.hw.host_memory_gib:.0f} GiB" if e.hw.host_memory_gib else \
+                    "host RAM not given: pass --host-memory"
+                lines.append(f"     CPU RAM for the offload: {s.host_gib:.1f} GiB per host ({have})")
     elif not e.fits or (evaluating and not e.eval_fits):
         lines += ["", "suggestions: none of the settings axlint varies makes this run fit on this hardware"]
+        if scale_out:
+            lines.append(f"  {scale_out}")
     if unneeded:
         lines += ["", f"not needed here (the run still fits within {(1 - RELAX_MARGIN) * 100:.0f} % of the GPU "
                       "without it)"]
