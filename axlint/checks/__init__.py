@@ -37,7 +37,7 @@ def register_check(name: str) -> Callable[[Check], Check]:
     return deco
 
 
-MODULES = ("axolotl", "deepspeed", "memory", "schema", "startup", "syntax")
+MODULES = ("axolotl", "deepspeed", "memory", "schema", "startup", "syntax", "targets")
 """The modules of this package (a test keeps the list equal to the files: listing them is faster at start-up than
 scanning the folder)."""
 _loaded = False

@@ -90,10 +90,46 @@ def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
         yield "lm_head.weight", arch.lm_head_params
 
 
+LLAMA_LAYOUT = frozenset({"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3",
+                          "olmo2", "granite", "cohere", "starcoder2"})
+"""Dense model types whose HF module paths are ``model.layers.N.self_attn.*`` / ``model.layers.N.mlp.*``, the
+template ``named_parameters`` writes: only for these are full parameter names compared with a pattern."""
+
+
+def unfrozen_regex(pattern: str) -> re.Pattern[str] | None:
+    """Axolotl's reading of one ``unfrozen_parameters`` entry (0.18.0 ``utils/freeze.py``, ``LayerNamePattern``): a
+    trailing ``[a:b]`` index range is cut off, every ``.`` not followed by ``+`` is a literal dot, and the rest is
+    matched with ``re.match`` (anchored at the start). None when it does not compile."""
+    ranged = re.match(r"^(.+)\[([0-9]*)(?::([0-9]*))?\]$", pattern)
+    name = ranged.group(1) if ranged else pattern
+    try:
+        return re.compile(re.sub(r"\.(?!\+)", "\\.", name))
+    except re.error:
+        return None
+
+
 def unfrozen_params(arch: Architecture, patterns: tuple[str, ...]) -> int:
-    """Params whose name matches one of Axolotl's ``unfrozen_parameters`` regexes (``re.match``)."""
-    compiled = [re.compile(p) for p in patterns]
+    """Params whose name matches one of Axolotl's ``unfrozen_parameters`` patterns (see ``unfrozen_regex``)."""
+    compiled = [c for c in map(unfrozen_regex, patterns) if c is not None]
     return sum(n for name, n in named_parameters(arch) if any(c.match(name) for c in compiled))
+
+
+def unmatched_unfrozen(arch: Architecture, patterns: tuple[str, ...]) -> list[str]:
+    """The ``unfrozen_parameters`` entries that match no parameter of the model (a pattern that does not compile
+    is left to the schema rules)."""
+    names = [name for name, _ in named_parameters(arch)]
+    return [p for p in patterns if (c := unfrozen_regex(p)) is not None and not any(c.match(n) for n in names)]
+
+
+def unmatched_lora_targets(arch: Architecture, targets: tuple[str, ...]) -> list[str]:
+    """The ``lora_target_modules`` names that are neither a module path nor a ``.``-separated suffix of one, in any
+    layer (PEFT's matching of a list). Every module counts, the containers too (``mlp``, ``self_attn``: PEFT matches
+    them and then refuses them for their type, another error), and the norms, embed_tokens and lm_head."""
+    leaves = {name for layer in range(arch.num_layers) for name, _ in _layer_modules(arch, layer)}
+    leaves |= {name.removesuffix(".weight") for name, _ in named_parameters(arch)}
+    modules = {".".join(parts[:i]) for parts in (p.split(".") for p in leaves) for i in range(1, len(parts) + 1)}
+    suffixes = {".".join(parts[i:]) for parts in (m.split(".") for m in modules) for i in range(len(parts))}
+    return [t for t in targets if t not in suffixes]
 
 
 def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:

@@ -1,0 +1,56 @@
+"""What a run trains, checked against the model's real module and parameter names: LoRA targets and unfrozen
+parameter patterns that match nothing (MEM011)."""
+from __future__ import annotations
+
+from typing import Iterator
+
+from axlint.checks import Hit, register_check
+from axlint.engine import Rule
+from axlint.run import TrainingRun
+
+
+def _where(run: TrainingRun, key: str, entry: str) -> Hit:
+    """A hit on the list item that holds `entry` (on the key's value when it is a single string)."""
+    doc = run.axolotl
+    assert doc is not None
+    node = doc.node((key,))
+    index = next((i for i, item in enumerate(node.items) if item.value == entry), None) if node is not None else None
+    path = (key, index) if index is not None else (key,)
+    return Hit(doc, doc.span(path, "value"), {})
+
+
+@register_check("mem_targets_match_nothing")
+def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Each `lora_target_modules` name that matches no module of the model (PEFT's list matching: equal, or a
+    `.`-suffix of a module path), and each `unfrozen_parameters` pattern that matches no parameter name (Axolotl's
+    `LayerNamePattern`; only for model types whose parameter names axlint writes out exactly)."""
+    from axlint.memory.params import LLAMA_LAYOUT, unmatched_lora_targets, unmatched_unfrozen
+
+    arch, facts = run.arch, run.facts
+    if run.axolotl is None or arch is None:
+        return
+    model = arch.model_id
+    targets = facts.lora.target_modules
+    if facts.adapter.value in ("lora", "qlora") and isinstance(targets, tuple) and targets:
+        missing = unmatched_lora_targets(arch, targets)
+        everything = len(missing) == len(targets) and not facts.lora.target_linear
+        effect = ("no target is left: PEFT stops the launch with \"Target modules ... not found in the base model\""
+                  if everything else "PEFT adapts the other targets and ignores this one without a word")
+        for entry in missing:
+            hit = _where(run, "lora_target_modules", entry)
+            hit.args = {"key": "lora_target_modules", "entry": entry, "model": model, "effect": effect,
+                        "known": ", ".join(sorted({lin.name for lin in (*arch.attention_linears(),
+                                                                         *arch.mlp_linears(0))}))}
+            yield hit
+    patterns = facts.unfrozen_parameters
+    if patterns and not facts.adapter.value and arch.model_type in LLAMA_LAYOUT and not arch.is_moe_layer(0):
+        missing = unmatched_unfrozen(arch, patterns)
+        effect = ("nothing is left to train: the optimizer is built on an empty parameter list and torch raises "
+                  "\"optimizer got an empty parameter list\"" if len(missing) == len(patterns)
+                  else "the other patterns train, this one unfreezes nothing")
+        for entry in missing:
+            hit = _where(run, "unfrozen_parameters", entry)
+            hit.args = {"key": "unfrozen_parameters", "entry": entry, "model": model, "effect": effect,
+                        "known": "model.embed_tokens.weight, model.layers.N.self_attn.q_proj.weight, ..., "
+                                 "lm_head.weight"}
+            yield hit
