@@ -32,13 +32,12 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class DocumentError(Exception):
-    """The file cannot be read as a config; carries the location of the problem."""
+    """The file cannot be read as a config; carries the location of the problem (reported as AX000)."""
 
-    def __init__(self, message: str, span: Span | None = None, code: str = "AX000") -> None:
+    def __init__(self, message: str, span: Span | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.span = span or Span.file_start()
-        self.code = code
 
 
 @dataclass

@@ -21,14 +21,37 @@ import json
 import math
 import re
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
 import yaml
 
 from axlint.document import Document, KeyPath, Node, Pair
-from axlint.fixes import Edit
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    """Replace text[start:end] (0-based character offsets) with `text`; start == end inserts."""
+
+    start: int
+    end: int
+    text: str
+
+
+def apply_edits(text: str, edits: list[Edit]) -> tuple[str, list[Edit]]:
+    """Apply non-overlapping edits in offset order; returns the new text and the edits skipped for overlap."""
+    out, pos, skipped, last_end = [], 0, [], -1
+    for edit in sorted(set(edits)):
+        if edit.start < last_end:
+            skipped.append(edit)
+            continue
+        out.append(text[pos:edit.start])
+        out.append(edit.text)
+        pos = last_end = edit.end
+    out.append(text[pos:])
+    return "".join(out), skipped
 
 
 class EditError(ValueError):

@@ -371,7 +371,7 @@ def _ds_number(zero: Mapping[str, Any], name: str, default: float) -> float:
     """A ZeRO key under its `stage3_` name or its short alias; "auto" left unfilled -> DeepSpeed's default."""
     for key in (f"stage3_{name}", name):
         value = zero.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):  # "auto" and strings: not filled
             return float(value)
     return default
 

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from axlint.diagnostics import Diagnostic
 from axlint.document import DocumentError, decode_bytes, load_document
-from axlint.fixes import Edit, Fix, apply_edits
+from axlint.edits import Edit, apply_edits
+from axlint.fixes import Fix
 from axlint.lint import LintOptions, LintResult, lint_text
 
 MAX_PASSES = 10
@@ -320,7 +321,7 @@ def _references(config: Path, ds_key: Path, name: str) -> bool:
     """`config` is an Axolotl config whose `deepspeed:` resolves to `ds_key` (a text that never names the file is
     not parsed)."""
     from axlint.kind import ConfigKind
-    from axlint.run import build_run
+    from axlint.run import DsSource, build_run
 
     try:
         text = config.read_text(encoding="utf-8")
@@ -329,7 +330,7 @@ def _references(config: Path, ds_key: Path, name: str) -> bool:
         run = build_run(load_document(config, text), kind=ConfigKind.AXOLOTL)
     except (OSError, UnicodeDecodeError, DocumentError):
         return False
-    return run.ds_source == "file" and run.deepspeed is not None and _key(run.deepspeed.path) == ds_key
+    return run.ds_source is DsSource.FILE and run.deepspeed is not None and _key(run.deepspeed.path) == ds_key
 
 
 def compatible_fixes(diags: list[Diagnostic]) -> list[Diagnostic]:

@@ -1,24 +1,20 @@
-"""Fixes as text edits on the original file (never a re-dump): Edit, Fix, and applying edits to a text."""
+"""A fix: text edits of one file (never a re-dump), how safe they are, and a title that names what changes."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import Any
+
+from axlint import edits
+from axlint.document import Document, KeyPath
+from axlint.edits import Edit
 
 
 class Applicability(str, Enum):
     SAFE = "safe"  # the run trains the same
     UNSAFE = "unsafe"  # changes training behaviour (e.g. micro batch 8 -> 2 with gradient accumulation x4)
     DISPLAY_ONLY = "display-only"  # shown, never applied
-
-
-@dataclass(frozen=True, order=True)
-class Edit:
-    """Replace text[start:end] (0-based character offsets) with `text`; start == end inserts."""
-
-    start: int
-    end: int
-    text: str
 
 
 @dataclass(frozen=True)
@@ -34,16 +30,16 @@ class Fix:
         return unsafe and self.applicability is Applicability.UNSAFE
 
 
-def apply_edits(text: str, edits: list[Edit]) -> tuple[str, list[Edit]]:
-    """Apply non-overlapping edits in offset order; returns the new text and the edits skipped for overlap."""
-    out, pos, skipped, last_end = [], 0, [], -1
-    for edit in sorted(set(edits)):
-        if edit.start < last_end:
-            skipped.append(edit)
-            continue
-        out.append(text[pos:edit.start])
-        out.append(edit.text)
-        pos = last_end = edit.end
-    out.append(text[pos:])
-    return "".join(out), skipped
-
+def key_fix(doc: Document, keys: KeyPath, action: str, value: Any, applicability: Applicability,
+            title: str) -> Fix | None:
+    """A fix of one key of `doc`: `set` it to `value`, `delete` it, or `rename` it to `value`; None when the
+    document already reads that way (no edit)."""
+    if action == "set":
+        changes = edits.set_value(doc, keys, value)
+    elif action == "delete":
+        changes = edits.delete_key(doc, keys)
+    elif action == "rename":
+        changes = edits.rename_key(doc, keys, value)
+    else:
+        raise ValueError(f"unknown fix action {action!r}")
+    return Fix(doc.path, tuple(changes), applicability, title) if changes else None

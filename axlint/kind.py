@@ -42,8 +42,8 @@ class Verdict:
 @lru_cache(maxsize=None)
 def _known_keys(axolotl: str | None = None, deepspeed: str | None = None) -> tuple[frozenset[str], frozenset[str]]:
     """Top-level keys of the bundled Axolotl and DeepSpeed schemas of these releases (default: the releases
-    `schema_check.default_choice()` picks, the ones a plain `axlint check` uses)."""
-    from axlint.schema_check import load_schema
+    `axlint.schemas.validator.default_choice()` picks, the ones a plain `axlint check` uses)."""
+    from axlint.schemas.validator import load_schema
 
     return (frozenset(load_schema("axolotl", axolotl)["properties"]),
             frozenset(load_schema("deepspeed", deepspeed)["properties"]))
@@ -51,7 +51,7 @@ def _known_keys(axolotl: str | None = None, deepspeed: str | None = None) -> tup
 
 def classify_keys(keys: Iterable[Any], schemas: Any = None) -> Verdict:
     """The kind of a mapping with these top-level keys (see the module docstring for the thresholds), judged with
-    the keys of the releases `schemas` (a `schema_check.SchemaChoice`; None: the default releases)."""
+    the keys of the releases `schemas` (an `axlint.schemas.validator.SchemaChoice`; None: the default releases)."""
     names = {k for k in keys if isinstance(k, str)}
     if not names:
         return Verdict(ConfigKind.OTHER, "no top-level keys")

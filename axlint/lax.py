@@ -72,3 +72,14 @@ def truthy(value: Any) -> bool:
     """Python truthiness: how Axolotl's `mode="before"` validators and its loaders read a flag (`if cfg.x:`)
     before, or instead of, pydantic's coercion. A quoted "false" is truthy here."""
     return bool(value)
+
+
+def as_number(value: Any) -> float | None:
+    """A number for comparison (the condition language's greater_than / less_than): an int, a float, or a string
+    float() reads, as a float; None for a bool, which is a switch there, not the number 1, and for anything else."""
+    return None if isinstance(value, bool) else lax_float(value)
+
+
+def is_int(value: Any) -> bool:
+    """An int that is not a bool (YAML's `true` is an int to Python, never a count to a reader)."""
+    return isinstance(value, int) and not isinstance(value, bool)

@@ -6,13 +6,22 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from axlint.diagnostics import Diagnostic
-from axlint.document import (BOM_IN_JSON, Document, DocumentError, decode_bytes, load_document, read_text,
-                             starts_with_bom)
+from axlint.document import (
+    BOM_IN_JSON,
+    Document,
+    DocumentError,
+    decode_bytes,
+    load_document,
+    read_text,
+    starts_with_bom,
+)
+from axlint.engine import run_rules
 from axlint.fixes import Applicability
-from axlint.engine import Rule, apply_suppressions, document_error_diagnostic, run_rules
 from axlint.kind import ConfigKind, classify_data, classify_text
+from axlint.rule import INVALID_CONFIG, UNUSED_SUPPRESSION, Rule, emit
 from axlint.run import TrainingRun, build_run
-from axlint.schema_check import SchemaChoice, default_choice
+from axlint.schemas.validator import SchemaChoice, default_choice
+from axlint.suppression import apply_suppressions
 
 
 @dataclass
@@ -54,37 +63,40 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
     """Lint one file (its referenced DeepSpeed file too). `text` (or raw bytes) given means stdin under that name;
     `texts` gives the current text of other files by absolute path (the fixer's unwritten edits)."""
     result = LintResult()
-    selected = {r.code for r in options.rules}
+    invalid = next((r for r in options.rules if r.code == INVALID_CONFIG), None)
+
+    def report(where: Path, error: DocumentError) -> None:
+        if invalid is not None:
+            result.diagnostics.append(emit(invalid, where, error.span, problem=error.message))
+
     try:
         source = decode_bytes(text) if isinstance(text, bytes) else text if text is not None else read_text(path)
     except DocumentError as exc:  # unreadable, binary, not UTF-8, too large
-        if "AX000" in selected:
-            result.diagnostics.append(document_error_diagnostic(path, exc))
+        report(path, exc)
         return result
     try:
         doc = load_document(path, source)
     except DocumentError as exc:
         if classify_text(source.lstrip("\ufeff"), options.schemas).kind is ConfigKind.OTHER:
             result.skipped.append(Skipped(path, f"{exc.message} (and it writes no Axolotl or DeepSpeed key)"))
-        elif "AX000" in selected:
-            result.diagnostics.append(document_error_diagnostic(path, exc))
+        else:
+            report(path, exc)
         return result
     verdict = classify_data(doc.data, options.schemas)
     if verdict.kind is ConfigKind.OTHER:
         result.skipped.append(Skipped(path, verdict.reason))
         return result
     if verdict.kind is ConfigKind.DEEPSPEED and doc.format == "json" and text is None and starts_with_bom(path):
-        if "AX000" in selected:
-            result.diagnostics.append(document_error_diagnostic(path, DocumentError(BOM_IN_JSON)))
+        report(path, DocumentError(BOM_IN_JSON))
         return result
     run = build_run(doc, kind=verdict.kind, hardware=options.hardware, model_config_path=options.model_config,
                     texts=texts, host_memory_gib=options.host_memory_gib)
-    run.extra["schemas"] = options.schemas or default_choice()
+    run.schemas = options.schemas or default_choice()
     result.runs.append(run)
     docs = run.documents
     result.documents.update({d.path: d for d in docs})
-    if run.ds_error is not None and "ds_error_path" in run.extra and "AX000" in selected:
-        result.diagnostics.append(document_error_diagnostic(run.extra["ds_error_path"], _strip_path(run.ds_error)))
+    if run.ds_error is not None and run.ds_error_path is not None:
+        report(run.ds_error_path, _strip_path(run.ds_error))
     diags = run_rules(run, options.rules)
     if options.upstream is not None:
         diags += options.upstream.findings(run, options.rules)
@@ -92,7 +104,7 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
     schema_codes = {r.code for r in options.rules if r.pack == "schema"}
     for diag in diags:
         if diag.code in schema_codes:  # machine outputs say which schema versions the verdict used
-            diag.extra["schemas"] = run.extra["schemas"].to_json()
+            diag.extra["schemas"] = run.schemas.to_json()
     if run.hardware is not None:
         hw = run.hardware
         for diag in diags:
@@ -100,7 +112,7 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
                 diag.extra["hardware"] = {**hw.to_json(), "assumed": hw.assumed}
         if hw.assumed:
             diags = hold_guessed_fixes(diags, memory_codes, hw.label)
-    unused = next((r for r in options.rules if r.code == "AX002"), None)
+    unused = next((r for r in options.rules if r.code == UNUSED_SUPPRESSION), None)
     kept = apply_suppressions(diags, docs, unused)
     if options.upstream is not None:
         kept = options.upstream.one_per_problem(kept, docs)
@@ -121,7 +133,7 @@ def hold_guessed_fixes(diags: list[Diagnostic], memory_codes: set[str], label: s
 
 
 def _strip_path(error: DocumentError) -> DocumentError:
-    return DocumentError(error.message.split(": ", 1)[-1], error.span, error.code)
+    return DocumentError(error.message.split(": ", 1)[-1], error.span)
 
 
 def lint_paths(paths: list[Path], options: LintOptions) -> LintResult:

@@ -8,17 +8,29 @@ DeepSpeed file the way launch does (next to the YAML, then the working folder, t
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from enum import Enum
 from functools import cached_property, lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from axlint.diagnostics import Span
+from axlint.document import (
+    BOM_IN_JSON,
+    Document,
+    DocumentError,
+    KeyPath,
+    load_document,
+    starts_with_bom,
+)
 from axlint.facts import ZERO_ALIASES, RunFacts, resolve_facts
-from axlint.document import BOM_IN_JSON, Document, DocumentError, KeyPath, load_document, starts_with_bom
 from axlint.hardware import default_hardware
-from axlint.paths import expand_user, is_file
 from axlint.kind import ConfigKind, classify_data
+from axlint.paths import expand_user, is_file
+
+if TYPE_CHECKING:
+    from axlint.memory.facts import MemoryFacts
+    from axlint.schemas.validator import SchemaChoice, SchemaProblem
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 STOCK_DEEPSPEED = PACKAGE_DIR / "data" / "deepspeed_stock"
@@ -27,10 +39,18 @@ STOCK_DEEPSPEED = PACKAGE_DIR / "data" / "deepspeed_stock"
 def axolotl_defaults(version: str | None = None) -> dict[str, Any]:
     """Defaults of every Axolotl key that declares one, read from the schema of Axolotl `version` (default: the
     release axlint checks against when nothing is asked for)."""
-    from axlint.schema_check import load_schema
+    from axlint.schemas.validator import load_schema
 
     schema = load_schema("axolotl", version)
     return {k: v["default"] for k, v in schema["properties"].items() if isinstance(v, dict) and v.get("default") is not None}
+
+
+class DsSource(str, Enum):
+    """Where the run's DeepSpeed config comes from."""
+
+    FILE = "file"      # a JSON file of the user's (or the DeepSpeed file linted on its own)
+    INLINE = "inline"  # a mapping under `deepspeed:` in the YAML
+    STOCK = "stock"    # one of Axolotl's bundled `deepspeed_configs/`, which a fix must not edit
 
 
 @dataclass
@@ -40,14 +60,17 @@ class TrainingRun:
     axolotl: Document | None
     deepspeed: Document | None = None
     ds_prefix: KeyPath = ()
-    ds_source: str | None = None  # "file" | "stock" | "inline" | None
+    ds_source: DsSource | None = None
     ds_error: DocumentError | None = None
     ds_reference: str | None = None
     world_size: int = 1
     world_size_assumed: bool = True
     hardware: Any = None
     model_config_path: Path | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    schemas: "SchemaChoice | None" = None
+    """The bundled schema versions the run is checked against (None: `default_choice()`)."""
+    ds_error_path: Path | None = None
+    """The DeepSpeed file that was found and could not be read (its AX000 finding goes there)."""
 
     @property
     def raw(self) -> dict[str, Any]:
@@ -58,7 +81,7 @@ class TrainingRun:
         """The Axolotl config with defaults, and `gradient_accumulation_steps` derived from `batch_size`."""
         if self.axolotl is None:
             return {}
-        version = getattr(self.extra.get("schemas"), "axolotl", None)
+        version = self.schemas.axolotl if self.schemas is not None else None
         cfg = {**axolotl_defaults(version), **{k: v for k, v in self.raw.items() if v is not None}}
         gas = self.facts.gradient_accumulation_steps
         if gas.key == ("batch_size",):
@@ -94,6 +117,20 @@ class TrainingRun:
         return resolve_facts(self.raw, self.ds_raw, world_size=self.world_size, bf16_capable=bf16 is not False,
                              hidden_size=hidden)
 
+    @cached_property
+    def memory(self) -> "MemoryFacts | None":
+        """The memory facts (estimate and solver) of an Axolotl run whose architecture resolves; None otherwise."""
+        from axlint.memory.facts import compute_facts
+
+        return compute_facts(self)
+
+    @cached_property
+    def schema_problems(self) -> "list[SchemaProblem]":
+        """Every problem the bundled Axolotl / DeepSpeed schemas find in the run's files (the schema rules' input)."""
+        from axlint.schemas.validator import run_problems
+
+        return run_problems(self)
+
     @property
     def ds(self) -> Mapping[str, Any] | None:
         """The DeepSpeed config as the HF Trainer hands it to `deepspeed.initialize` ("auto" filled)."""
@@ -105,9 +142,14 @@ class TrainingRun:
         return self.facts.zero_stage.value
 
     @property
+    def ds_editable(self) -> bool:
+        """The DeepSpeed config is text of the user's that a fix may edit: a file of theirs or the inline mapping."""
+        return self.deepspeed is not None and self.ds_source in (DsSource.FILE, DsSource.INLINE)
+
+    @property
     def documents(self) -> list[Document]:
         """The files this run reads: the YAML, and the DeepSpeed JSON when it is a file of its own."""
-        own_ds = self.deepspeed if self.ds_source == "file" and self.deepspeed is not self.axolotl else None
+        own_ds = self.deepspeed if self.ds_source is DsSource.FILE and self.deepspeed is not self.axolotl else None
         return [d for d in (self.axolotl, own_ds) if d is not None]
 
     # ------------------------------------------------------------------------------------------- locations
@@ -119,7 +161,7 @@ class TrainingRun:
     def ds_span(self, path: KeyPath, part: str = "key") -> tuple[Document, Span]:
         """Where a DeepSpeed key is written: in the JSON file, or at the YAML's `deepspeed:` line."""
         path = tuple(path)
-        if self.deepspeed is not None and self.ds_source in ("file", "inline"):
+        if self.ds_editable:
             node_path = self.ds_prefix + _written_path(self.ds_raw or {}, path)
             return self.deepspeed, self.deepspeed.span(node_path, part)
         return self.ax_span(("deepspeed",), "value")
@@ -155,7 +197,7 @@ def build_run(doc: Document, *, kind: ConfigKind | None = None, world_size: int 
         kind = ConfigKind.DEEPSPEED if doc.format == "json" or classify_data(doc.data).kind is ConfigKind.DEEPSPEED \
             else ConfigKind.AXOLOTL
     if kind is ConfigKind.DEEPSPEED:
-        run = TrainingRun(axolotl=None, deepspeed=doc, ds_source="file")
+        run = TrainingRun(axolotl=None, deepspeed=doc, ds_source=DsSource.FILE)
     else:
         run = TrainingRun(axolotl=doc, model_config_path=model_config_path)
         _attach_deepspeed(run, texts or {})
@@ -177,7 +219,7 @@ def _attach_deepspeed(run: TrainingRun, texts: Mapping[Path, str]) -> None:
     """Load the `deepspeed:` reference; `texts` (by absolute path) overrides what is on disk, for the fixer."""
     ref = run.raw.get("deepspeed")
     if isinstance(ref, dict):
-        run.deepspeed, run.ds_prefix, run.ds_source = run.axolotl, ("deepspeed",), "inline"
+        run.deepspeed, run.ds_prefix, run.ds_source = run.axolotl, ("deepspeed",), DsSource.INLINE
         return
     if not isinstance(ref, str) or not ref.strip():
         return
@@ -195,14 +237,14 @@ def _attach_deepspeed(run: TrainingRun, texts: Mapping[Path, str]) -> None:
             try:
                 if starts_with_bom(cand):
                     raise DocumentError(BOM_IN_JSON)
-                run.deepspeed, run.ds_source = load_document(cand, text, json_only=True), "file"
+                run.deepspeed, run.ds_source = load_document(cand, text, json_only=True), DsSource.FILE
             except DocumentError as exc:
                 how = "" if cand.suffix.lower() == ".json" else " (launch reads the DeepSpeed file with json.load)"
-                run.ds_error = DocumentError(f"{cand}: {exc.message}{how}", exc.span, exc.code)
-                run.extra["ds_error_path"] = cand
+                run.ds_error = DocumentError(f"{cand}: {exc.message}{how}", exc.span)
+                run.ds_error_path = cand
             return
     if ref_path.name in stock_deepspeed_names():
         text = (STOCK_DEEPSPEED / ref_path.name).read_text(encoding="utf-8")
-        run.deepspeed, run.ds_source = load_document(Path(ref_path.name), text), "stock"
+        run.deepspeed, run.ds_source = load_document(Path(ref_path.name), text), DsSource.STOCK
         return
     run.ds_error = DocumentError(f"DeepSpeed config {ref!r} not found (looked next to the YAML and in the current folder)")

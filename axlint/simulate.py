@@ -28,8 +28,13 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from axlint.facts import RunFacts, ShardingKind
-from axlint.validate.model import build_model, count_parameters, effective_attention, prepare_for_training
-from axlint.validate.spec import TrainSpec, train_spec
+from axlint.training.model import (
+    build_model,
+    count_parameters,
+    effective_attention,
+    prepare_for_training,
+)
+from axlint.training.spec import TrainSpec, train_spec
 
 CATEGORIES = ("parameters", "buffers", "gradients", "optimizer_states", "master_weights", "activations",
               "temporaries", "other")

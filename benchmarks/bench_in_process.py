@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from axlint.document import load_document  # noqa: E402
-from axlint.engine import load_rules, select_rules  # noqa: E402
+from axlint.packs import load_rules, select_rules  # noqa: E402
 from axlint.lint import LintOptions, lint_text  # noqa: E402
 from axlint.memory.estimate import estimate_memory  # noqa: E402
 from axlint.run import build_run  # noqa: E402

@@ -22,10 +22,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from axlint.engine import load_rules  # noqa: E402
+from axlint.packs import load_rules  # noqa: E402
 from axlint.fixer import fix_paths  # noqa: E402
 from axlint.lint import LintOptions, lint_paths  # noqa: E402
-from axlint.schema_check import _close_match_cached  # noqa: E402
+from axlint.schemas.validator import _close_match_cached  # noqa: E402
 
 HEAD = ("base_model: meta-llama/Llama-3.1-8B\nlearning_rate: 0.0001\nmicro_batch_size: 1\n"
         "gradient_accumulation_steps: 1\ndatasets:\n  - path: a\n    type: alpaca\n")

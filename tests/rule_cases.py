@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from axlint.commands.common import parse_hardware_option
-from axlint.engine import Rule, select_rules
+from axlint.packs import select_rules
+from axlint.rule import Rule
+from axlint.diagnostics import Diagnostic
 from axlint.fixer import fix_paths, write_changed
 from axlint.lint import LintOptions, lint_text
 
@@ -49,8 +51,15 @@ def axolotl_validators():
     return validators
 
 
-def codes_for(path: Path, options: LintOptions) -> list[str]:
-    return [d.code for d in lint_text(path, None, options).diagnostics]
+def findings_for(path: Path, options: LintOptions, code: str) -> list[Diagnostic]:
+    """The findings of rule `code`, in file and position order."""
+    return sorted((d for d in lint_text(path, None, options).diagnostics if d.code == code), key=Diagnostic.sort_key)
+
+
+def position(diag: Diagnostic) -> str:
+    """`LINE:COLUMN` of a finding in the case's config, `FILE:LINE:COLUMN` in another file (a pack case's `at`)."""
+    where = f"{diag.span.line}:{diag.span.col}"
+    return where if diag.path.name == CONFIG else f"{diag.path.name}:{where}"
 
 
 def fix_once(path: Path, options: LintOptions, code: str) -> dict[str, str]:

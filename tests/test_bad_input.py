@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from axlint.cli import cli
 from axlint.document import MAX_FILE_BYTES
-from axlint.engine import load_rules, select_rules
+from axlint.packs import load_rules, select_rules
 from axlint.lint import LintOptions, lint_paths
 
 ROOT = Path(__file__).resolve().parents[1]

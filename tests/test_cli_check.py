@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from axlint import __version__
 from axlint.cli import cli
-from axlint.engine import builtin_rules_dir, load_rules, read_pack_data
+from axlint.packs import builtin_rules_dir, load_rules, read_pack_data
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE = {"AX000", "AX001", "AX002", "DS000"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from axlint.diagnostics import Diagnostic, Severity
-from axlint.engine import load_rules, select_rules
+from axlint.packs import load_rules, select_rules
 from axlint.lint import LintOptions, lint_paths
 from tests.corpus import CORPUS, corpus_files
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from axlint.engine import load_rules
+from axlint.packs import load_rules
 from axlint.lint import LintOptions, lint_paths
 
 from tests.corpus import CORPUS, ROOT, corpus_files

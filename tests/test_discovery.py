@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from axlint.cli import cli
 from axlint.discovery import DiscoveryError, Excludes, discover
 from axlint.kind import ConfigKind, classify_data, classify_text
-from axlint.schema_check import default_choice
+from axlint.schemas.validator import default_choice
 from tests.corpus import CORPUS
 
 CONFIG = "base_model: meta-llama/Llama-3.2-1B\nlearning_rate: 0.0002\nlr: 1\n"

@@ -11,7 +11,7 @@ import yaml
 
 from axlint import edits
 from axlint.document import load_document
-from axlint.fixes import apply_edits
+from axlint.edits import apply_edits
 
 YAML = """\
 # Llama 3 LoRA

@@ -14,14 +14,15 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from axlint.checks import Hit, register_check
+from axlint.rule import FixAvailability, Hit, register_check
 from axlint.cli import cli
 from axlint.diagnostics import Span
 from axlint.document import load_document
-from axlint.engine import load_rules, select_rules
+from axlint.packs import load_rules, select_rules
 from axlint import fixer
 from axlint.fixer import fix_paths, write_changed
-from axlint.fixes import Applicability, Edit, Fix
+from axlint.edits import Edit
+from axlint.fixes import Applicability, Fix
 from axlint.lint import LintOptions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,14 +81,14 @@ rules:
 """
 
 
-@register_check("test_breaks_yaml")
+@register_check("test_breaks_yaml", fix=FixAvailability.SOMETIMES)
 def _breaks_yaml(run, rule):
     doc = run.axolotl
     if doc is not None and "break_me" in doc.data:
         yield Hit(doc, Span.file_start(), {}, Fix(doc.path, (Edit(0, 0, "[unclosed\n"),), Applicability.SAFE, "break"))
 
 
-@register_check("test_flip_flop")
+@register_check("test_flip_flop", fix=FixAvailability.SOMETIMES)
 def _flip_flop(run, rule):
     doc = run.axolotl
     node = doc.node(("mode",)) if doc is not None else None

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from axlint.cli import cli
 from axlint.document import iter_pairs, load_document
-from axlint.engine import load_rules
+from axlint.packs import load_rules
 from axlint.fixer import FixReport, fix_paths, write_changed
 from axlint.lint import LintOptions, lint_paths
 from tests.corpus import CORPUS

@@ -3,6 +3,8 @@ checked, rendered in every format, fixed with `--unsafe-fixes` on a copy and fix
 `python tools/fuzz_campaign.py --cases 10000`; both must find nothing."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.fuzz.campaign import run_cases
 from tests.fuzz.cases import make_case
 from tests.fuzz.judge import changed_keys
@@ -44,9 +46,9 @@ def test_the_judge_catches_a_crashing_check_and_the_reducer_shrinks_the_case(mon
     def crash_on_sequence_len(run, rule):  # noqa: ANN001, ANN202 - a check's signature
         if "sequence_len" in run.raw:
             raise TypeError("'bool' object is not iterable")
-        return real(run, rule)
+        return real.run(run, rule)
 
-    monkeypatch.setitem(checks.CHECKS, "duplicate_keys", crash_on_sequence_len)
+    monkeypatch.setitem(checks.CHECKS, "duplicate_keys", replace(real, run=crash_on_sequence_len))
     case = make_case(SEED, 0)
     assert b"sequence_len" in case.files[case.entry]
     tally = run_cases(SEED, [0])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from axlint.engine import load_rules, select_rules
+from axlint.packs import load_rules, select_rules
 from axlint.fixer import fix_paths, write_changed
 from axlint.lint import LintOptions, lint_paths
 from axlint.report import RENDERERS, printable

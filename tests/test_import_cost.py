@@ -72,10 +72,10 @@ def test_jsonschema_only_for_a_user_pack(tmp_path):
     assert code == 1 and "jsonschema" in loaded
 
 
-def test_the_listed_check_modules_are_every_module_of_the_package():
+def test_the_listed_check_modules_are_every_module_of_the_package_that_registers_checks():
     from axlint import checks
 
-    files = {p.stem for p in (ROOT / "axlint" / "checks").glob("*.py") if p.stem != "__init__"}
+    files = {p.stem for p in (ROOT / "axlint" / "checks").glob("*.py") if "@register_check(" in p.read_text()}
     assert set(checks.MODULES) == files
 
 

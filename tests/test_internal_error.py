@@ -1,12 +1,13 @@
 """AX999: a check that raises becomes one located finding that names its rule; the other rules still run."""
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from axlint import checks
-from axlint.engine import load_rules, select_rules
+from axlint.packs import load_rules, select_rules
 from axlint.lint import LintOptions, lint_text
 
 CONFIG = "base_model: x\nmicro_batch_size: 2\nmicro_batch_size: 4\n"
@@ -17,7 +18,8 @@ def crashing_duplicate_check(monkeypatch):
     def crash(run, rule):  # noqa: ANN001, ANN202 - a check's signature
         raise KeyError("boom")
 
-    monkeypatch.setitem(checks.CHECKS, "duplicate_keys", crash)
+    checks.load_builtin_checks()
+    monkeypatch.setitem(checks.CHECKS, "duplicate_keys", replace(checks.CHECKS["duplicate_keys"], run=crash))
 
 
 def test_a_crashing_check_is_an_ax999_finding_at_the_file_start(crashing_duplicate_check):

@@ -10,12 +10,13 @@ from axlint.architectures import resolve_architecture
 from axlint.checks import memory as mem
 from axlint.diagnostics import Severity
 from axlint.document import load_document
-from axlint.engine import load_rules, select_rules
+from axlint.packs import load_rules, select_rules
 from axlint.fixes import Applicability
 from axlint.hardware import parse_hardware
 from axlint.lint import LintOptions, lint_text
-from axlint.memory.solver import (Suggestion, eval_batch_candidates, relax, single_knob_fixes,
-                                  throughput_text)
+from axlint.memory.knobs import Change, Knob, Saver, Step
+from axlint.memory.solver import Suggestion, eval_batch_candidates, relax, single_knob_fixes
+from axlint.report.memory_text import changes_text, description, step_text, throughput_text
 from axlint.run import build_run
 from tests.corpus import CORPUS as CORPUS_ROOT
 from tests.resolved import facts
@@ -138,17 +139,18 @@ def test_a_fix_of_gradient_checkpointing_alone_is_safe(tmp_path):
 def test_a_fix_that_spans_the_yaml_and_the_deepspeed_file_is_not_offered(tmp_path):
     write(tmp_path, '{"zero_optimization": {"stage": 1}}', "ds.json")
     run = build_run(load_document(write(tmp_path, "base_model: meta-llama/Llama-3.1-8B\ndeepspeed: ds.json\n")))
-    both = Suggestion({"gradient_checkpointing": True}, {"zero_optimization.stage": 3}, 1.0, 1.0, 0.7, "both")
+    both = Suggestion({"gradient_checkpointing": True}, {"zero_optimization.stage": 3}, 1.0, 1.0, 0.7,
+                      (Step(Change.CHECKPOINTING_ON), Step(Change.ZERO_STAGE, 1, 3)))
     assert mem.suggestion_fix(run, both) is None
-    ds_only = Suggestion({}, {"zero_optimization.stage": 3}, 1.0, 1.0, 0.9, "ZeRO stage 1->3")
+    ds_only = Suggestion({}, {"zero_optimization.stage": 3}, 1.0, 1.0, 0.9, (Step(Change.ZERO_STAGE, 1, 3),))
     assert mem.suggestion_fix(run, ds_only).path == tmp_path / "ds.json"
 
 
 def test_plugins_are_appended_not_rewritten(tmp_path):
     run = build_run(load_document(write(tmp_path, "base_model: x\nplugins:\n  - my.Plugin  # keep me\n")))
     fix = mem.suggestion_fix(run, Suggestion({"plugins": ["axolotl.integrations.liger.LigerPlugin", "my.Plugin"]}, {},
-                                             1.0, 1.0, 1.0, "liger"))
-    from axlint.fixes import apply_edits
+                                             1.0, 1.0, 1.0, (Step(Change.LIGER_FLCE),)))
+    from axlint.edits import apply_edits
 
     text, _ = apply_edits(run.axolotl.text, list(fix.edits))
     assert text == "base_model: x\nplugins:\n  - my.Plugin  # keep me\n  - axolotl.integrations.liger.LigerPlugin\n"
@@ -227,9 +229,16 @@ def test_throughput_text(factor, text):
 
 def test_changes_text_names_every_edit():
     s = Suggestion({"gradient_checkpointing": True, "plugins": ["axolotl.integrations.liger.LigerPlugin"]},
-                   {"zero_optimization.stage": 3}, 1.0, 1.0, 1.0, "x")
-    assert s.changes_text == ("gradient_checkpointing: true, plugins += LigerPlugin, "
+                   {"zero_optimization.stage": 3}, 1.0, 1.0, 1.0, ())
+    assert changes_text(s) == ("gradient_checkpointing: true, plugins += LigerPlugin, "
                               "zero_optimization.stage: 3 (DeepSpeed)")
+
+
+def test_every_step_reads_as_words():
+    steps = (Step(Change.CHECKPOINTING_ON), Step(Change.MICRO_BATCH, (4, 2), (2, 4)), Step(Change.ZERO_STAGE, 2, 3))
+    assert description(Suggestion({}, {}, 1.0, 1.0, 1.0, steps)) == (
+        "turn on gradient checkpointing; micro_batch_size 4->2 with gradient_accumulation_steps 2->4; ZeRO stage 2->3")
+    assert all(step_text(Step(change, (1, 1), (1, 1))) for change in Change)
 
 
 # ---------------------------------------------------------------------------------------------------- solver additions
@@ -253,7 +262,7 @@ def test_single_knob_fixes_fit_the_training_peak():
               "micro_batch_size": 2, "bf16": True, "flash_attention": True}
     hw = parse_hardware("1xH100")
     fixes = single_knob_fixes(facts(config, None, L8B, hw), L8B, hw)
-    assert fixes["gradient_checkpointing"].changes == {"gradient_checkpointing": True}
+    assert fixes[Knob.GRADIENT_CHECKPOINTING].changes == {"gradient_checkpointing": True}
     assert all(s.peak_gib <= 79.2 * 0.95 for s in fixes.values())
 
 
@@ -263,7 +272,7 @@ def test_relax_finds_what_a_small_run_does_not_need():
               "flash_attention": True, "gradient_checkpointing": True}
     arch, hw = resolve_architecture("Qwen/Qwen2.5-0.5B"), parse_hardware("8xH100")
     found = relax(facts(config, ds, arch, hw), arch, hw)
-    assert set(found) == {"gradient_checkpointing", "zero3", "offload"}
-    assert found["zero3"].ds_changes == {"zero_optimization.stage": 2}
-    assert found["offload"].ds_changes == {"zero_optimization.offload_optimizer.device": "none"}
+    assert set(found) == {Saver.GRADIENT_CHECKPOINTING, Saver.ZERO3, Saver.OFFLOAD}
+    assert found[Saver.ZERO3].ds_changes == {"zero_optimization.stage": 2}
+    assert found[Saver.OFFLOAD].ds_changes == {"zero_optimization.offload_optimizer.device": "none"}
     assert all(s.relative_throughput > 1 and s.peak_gib <= 79.2 * 0.85 for s in found.values())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from axlint.engine import builtin_rules_dir, load_rules
+from axlint.packs import builtin_rules_dir, load_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTES = "shar" + "ed"  # the notes folder beside the checkout, spelled apart (tests/test_self_contained.py)

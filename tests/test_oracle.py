@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from axlint.diagnostics import Severity
-from axlint.engine import load_rules, select_rules
+from axlint.packs import load_rules, select_rules
 from axlint.lint import LintOptions, lint_text
-from axlint.schema_check import choose_versions
+from axlint.schemas.validator import choose_versions
 from tests.corpus import CORPUS
 from tests.oracle.compare import known_miss, later_stage, write_table
 from tests.oracle.mutations import mutate

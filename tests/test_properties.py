@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from axlint.cli import cli
 from axlint.diagnostics import Diagnostic
-from axlint.engine import load_rules
+from axlint.packs import load_rules
 from axlint.lint import LintOptions, lint_text
 from axlint.report import RENDERERS
 from tests.corpus import CORPUS, corpus_files

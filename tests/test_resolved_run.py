@@ -15,13 +15,14 @@ import pytest
 import yaml
 
 from axlint.document import load_document
-from axlint.engine import load_rules, lookup, select_rules
+from axlint.conditions import lookup
+from axlint.packs import load_rules, select_rules
 from axlint.facts import LossKernel, Origin, ShardingKind, resolve_facts
 from axlint.hardware import parse_hardware
 from axlint.lint import LintOptions, lint_text
 from axlint.memory.setup import read_setup
 from axlint.run import build_run
-from axlint.validate.spec import job_facts, train_spec
+from axlint.training.spec import job_facts, train_spec
 
 BASE = {"base_model": "meta-llama/Llama-3.1-8B", "learning_rate": 2e-5, "micro_batch_size": 1,
         "gradient_accumulation_steps": 1, "datasets": [{"path": "tatsu-lab/alpaca", "type": "alpaca"}]}

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from axlint.engine import load_rules
+from axlint.packs import load_rules
+from axlint.rule import FixAvailability
 from tests.corpus import ROOT
-from tests.rule_cases import CONFIG, DEEPSPEED, codes_for, fix_once, lint_case, write_case
+from tests.rule_cases import CONFIG, DEEPSPEED, findings_for, fix_once, lint_case, position, write_case
 
 RULES = load_rules()
 CASES = [(rule, case) for rule in RULES for case in rule.tests]
@@ -14,7 +15,7 @@ CASES = [(rule, case) for rule in RULES for case in rule.tests]
 def test_packs_have_no_duplicate_keys():
     """PyYAML would keep the last of two equal keys in a pack silently; axlint's own checker finds them."""
     from axlint.document import duplicate_keys, load_document
-    from axlint.engine import builtin_rules_dir
+    from axlint.packs import builtin_rules_dir
 
     for pack in sorted(builtin_rules_dir().glob("*.yaml")):
         doc = load_document(pack)
@@ -36,26 +37,42 @@ def test_every_rule_has_failing_and_passing_cases():
 
 def test_every_fixable_rule_has_a_fixed_case():
     for rule in RULES:
-        if rule.fix or rule.docs.get("fix_safety", "").lower().startswith(("safe", "unsafe")):
+        if rule.fixable is not FixAvailability.NEVER:
             assert any("fixed" in c or "fixed_deepspeed" in c for c in rule.tests), f"{rule.code} has a fix but no fixed case"
+
+
+def test_fix_availability_is_stated_in_the_pack_and_agrees_with_the_fix_docs():
+    """One source: the pack's `fixable` (held to the check's declaration when packs load); the prose that explains
+    fix safety says "No fix" exactly for the rules that never fix."""
+    for rule in RULES:
+        prose = rule.docs.get("fix_safety", "").lower()
+        assert prose.startswith("no fix") == (rule.fixable is FixAvailability.NEVER), rule.code
+
+
+def test_every_failing_case_pins_where_its_finding_lands():
+    for rule, case in CASES:
+        assert case["expect"] == "pass" or "at" in case, f"{rule.code} {case['name']!r}: give `at: LINE:COLUMN`"
 
 
 @pytest.mark.parametrize(("rule", "case"), CASES, ids=[f"{r.code}-{c['name']}" for r, c in CASES])
 def test_rule_case(rule, case, tmp_path):
     path = write_case(tmp_path, case)
     options = lint_case(tmp_path, rule, RULES, case)
-    codes = codes_for(path, options)
+    found = findings_for(path, options, rule.code)
     if case["expect"] == "fail":
-        assert rule.code in codes, f"{rule.code} should fire on {case['name']!r}; got {codes}"
+        assert found, f"{rule.code} should fire on {case['name']!r}"
+        assert position(found[0]) == case["at"], f"{rule.code} {case['name']!r}: first finding at {position(found[0])}"
     else:
-        assert rule.code not in codes, f"{rule.code} should not fire on {case['name']!r}"
-    if "fixed" in case or "fixed_deepspeed" in case:
+        assert not found, f"{rule.code} should not fire on {case['name']!r}"
+    if "fixed" not in case and "fixed_deepspeed" not in case:
+        assert fix_once(path, options, rule.code) == {}, "a case without `fixed:` must not be fixed"
+    else:
         changed = fix_once(path, options, rule.code)
         if "fixed" in case:
             assert changed.get(CONFIG, path.read_text()) == case["fixed"]
         if "fixed_deepspeed" in case:
             assert changed.get(DEEPSPEED, (tmp_path / DEEPSPEED).read_text()) == case["fixed_deepspeed"]
-        assert rule.code not in codes_for(path, options), "the fixed config must lint clean for this rule"
+        assert not findings_for(path, options, rule.code), "the fixed config must lint clean for this rule"
         assert fix_once(path, options, rule.code) == {}, "fixing twice must change nothing"
 
 
@@ -65,7 +82,7 @@ def test_builtin_packs_validate_against_the_pack_schema():
     import jsonschema
     import yaml
 
-    from axlint.engine import builtin_rules_dir
+    from axlint.packs import builtin_rules_dir
 
     schema = json.loads((builtin_rules_dir().parent / "axlint" / "schemas" / "rulepack.schema.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)

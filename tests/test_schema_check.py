@@ -12,7 +12,7 @@ from jsonschema import Draft202012Validator
 from pydantic import TypeAdapter, ValidationError
 
 from axlint.document import load_document
-from axlint.schema_check import COERCED, FAILURES, check_document, check_node, load_schema
+from axlint.schemas.validator import COERCED, FAILURES, check_document, check_node, load_schema
 from tests.corpus import CORPUS
 
 AXOLOTL = "0.18.0"  # the release the vendored example corpus comes from
@@ -131,7 +131,7 @@ def test_fast_checker_speed_per_corpus_file():
 
 def test_checker_does_not_import_jsonschema():
     code = ("import sys; from pathlib import Path; from axlint.document import load_document; "
-            "from axlint.schema_check import check_document; "
+            "from axlint.schemas.validator import check_document; "
             "check_document(load_document(Path('c.yml'), 'adapter: loraa\\n'), 'axolotl'); "
             "assert 'jsonschema' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)

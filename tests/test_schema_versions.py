@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from axlint.cli import cli
-from axlint import schema_check
-from axlint.schema_check import bundled, choose_versions, default_choice, load_schema
+from axlint.schemas import validator as schema_check
+from axlint.schemas.validator import bundled, choose_versions, default_choice, load_schema
 
 NESTED = """\
 base_model: org/model
@@ -194,7 +194,7 @@ def test_the_generators_write_and_check_release_files(tmp_path, capsys):
 def test_the_adapter_rule_follows_the_chosen_release(tmp_path):
     """AX223 reads the adapters a release's `validate_adapter` takes from that release's schema: 0.18.0 refuses
     `qlroa`; 0.16.1's schema records none (no such validator to mirror), so nothing is said."""
-    from axlint.engine import load_rules, select_rules
+    from axlint.packs import load_rules, select_rules
     from axlint.lint import LintOptions, lint_text
 
     rules = select_rules(load_rules(), select=["AX223"])

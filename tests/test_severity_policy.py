@@ -12,7 +12,7 @@ import re
 import pytest
 
 from axlint.diagnostics import Severity
-from axlint.engine import load_rules
+from axlint.packs import load_rules
 
 RULES = load_rules()
 

@@ -99,7 +99,7 @@ def one_layer_saved_bytes_per_token(arch: Architecture, tokens: int = 1024) -> f
     from transformers import AutoModelForCausalLM
 
     from axlint.simulate import materialize_fake
-    from axlint.validate.model import hf_config
+    from axlint.training.model import hf_config
 
     cfg = hf_config(arch.model_type, {**arch.config, "num_hidden_layers": 1})
     cfg.use_cache = False

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from axlint.document import load_document
-from axlint.engine import load_rules, select_rules, suppressions
+from axlint.packs import load_rules, select_rules
+from axlint.suppression import suppressions
 from axlint.lint import LintOptions, lint_text
 
 RULES = load_rules()

@@ -8,7 +8,7 @@ from axlint.validate.probe import largest_fitting
 from axlint.validate.report import ValidationReport
 from axlint.validate.scaling import scale_down
 from axlint.facts import resolve_facts
-from axlint.validate.spec import cpu_attention, train_spec
+from axlint.training.spec import cpu_attention, train_spec
 
 LLAMA_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
             "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "bos_token_id": 128000,

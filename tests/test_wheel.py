@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from axlint.engine import load_rules
+from axlint.packs import load_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 CORE_DEPENDENCIES = ("click", "pyyaml", "jsonschema")
@@ -79,7 +79,7 @@ def test_wheel_contains_every_module_rule_pack_and_data_file(installed):
 
 
 def test_installed_package_is_the_wheel_not_the_checkout(installed):
-    probe = "import axlint, axlint.engine as e; print(axlint.__file__); print(e.builtin_rules_dir())"
+    probe = "import axlint, axlint.packs as e; print(axlint.__file__); print(e.builtin_rules_dir())"
     done = _run([installed["python"], "-c", probe], cwd=installed["work"], env=_clean_env())
     assert done.returncode == 0, done.stderr
     module_file, rules_dir = done.stdout.split()

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import schemagen  # noqa: E402
 
 sys.path.insert(0, str(schemagen.ROOT))
-from axlint.schema_check import version_key  # noqa: E402
+from axlint.schemas.validator import version_key  # noqa: E402
 
 TARGET = schemagen.ROOT / "axlint" / "schemas" / "deepspeed"
 BASE = Path(__file__).resolve().parent / "deepspeed_base.json"

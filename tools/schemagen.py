@@ -3,7 +3,7 @@
 The venv lives in `build/schema-venv` (ignored by git): CPU torch from the local wheel, then every other package
 with `--no-deps` at the pins a generator asks for, so one venv serves every release (only the pins that differ
 are reinstalled). `tools/dump_pydantic_schema.py` runs inside it and prints the raw schemas; `reduce_schema`
-turns them into the subset `axlint/schema_check.py` reads.
+turns them into the subset `axlint/schemas/validator.py` reads.
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from axlint.commands.rules import rule_markdown, rules_table
-from axlint.engine import load_rules
+from axlint.packs import load_rules
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

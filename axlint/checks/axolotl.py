@@ -4,26 +4,17 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from axlint import edits
-from axlint.checks import Hit, register_check
-from axlint.engine import Rule
+from axlint.checks.locate import ax_hit
 from axlint.facts import CCE_PLUGIN, LEGACY_ATTENTION, LIGER_PLUGIN
 from axlint.fixes import Applicability, Fix
+from axlint.lax import is_int
+from axlint.rule import FixAvailability, Hit, Rule, register_check
 from axlint.run import TrainingRun
 
-
 FLASH_LIBRARY = frozenset({"flash_attention_2", "flash_attention_3"})
-LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules", "lora_target_linear", "lora_modules_to_save")
-EMBEDDING_MODULES = frozenset({"embed_tokens", "lm_head", "wte", "embed_in", "embed_out", "word_embeddings",
-                               "tok_embeddings", "output"})
 CROSS_ENTROPY_KEYS = ("cut_cross_entropy", "chunked_cross_entropy", "liger_cross_entropy",
                       "liger_fused_linear_cross_entropy")
 KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
-EMBEDDING_LAYERS = {"gpt_neox": ("embed_in", "embed_out"), "falcon": ("word_embeddings", "lm_head"),
-                    "nemotron_h": ("embeddings", "lm_head")}
-"""The input and output embedding modules Axolotl requires in `lora_modules_to_save` when new tokens are added,
-by model type; every other type uses `embed_tokens` and `lm_head` (Axolotl 0.18.0 `loaders/utils.py`,
-`get_linear_embedding_layers`)."""
-DEFAULT_EMBEDDING_LAYERS = ("embed_tokens", "lm_head")
 
 
 def plugins(run: TrainingRun) -> list[str]:
@@ -39,11 +30,6 @@ def glm_dsa_context_parallel(run: TrainingRun) -> bool:
     return bool(run.raw.get("use_glm_dsa_kernels")) and KERNELS_PLUGIN in plugins(run)
 
 
-def embedding_layers(run: TrainingRun) -> tuple[str, ...]:
-    model_type = getattr(run.arch, "model_type", None)
-    return EMBEDDING_LAYERS.get(model_type, DEFAULT_EMBEDDING_LAYERS)
-
-
 def attention_key(run: TrainingRun) -> tuple[str, ...]:
     """The key that chose the attention backend (for locating a finding)."""
     return run.facts.attn_implementation.key or ("attn_implementation",)
@@ -54,14 +40,8 @@ def is_flash_library(backend: str | None) -> bool:
     return backend in FLASH_LIBRARY or (isinstance(backend, str) and "/" in backend and "flash" in backend)
 
 
-def ax_hit(run: TrainingRun, path: tuple[str | int, ...], part: str = "key", fix: Fix | None = None,
-           **args: Any) -> Hit:
-    doc, span = run.ax_span(path, part)
-    return Hit(doc, span, args, fix)
-
-
 def above_one(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 1
+    return is_int(value) and value > 1
 
 
 @register_check("ax_sample_packing_attention")
@@ -71,71 +51,21 @@ def check_sample_packing_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit
         yield ax_hit(run, ("sample_packing",))
 
 
-@register_check("ax_eager_long_sequence")
+@register_check("ax_eager_long_sequence", args=("sequence_len", "size"), options=("min_sequence_len",))
 def check_eager_long_sequence(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Eager attention keeps the fp32 softmax of every head: 6·heads·seq² bytes per sequence and layer."""
     seq = run.facts.sequence_len.value
-    threshold = rule.options.get("min_sequence_len", 8192)
+    threshold = rule.options["min_sequence_len"]
     if run.axolotl is None or run.facts.attn_implementation.value != "eager" or seq < threshold:
         return
     heads = getattr(run.arch, "num_heads", None)
     mbs = run.facts.micro_batch_size.value
     size = (f"{6 * heads * seq * seq * mbs / 2**30:.1f} GiB per layer for {heads} heads × micro batch {mbs}"
             if heads else f"{6 * seq * seq / 2**30:.2f} GiB per head, layer and sequence")
-    yield ax_hit(run, attention_key(run), part="value", seq=seq, size=size)
+    yield ax_hit(run, attention_key(run), part="value", sequence_len=seq, size=size)
 
 
-@register_check("ax_lora_keys_without_adapter")
-def check_lora_keys_without_adapter(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """LoRA keys in a config without `adapter`: Axolotl runs a full fine-tune and ignores them."""
-    if run.axolotl is None or run.facts.adapter.value:
-        return
-    written = [k for k in LORA_KEYS if run.raw.get(k) not in (None, False, [], "")]
-    if written:
-        yield ax_hit(run, (written[0],), keys=", ".join(f"`{k}`" for k in written))
-
-
-@register_check("ax_modules_to_save_embeddings")
-def check_modules_to_save_embeddings(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """`lora_modules_to_save` with the embedding or LM head: full trainable copies with optimizer state."""
-    modules = run.config.get("lora_modules_to_save")
-    if run.axolotl is None or not run.facts.adapter.value or not isinstance(modules, list):
-        return
-    if run.raw.get("tokens"):
-        return  # new tokens: Axolotl requires the embedding modules here (AX132)
-    arch = run.arch
-    params = arch.vocab_size * arch.hidden_size if arch is not None else None
-    size = (f"{params / 1e6:.0f}M parameters, ≈{params * 16 / 2**30:.1f} GiB of fp32 weights, gradients and "
-            f"AdamW state" if params else "vocab × hidden parameters at ≈16 bytes each with AdamW")
-    for index, name in enumerate(modules):
-        if isinstance(name, str) and name.rsplit(".", 1)[-1] in EMBEDDING_MODULES:
-            yield ax_hit(run, ("lora_modules_to_save", index), part="value", module=name, size=size)
-
-
-@register_check("ax_new_tokens_embedding_modules")
-def check_new_tokens_embedding_modules(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """New `tokens` with an adapter: Axolotl refuses to load the model unless `lora_modules_to_save` names the
-    model's input and output embedding modules, exactly (Axolotl 0.18.0 `loaders/utils.py`,
-    `check_model_config`)."""
-    if run.axolotl is None or not run.raw.get("adapter") or not run.raw.get("tokens"):
-        return
-    modules = run.raw.get("lora_modules_to_save")
-    # Axolotl tests `name in lora_modules_to_save`: list membership, or a substring of a string value
-    listed = modules if isinstance(modules, str) else [m for m in modules if isinstance(m, str)] \
-        if isinstance(modules, list) else []
-    required = embedding_layers(run)
-    missing = [m for m in required if m not in listed]
-    if not missing:
-        return
-    if run.arch is None and any(m in listed and m not in DEFAULT_EMBEDDING_LAYERS
-                                for names in EMBEDDING_LAYERS.values() for m in names):
-        return  # an unknown model whose author named another family's modules: the model type decides
-    where = ("lora_modules_to_save",) if "lora_modules_to_save" in run.raw else ("tokens",)
-    yield ax_hit(run, where, required=", ".join(f"`{m}`" for m in required),
-                 missing=", ".join(f"`{m}`" for m in missing))
-
-
-@register_check("ax_reentrant_zero3")
+@register_check("ax_reentrant_zero3", fix=FixAvailability.SOMETIMES)
 def check_reentrant_zero3(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Non-reentrant gradient checkpointing under ZeRO-3: CheckpointError about recomputed values."""
     kwargs = run.config.get("gradient_checkpointing_kwargs")
@@ -151,7 +81,7 @@ def check_reentrant_zero3(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     yield ax_hit(run, path, part="value", fix=fix)
 
 
-@register_check("ax_multiple_cross_entropy")
+@register_check("ax_multiple_cross_entropy", args=("problem",))
 def check_multiple_cross_entropy(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """More than one cross-entropy replacement on. Refused when the YAML turns on two (Axolotl 0.18.0
     `utils/schemas/validation.py`, `check_cross_entropy_conflicts`) or when `chunked_cross_entropy` is on with the
@@ -178,7 +108,7 @@ def check_multiple_cross_entropy(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                                  f"false` or remove `{liger[0]}`")
 
 
-@register_check("ax_cce_needs_half_precision")
+@register_check("ax_cce_needs_half_precision", args=("bf16",))
 def check_cce_half_precision(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """The CCE plugin's validator reads the YAML as written: a truthy `cut_cross_entropy` with neither `bf16` nor
     `fp16` truthy is refused (Axolotl 0.18.0 `integrations/cut_cross_entropy/args.py`, `check_dtype_is_half`).
@@ -193,7 +123,7 @@ def check_cce_half_precision(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     yield ax_hit(run, where, part="value", bf16=run.raw.get("bf16", "unset"))
 
 
-@register_check("ax_attention_with_legacy_flag")
+@register_check("ax_attention_with_legacy_flag", args=("flag", "impl"))
 def check_attention_with_legacy_flag(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`attn_implementation` next to a legacy attention flag: Axolotl refuses the combination when the flag is
     truthy, `"true"` and `1` included (Axolotl 0.18.0 `utils/schemas/config.py`, the legacy-flag validator)."""
@@ -204,7 +134,7 @@ def check_attention_with_legacy_flag(run: TrainingRun, rule: Rule) -> Iterator[H
             yield ax_hit(run, (flag,), flag=flag, impl=run.raw["attn_implementation"])
 
 
-@register_check("ax_context_parallel_attention")
+@register_check("ax_context_parallel_attention", args=("backend",))
 def check_context_parallel_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`context_parallel_size` > 1 needs the flash-attn library (ring-flash-attn), unless the GLM DSA kernels
     bring their own context-parallel attention (Axolotl 0.18.0 `utils/schemas/validation.py`,

@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any, Iterator
 
-from axlint import edits
-from axlint.checks import Hit, register_check
 from axlint.document import KeyPath
-from axlint.engine import Rule, as_number
-from axlint.fixes import Applicability, Fix
 from axlint.facts import ZERO_ALIASES, resolve_facts
+from axlint.fixes import Applicability, Fix, key_fix
+from axlint.lax import as_number, is_int
+from axlint.rule import FixAvailability, Hit, Rule, register_check
 from axlint.run import TrainingRun
 
 BATCH_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")
@@ -67,10 +66,6 @@ OFFLOAD_KEEPS_OPTIMIZER = {"adamw_torch", "adamw_torch_fused", "adagrad", "lion_
 
 
 # ---------------------------------------------------------------------------------------------------- reading
-
-
-def is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def through_hf(run: TrainingRun) -> bool:
@@ -139,16 +134,9 @@ def ds_hit(run: TrainingRun, path: KeyPath, part: str = "value", fix: Fix | None
 def ds_fix(run: TrainingRun, path: KeyPath, title: str, applicability: Applicability, action: str = "set",
            value: Any = None) -> Fix | None:
     """A fix on the DeepSpeed text (a file, or the inline `deepspeed:` mapping); None for a stock config."""
-    if run.deepspeed is None or run.ds_source not in ("file", "inline"):
+    if not run.ds_editable:
         return None
-    keys = run.ds_prefix + tuple(path)
-    if action == "set":
-        changes = edits.set_value(run.deepspeed, keys, value)
-    elif action == "delete":
-        changes = edits.delete_key(run.deepspeed, keys)
-    else:
-        changes = edits.rename_key(run.deepspeed, keys, value)
-    return Fix(run.deepspeed.path, tuple(changes), applicability, title) if changes else None
+    return key_fix(run.deepspeed, run.ds_prefix + tuple(path), action, value, applicability, title)
 
 
 def auto_fix(run: TrainingRun, path: KeyPath, applicability: Applicability) -> Fix | None:
@@ -187,7 +175,8 @@ def batch_breaks(run: TrainingRun, tbs: int) -> str | None:
     return None if tbs > 0 and tbs % unit == 0 else f"{per}, and {tbs} is not a multiple of {unit}"
 
 
-@register_check("ds_train_batch_size")
+@register_check("ds_train_batch_size", args=("train_batch_size", "detail", "effect"),
+                fix=FixAvailability.SOMETIMES)
 def check_train_batch_size(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`train_batch_size` must equal micro batch × gradient accumulation × world size (`_batch_assertion`)."""
     tbs = (run.ds_raw or {}).get("train_batch_size")
@@ -198,11 +187,13 @@ def check_train_batch_size(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         return
     effect = ("the HF Trainer raises \"DeepSpeed config values that mismatch TrainingArguments values\""
               if through_hf(run) else "DeepSpeed asserts \"Check batch related parameters\"")
-    yield ds_hit(run, ("train_batch_size",), tbs=tbs, detail=detail, effect=effect,
+    yield ds_hit(run, ("train_batch_size",), train_batch_size=tbs, detail=detail, effect=effect,
                  fix=auto_fix(run, ("train_batch_size",), Applicability.SAFE))
 
 
-@register_check("ds_train_batch_size_hardcoded")
+@register_check("ds_train_batch_size_hardcoded",
+                args=("train_batch_size", "gpus", "micro_batch_size", "gradient_accumulation_steps"),
+                fix=FixAvailability.SOMETIMES)
 def check_train_batch_size_hardcoded(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """An explicit `train_batch_size` that fits some GPU count, checked while the GPU count is unknown."""
     tbs = (run.ds_raw or {}).get("train_batch_size")
@@ -212,8 +203,8 @@ def check_train_batch_size_hardcoded(run: TrainingRun, rule: Rule) -> Iterator[H
     if run.config.get("auto_find_batch_size"):
         return
     mbs, gas = batch
-    yield ds_hit(run, ("train_batch_size",), tbs=tbs, gpus=tbs // (mbs * gas), mbs=mbs, gas=gas,
-                 fix=auto_fix(run, ("train_batch_size",), Applicability.SAFE))
+    yield ds_hit(run, ("train_batch_size",), train_batch_size=tbs, gpus=tbs // (mbs * gas), micro_batch_size=mbs,
+                 gradient_accumulation_steps=gas, fix=auto_fix(run, ("train_batch_size",), Applicability.SAFE))
 
 
 def _yaml_batch_hits(run: TrainingRun, ds_key: str, yaml_key: str, yaml_value: int) -> Iterator[Hit]:
@@ -223,7 +214,8 @@ def _yaml_batch_hits(run: TrainingRun, ds_key: str, yaml_key: str, yaml_value: i
                      fix=auto_fix(run, (ds_key,), Applicability.SAFE))
 
 
-@register_check("ds_micro_batch_matches_yaml")
+@register_check("ds_micro_batch_matches_yaml", args=("ds_key", "ds_value", "config", "yaml_key", "yaml_value"),
+                fix=FixAvailability.SOMETIMES)
 def check_micro_batch(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`train_micro_batch_size_per_gpu` ≠ `micro_batch_size`: the HF mismatch error. With `sample_packing` Axolotl
     overwrites the plugin's value after the Trainer is built, but `trainer_config_process` already recorded the
@@ -233,7 +225,8 @@ def check_micro_batch(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield from _yaml_batch_hits(run, "train_micro_batch_size_per_gpu", "micro_batch_size", batch[0])
 
 
-@register_check("ds_accumulation_matches_yaml")
+@register_check("ds_accumulation_matches_yaml", args=("ds_key", "ds_value", "config", "yaml_key", "yaml_value"),
+                fix=FixAvailability.SOMETIMES)
 def check_accumulation(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`gradient_accumulation_steps` in the JSON ≠ the YAML's: the HF mismatch error."""
     batch = hf_batch(run)
@@ -241,7 +234,7 @@ def check_accumulation(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield from _yaml_batch_hits(run, "gradient_accumulation_steps", "gradient_accumulation_steps", batch[1])
 
 
-@register_check("ds_batch_value_string")
+@register_check("ds_batch_value_string", args=("key", "text", "effect"), fix=FixAvailability.SOMETIMES)
 def check_batch_value_string(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A batch key written as a string ("8"): HF compares it with an int and raises; DeepSpeed raises TypeError."""
     ds = run.ds_raw or {}
@@ -273,7 +266,8 @@ def yaml_precisions(run: TrainingRun) -> set[tuple[bool, bool]]:
     return outcomes
 
 
-@register_check("ds_precision_matches_yaml")
+@register_check("ds_precision_matches_yaml", args=("block", "ds_value", "config", "yaml_value"),
+                fix=FixAvailability.SOMETIMES)
 def check_precision(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`bf16.enabled` / `fp16.enabled` given as true/false in the JSON but not what the YAML trains with."""
     if not through_hf(run):
@@ -292,7 +286,7 @@ def check_precision(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 # ---------------------------------------------------------------------------------------------------- "auto"
 
 
-@register_check("ds_auto_without_hf")
+@register_check("ds_auto_without_hf", args=("count", "keys"))
 def check_auto_without_hf(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A DeepSpeed JSON checked on its own whose "auto" values only the HF Trainer/accelerate fill."""
     if through_hf(run):
@@ -303,7 +297,7 @@ def check_auto_without_hf(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield ds_hit(run, autos[0], count=len(autos), keys=names)
 
 
-@register_check("ds_auto_alias")
+@register_check("ds_auto_alias", args=("short", "long"), fix=FixAvailability.SOMETIMES)
 def check_auto_alias(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """"auto" under a short ZeRO-3 alias: HF and accelerate fill only the `stage3_` spelling."""
     zero = zero_block(run)
@@ -314,7 +308,7 @@ def check_auto_alias(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             yield ds_hit(run, path, part="key", short=short, long=long, fix=fix)
 
 
-@register_check("ds_auto_not_filled")
+@register_check("ds_auto_not_filled", args=("key",))
 def check_auto_not_filled(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """"auto" on a key no launcher fills: accelerate raises "not found in kwargs"; DeepSpeed uses its default."""
     for path, value in leaves(run.ds_raw or {}):
@@ -330,7 +324,7 @@ def quoted_stage(run: TrainingRun) -> int | None:
     return run.zero_stage if isinstance(zero_block(run).get("stage"), str) else None
 
 
-@register_check("ds_zero_stage_value")
+@register_check("ds_zero_stage_value", args=("stage", "effect"), fix=FixAvailability.SOMETIMES)
 def check_zero_stage_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`stage` that is not an integer: "auto", 3.0 or true make Axolotl's launch fail (accelerate runs
     `int(os.environ["ACCELERATE_DEEPSPEED_ZERO_STAGE"])` on `str(stage)`); a quoted "3" trains ZeRO-3 in DeepSpeed
@@ -355,7 +349,7 @@ def check_zero_stage_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     yield ds_hit(run, path, fix=fix, stage=json.dumps(stage), effect=effect)
 
 
-@register_check("ds_zero_stage_quoted")
+@register_check("ds_zero_stage_quoted", fix=FixAvailability.SOMETIMES)
 def check_zero_stage_quoted(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`"stage": "3"`: DeepSpeed trains ZeRO-3; HF's `is_zero3()`, accelerate's `get_state_dict`, the HF Trainer's
     `save_model` and Axolotl's final save compare the value with the integer 3 and take their non-ZeRO-3 paths.
@@ -367,7 +361,7 @@ def check_zero_stage_quoted(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     yield ds_hit(run, path, fix=fix)
 
 
-@register_check("ds_offload_device_auto")
+@register_check("ds_offload_device_auto", args=("block",))
 def check_offload_device_auto(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`offload_*.device: "auto"` resolves to no offload (accelerate's default, and DeepSpeed's)."""
     zero = zero_block(run)
@@ -379,7 +373,7 @@ def check_offload_device_auto(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 # ---------------------------------------------------------------------------------------------------- ZeRO keys
 
 
-@register_check("ds_zero3_gather_weights")
+@register_check("ds_zero3_gather_weights", args=("setting",), fix=FixAvailability.SOMETIMES)
 def check_zero3_gather(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """ZeRO-3 without `stage3_gather_16bit_weights_on_model_save: true`: the HF Trainer cannot gather the weights
     and writes a DeepSpeed checkpoint instead of a model file. LoRA/QLoRA adapters are gathered by
@@ -402,7 +396,7 @@ def check_zero3_gather(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield ds_hit(run, ("zero_optimization", "stage"), fix=fix, setting=setting)
 
 
-@register_check("ds_offload_param_below_stage3")
+@register_check("ds_offload_param_below_stage3", args=("stage",), fix=FixAvailability.SOMETIMES)
 def check_offload_param_stage(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`offload_param` is valid only with ZeRO-3; stage 1/2 accept it and ignore it."""
     stage, zero = run.zero_stage, zero_block(run)
@@ -412,7 +406,7 @@ def check_offload_param_stage(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield ds_hit(run, path, part="key", stage=stage, fix=fix)
 
 
-@register_check("ds_partial_offload_below_stage3")
+@register_check("ds_partial_offload_below_stage3", args=("ratio", "stage"))
 def check_partial_offload(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`offload_optimizer.ratio` < 1 with stage < 3: "Partial offloading only supported for ZeRO Stage 3."."""
     stage, conf = run.zero_stage, zero_block(run).get("offload_optimizer")
@@ -421,7 +415,7 @@ def check_partial_offload(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield ds_hit(run, ("zero_optimization", "offload_optimizer", "ratio"), ratio=conf["ratio"], stage=stage)
 
 
-@register_check("ds_deprecated_zero_key")
+@register_check("ds_deprecated_zero_key", args=("key", "instead"), fix=FixAvailability.SOMETIMES)
 def check_deprecated_zero(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Deprecated ZeRO fields given without their replacement: DeepSpeed logs a warning and moves the value."""
     zero = zero_block(run)
@@ -439,7 +433,7 @@ def check_deprecated_zero(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield ds_hit(run, path, part="key", fix=fix, key=old, instead=instead)
 
 
-@register_check("ds_deprecated_with_replacement")
+@register_check("ds_deprecated_with_replacement", args=("old", "new"), fix=FixAvailability.SOMETIMES)
 def check_deprecated_with_replacement(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A deprecated ZeRO field next to its replacement: DeepSpeed raises AssertionError."""
     zero = zero_block(run)
@@ -451,7 +445,7 @@ def check_deprecated_with_replacement(run: TrainingRun, rule: Rule) -> Iterator[
             yield ds_hit(run, path, part="key", fix=fix, old=old, new=found[0])
 
 
-@register_check("ds_removed_feature")
+@register_check("ds_removed_feature", args=("key", "feature"))
 def check_removed_feature(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Keys and optimizers DeepSpeed 0.19.8 removed and rejects with DeepSpeedConfigError."""
     ds, zero = run.ds_raw or {}, zero_block(run)
@@ -467,7 +461,7 @@ def check_removed_feature(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield ds_hit(run, ("optimizer", "type"), key=f"optimizer type {kind}", feature="the 1-bit optimizer family")
 
 
-@register_check("ds_fractional_int")
+@register_check("ds_fractional_int", args=("key", "value"), fix=FixAvailability.SOMETIMES)
 def check_fractional_int(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A float with a fractional part in an integer ZeRO field: pydantic raises `int_from_float`."""
     zero = zero_block(run)
@@ -487,7 +481,8 @@ def check_fractional_int(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 # ---------------------------------------------------------------------------------------------------- vs the YAML
 
 
-@register_check("ds_gradient_clipping_matches_yaml")
+@register_check("ds_gradient_clipping_matches_yaml", args=("ds_value", "config", "yaml_value"),
+                fix=FixAvailability.SOMETIMES)
 def check_gradient_clipping(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """An explicit `gradient_clipping` that is not the YAML's `max_grad_norm` (HF default 1.0): mismatch error."""
     ds_value = as_number((run.ds_raw or {}).get("gradient_clipping"))
@@ -510,7 +505,8 @@ def hf_optimizer_args(cfg: dict[str, Any]) -> dict[str, Any]:
             "eps": pick("adam_epsilon", 1e-8), "betas": [pick("adam_beta1", 0.9), pick("adam_beta2", 0.999)]}
 
 
-@register_check("ds_optimizer_params_match_yaml")
+@register_check("ds_optimizer_params_match_yaml", args=("key", "ds_value", "config", "yaml_key", "yaml_value"),
+                fix=FixAvailability.SOMETIMES)
 def check_optimizer_params(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Explicit `optimizer.params` / `scheduler.params.warmup_max_lr` that disagree with the YAML: mismatch error."""
     if not through_hf(run):
@@ -533,7 +529,7 @@ def check_optimizer_params(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                          yaml_value=json.dumps(want), fix=auto_fix(run, path, Applicability.UNSAFE))
 
 
-@register_check("ds_block_overrides_yaml")
+@register_check("ds_block_overrides_yaml", args=("block", "yaml_key", "yaml_value", "config"))
 def check_block_overrides_yaml(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """An `optimizer`/`scheduler` block in the JSON makes HF use DeepSpeed's, ignoring the YAML's choice."""
     if not through_hf(run):
@@ -544,7 +540,7 @@ def check_block_overrides_yaml(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             yield ds_hit(run, (block,), part="key", block=block, yaml_key=yaml_key, yaml_value=run.raw[yaml_key])
 
 
-@register_check("ds_offload_swaps_optimizer")
+@register_check("ds_offload_swaps_optimizer", args=("optimizer",))
 def check_offload_swaps_optimizer(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Optimizer offload with a YAML optimizer accelerate cannot keep: it is silently replaced."""
     if not through_hf(run) or run.ds_raw is None:
@@ -589,7 +585,7 @@ def check_legacy_cpu_offload(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     yield ds_hit(run, ("zero_optimization", "cpu_offload"), part="key")
 
 
-@register_check("ds_scheduler_steps_fixed")
+@register_check("ds_scheduler_steps_fixed", args=("key", "value", "what"), fix=FixAvailability.SOMETIMES)
 def check_scheduler_steps_fixed(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A number for `scheduler.params.total_num_steps` / `warmup_num_steps`: the HF Trainer compares them with the
     step count it computes and the warm-up Axolotl passes, and raises the mismatch at train start."""
@@ -617,7 +613,7 @@ ZERO_UNKNOWN_018 = ("compute_grad_norm", "parameter_alignment")
 """`zero_optimization` fields that DeepSpeed 0.19 added and 0.18.x (Axolotl 0.18.0's pin) refuses as extra inputs."""
 
 
-@register_check("ds_zero_field_unknown_018")
+@register_check("ds_zero_field_unknown_018", args=("key",))
 def check_zero_field_unknown_018(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`compute_grad_norm` / `parameter_alignment`: DeepSpeedZeroConfig 0.18.9 forbids extra fields."""
     zero = zero_block(run)
@@ -626,7 +622,7 @@ def check_zero_field_unknown_018(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             yield ds_hit(run, ("zero_optimization", key), part="key", key=key)
 
 
-@register_check("ds_alias_with_name")
+@register_check("ds_alias_with_name", args=("short", "long"), fix=FixAvailability.SOMETIMES)
 def check_alias_with_name(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A ZeRO field under both its `stage3_` name and its short alias: pydantic validates the field by its name
     and refuses the alias as an extra input."""
@@ -638,7 +634,7 @@ def check_alias_with_name(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             yield ds_hit(run, path, part="key", short=short, long=long, fix=fix)
 
 
-@register_check("ds_zero_block_missing")
+@register_check("ds_zero_block_missing", args=("effect",))
 def check_zero_block_missing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A DeepSpeed config used through Axolotl without a `zero_optimization` mapping: accelerate's DeepSpeedPlugin
     refuses a missing block, and Axolotl's `prepare_optim_env` calls `.get("stage")` on whatever is there."""
@@ -661,7 +657,7 @@ COMPILE_FIELDS_018 = frozenset({
 """The fields of DeepSpeed 0.18.9's `CompileConfig` (deepspeed/compile/config.py), which forbids any other."""
 
 
-@register_check("ds_compile_block_unknown")
+@register_check("ds_compile_block_unknown", args=("key",))
 def check_compile_block_unknown(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Keys of the top-level `compile` block that DeepSpeed 0.18.9's CompileConfig does not have."""
     block = (run.ds_raw or {}).get("compile")

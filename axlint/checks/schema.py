@@ -7,49 +7,18 @@ from collections import Counter
 from typing import Iterator
 
 from axlint import edits
-from axlint.checks import Hit, register_check
 from axlint.document import Document, KeyPath
-from axlint.engine import Rule
 from axlint.fixes import Applicability, Fix
+from axlint.rule import FixAvailability, Hit, Rule, format_value, register_check
 from axlint.run import TrainingRun
-from axlint.schema_check import SchemaChoice, SchemaProblem, check_node, default_choice, listed_plugins, load_schema
-
-
-def _problems(run: TrainingRun) -> list[tuple[Document, SchemaProblem]]:
-    """Every schema problem of the run's documents, cached on the run (all six rules read the same walk)."""
-    if "schema_problems" not in run.extra:
-        found: list[tuple[Document, SchemaProblem]] = []
-        choice = _choice(run)
-        if run.axolotl is not None:
-            doc = run.axolotl
-            schema = load_schema("axolotl", choice.axolotl)
-            found += [(doc, p) for p in check_node(doc.root, schema, plugins=listed_plugins(doc.root))]
-        if run.deepspeed is not None and run.ds_source in ("file", "inline"):
-            node = run.deepspeed.node(run.ds_prefix)
-            if node is not None and node.kind == "map":
-                for p in check_node(node, load_schema("deepspeed", choice.deepspeed)):
-                    found.append((run.deepspeed, SchemaProblem(p.kind, run.ds_prefix + p.path, p.span_part,
-                                                               p.message_args, p.suggestion)))
-        run.extra["schema_problems"] = found
-    return run.extra["schema_problems"]
-
-
-def _choice(run: TrainingRun) -> SchemaChoice:
-    """The releases the run is checked against (`--axolotl-version` / settings, else the defaults)."""
-    return run.extra.get("schemas") or default_choice()
+from axlint.schemas.validator import SchemaProblem
 
 
 def _hits(run: TrainingRun, kinds: set[str]) -> Iterator[tuple[Document, SchemaProblem, Hit]]:
-    for doc, problem in _problems(run):
+    for doc, problem in run.schema_problems:
         if problem.kind in kinds:
-            args = {k: _show(v) for k, v in problem.message_args.items()}
+            args = {k: format_value(v) for k, v in problem.message_args.items()}
             yield doc, problem, Hit(doc, doc.span(problem.path, problem.span_part), args)
-
-
-def _show(value: object) -> str:
-    if isinstance(value, bool) or value is None:
-        return {True: "true", False: "false", None: "null"}[value]
-    return str(value)
 
 
 def _sibling_exists(doc: Document, path: KeyPath, key: str) -> bool:
@@ -75,7 +44,7 @@ def _sets_nothing(doc: Document, problem: SchemaProblem) -> bool:
             and node.value is None)
 
 
-@register_check("schema_empty_unknown_key")
+@register_check("schema_empty_unknown_key", args=("key", "parent", "hint"), fix=FixAvailability.SOMETIMES)
 def empty_unknown_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """An unknown key without a value: dead text, removed safely (Axolotl would drop it anyway)."""
     for doc, problem, hit in _hits(run, {"unknown-key"}):
@@ -87,7 +56,7 @@ def empty_unknown_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield hit
 
 
-@register_check("schema_unknown_key")
+@register_check("schema_unknown_key", args=("key", "parent", "effect", "hint"), fix=FixAvailability.SOMETIMES)
 def unknown_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A key the schema does not know: Axolotl drops it silently, DeepSpeed's ZeRO blocks reject it. The rename to
     the suggested key is offered only when no other unknown key of the same mapping suggests it too (two renames to
@@ -103,13 +72,13 @@ def unknown_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield hit
 
 
-@register_check("schema_wrong_type")
+@register_check("schema_wrong_type", args=("key", "expected", "got", "value"))
 def wrong_type(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     for _, _, hit in _hits(run, {"wrong-type"}):
         yield hit
 
 
-@register_check("schema_bad_enum")
+@register_check("schema_bad_enum", args=("key", "allowed", "value", "hint"), fix=FixAvailability.SOMETIMES)
 def bad_enum(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     for doc, problem, hit in _hits(run, {"bad-enum"}):
         hit.args["hint"] = f"; did you mean `{problem.suggestion}`?" if problem.suggestion else ""
@@ -119,7 +88,7 @@ def bad_enum(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield hit
 
 
-@register_check("schema_deprecated_key")
+@register_check("schema_deprecated_key", args=("key", "note", "hint"), fix=FixAvailability.SOMETIMES)
 def deprecated_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A deprecated key with a direct replacement is renamed (Axolotl maps the old name to the new one: safe)."""
     yield from _old_keys(run, "deprecated-key", Applicability.SAFE)
@@ -138,7 +107,7 @@ def _old_keys(run: TrainingRun, kind: str, applicability: Applicability) -> Iter
         yield hit
 
 
-@register_check("schema_removed_key")
+@register_check("schema_removed_key", args=("key", "note", "hint"))
 def removed_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A key the chosen Axolotl release refuses at start-up (its schema marks the deprecation `refused`)."""
     for _, problem, hit in _hits(run, {"removed-key"}):
@@ -147,7 +116,7 @@ def removed_key(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield hit
 
 
-@register_check("schema_plugin_key_without_plugin")
+@register_check("schema_plugin_key_without_plugin", args=("key", "plugin"), fix=FixAvailability.SOMETIMES)
 def plugin_key_without_plugin(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A plugin's key is read only when the plugin is listed in `plugins:`; otherwise it does nothing."""
     for doc, problem, hit in _hits(run, {"plugin-key-without-plugin"}):
@@ -158,7 +127,7 @@ def plugin_key_without_plugin(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield hit
 
 
-@register_check("schema_coerced_value")
+@register_check("schema_coerced_value", args=("key", "value"), fix=FixAvailability.SOMETIMES)
 def coerced_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """YAML 1.1 reads `2e-4` as a string; pydantic converts it back. Writing `2.0e-4` says what is meant."""
     for doc, problem, hit in _hits(run, {"coerced-string"}):

@@ -10,10 +10,10 @@ from __future__ import annotations
 import difflib
 from typing import Any, Iterator
 
-from axlint.checks import Hit, register_check
-from axlint.checks.axolotl import ax_hit
-from axlint.engine import Rule, as_number
+from axlint.checks.locate import ax_hit, first_written
 from axlint.facts import ATTENTION_ALIASES, CANONICAL_ATTENTION, LIGER_PLUGIN
+from axlint.lax import as_number, is_int
+from axlint.rule import Hit, Rule, register_check
 from axlint.run import TrainingRun
 
 BATCH_KEYS = ("micro_batch_size", "gradient_accumulation_steps", "batch_size")
@@ -26,12 +26,10 @@ def _raw(run: TrainingRun) -> dict[str, Any] | None:
 
 def _at(run: TrainingRun, *keys: str, **args: Any) -> Hit:
     """A hit at the first of `keys` that is written (line 1 when none is)."""
-    raw = run.raw
-    key = next((k for k in keys if k in raw), keys[0])
-    return ax_hit(run, (key,), **args)
+    return ax_hit(run, first_written(run, *((k,) for k in keys)), **args)
 
 
-@register_check("startup_batch_keys")
+@register_check("startup_batch_keys", args=("written",))
 def batch_keys(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Fewer than two of micro_batch_size, gradient_accumulation_steps, batch_size are set (truthy)."""
     raw = _raw(run)
@@ -40,7 +38,7 @@ def batch_keys(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield _at(run, *BATCH_KEYS, written=", ".join(f"`{k}`" for k in written) or "none of them")
 
 
-@register_check("startup_save_schedule")
+@register_check("startup_save_schedule", args=("problem",))
 def save_schedule(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`save_steps` with a `save_strategy` other than steps, or next to `saves_per_epoch`."""
     raw = _raw(run)
@@ -52,7 +50,7 @@ def save_schedule(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield _at(run, "save_steps", problem="`saves_per_epoch` sets the same schedule another way")
 
 
-@register_check("startup_eval_schedule")
+@register_check("startup_eval_schedule", args=("problem",))
 def eval_schedule(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`eval_steps` with an `eval_strategy` other than steps or next to `evals_per_epoch`; `evals_per_epoch` with
     an `eval_strategy` other than steps."""
@@ -89,7 +87,7 @@ def save_best_metric(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     yield from _value_without_companion(run, "save_strategy", "best", "metric_for_best_model")
 
 
-@register_check("startup_early_stopping")
+@register_check("startup_early_stopping", args=("problem",))
 def early_stopping(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`early_stopping_patience` needs `save_steps` and `eval_steps`, with eval_steps dividing save_steps."""
     raw = _raw(run)
@@ -109,7 +107,7 @@ def test_datasets_split(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield _at(run, "val_set_size")
 
 
-@register_check("startup_streaming")
+@register_check("startup_streaming", args=("problem",))
 def streaming(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Streaming datasets need `max_steps` and cannot split off `val_set_size`."""
     raw = _raw(run)
@@ -121,7 +119,7 @@ def streaming(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield _at(run, "streaming", problem="the trainer cannot count a stream's steps; set `max_steps`")
 
 
-@register_check("startup_sharegpt_type")
+@register_check("startup_sharegpt_type", args=("type",))
 def sharegpt_type(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A `datasets` entry of `type: sharegpt...`, removed in favour of `type: chat_template`."""
     raw = _raw(run)
@@ -140,7 +138,7 @@ def jinja_template(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     yield from _value_without_companion(run, "chat_template", "jinja", "chat_template_jinja")
 
 
-@register_check("startup_fsdp_8bit_optimizer")
+@register_check("startup_fsdp_8bit_optimizer", args=("value", "problem", "instead"))
 def fsdp_8bit_optimizer(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """An 8-bit optimizer Axolotl refuses under FSDP: bitsandbytes' AdamW under FSDP2, any 8-bit optimizer with
     FSDP1 parameter offload."""
@@ -151,10 +149,10 @@ def fsdp_8bit_optimizer(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         return
     if str(raw.get("fsdp_version") or (fsdp.get("fsdp_version") if isinstance(fsdp, dict) else None)) == "2":
         if optimizer in EIGHT_BIT_UNDER_FSDP2:
-            yield _at(run, "optimizer", part="value", problem="FSDP2 fails in bitsandbytes' CUDA ops with it",
-                      instead="adamw_torch_8bit")
+            yield _at(run, "optimizer", part="value", value=optimizer,
+                      problem="FSDP2 fails in bitsandbytes' CUDA ops with it", instead="adamw_torch_8bit")
     elif isinstance(fsdp, dict) and (fsdp.get("offload_params") or fsdp.get("fsdp_offload_params")):
-        yield _at(run, "optimizer", part="value", problem="FSDP1 parameter offload does not support it",
+        yield _at(run, "optimizer", part="value", value=optimizer, problem="FSDP1 parameter offload does not support it",
                   instead="a 32-bit optimizer such as adamw_torch_fused")
 
 
@@ -166,7 +164,7 @@ def eval_table_packing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield _at(run, "eval_table_size")
 
 
-@register_check("startup_attn_implementation")
+@register_check("startup_attn_implementation", args=("problem",))
 def attn_implementation(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """An `attn_implementation` Axolotl does not accept (next to a legacy flag is AX118's finding)."""
     raw = _raw(run)
@@ -184,7 +182,7 @@ def attn_implementation(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                           "or a hub kernel path such as `kernels-community/flash-attn3`")
 
 
-@register_check("startup_learning_rate")
+@register_check("startup_learning_rate", args=("value",))
 def learning_rate(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A `learning_rate` string Python's float() cannot read (Axolotl converts strings with it)."""
     raw = _raw(run)
@@ -196,7 +194,7 @@ def learning_rate(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             yield _at(run, "learning_rate", part="value", value=value)
 
 
-@register_check("startup_required_keys")
+@register_check("startup_required_keys", args=("missing",))
 def required_keys(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`base_model` and `learning_rate` are required fields; `datasets` or `pretraining_dataset` must be given."""
     raw = _raw(run)
@@ -210,7 +208,7 @@ def required_keys(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                   missing="`datasets` (or `pretraining_dataset`) is required")
 
 
-@register_check("startup_grpo_generations")
+@register_check("startup_grpo_generations", args=("problem",))
 def grpo_generations(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """GRPO's generation batch against `trl.num_generations`: at least 2 generations, a batch they divide, and a
     full group per GPU (`check_grpo_batch_size_divisibility`). The batch is `trl.generation_batch_size`, else
@@ -220,7 +218,7 @@ def grpo_generations(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if not isinstance(trl, dict):
         return
     generations = trl.get("num_generations")
-    if not isinstance(generations, int) or isinstance(generations, bool):
+    if not is_int(generations):
         return  # unset: TRL's own default applies later; another type is the schema's finding
     where = ("trl", "num_generations")
     if generations < 2:
@@ -252,7 +250,7 @@ def _listed(raw: dict[str, Any], plugin: str) -> bool:
     return isinstance(plugins, list) and plugin in plugins
 
 
-@register_check("startup_liger_tensor_parallel")
+@register_check("startup_liger_tensor_parallel", args=("key", "why"))
 def liger_tensor_parallel(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """With the Liger plugin listed: `liger_rms_norm` and `tensor_parallel_size` > 1 (`check_liger_rms_norm_tensor_
     parallel`, on the YAML as written), or Liger's fused linear cross-entropy with it (`check_tensor_parallel_size_
@@ -270,7 +268,7 @@ def liger_tensor_parallel(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             return
 
 
-@register_check("startup_quantization_config_with_bnb")
+@register_check("startup_quantization_config_with_bnb", args=("flag", "method"))
 def quantization_config_with_bnb(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`model_quantization_config` with `load_in_8bit` or `load_in_4bit` (`check_model_quantization_config_vs_bnb`)."""
     raw = _raw(run)
@@ -281,7 +279,7 @@ def quantization_config_with_bnb(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield _at(run, flag, flag=flag, method=raw["model_quantization_config"])
 
 
-@register_check("startup_qat_conflicts")
+@register_check("startup_qat_conflicts", args=("key",))
 def qat_conflicts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`qat` with `peft`, `load_in_8bit` or `load_in_4bit`, in that order (`check_qat_config`)."""
     raw = _raw(run)
@@ -305,7 +303,7 @@ MISTRAL_COMMON_REFUSED = ("added_tokens_overrides", "special_tokens", "tokens", 
 order Axolotl checks them (`check_mistral_common_incompatible_options`)."""
 
 
-@register_check("startup_mistral_common_edits")
+@register_check("startup_mistral_common_edits", args=("key",))
 def mistral_common_edits(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`tokenizer_use_mistral_common` truthy with a key that edits the tokenizer. Axolotl also turns the flag on
     for Magistral models when it is not written, but in 0.18.0 that happens after this check has run, so only a
@@ -318,7 +316,7 @@ def mistral_common_edits(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield _at(run, key, key=key)
 
 
-@register_check("startup_quantize_moe_experts")
+@register_check("startup_quantize_moe_experts", args=("problem",))
 def quantize_moe_experts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`quantize_moe_experts` needs a LoRA/QLoRA adapter on a 4- or 8-bit load and no `lora_target_linear`, checked
     in that order (`check_quantize_moe_experts`)."""
@@ -338,7 +336,7 @@ def quantize_moe_experts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
 
 
-@register_check("startup_dsv4_module_lora")
+@register_check("startup_dsv4_module_lora", args=("key",))
 def dsv4_module_lora(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """With the kernels plugin: `use_dsv4_kernels` and module-level LoRA (`lora_target_modules` or
     `lora_target_linear`) without `lora_exclude_modules` (`check_dsv4_attention_lora_unsupported`)."""
@@ -353,14 +351,14 @@ def dsv4_module_lora(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 def release_adapters(run: TrainingRun) -> dict[str, Any] | None:
     """What the chosen Axolotl release's `validate_adapter` accepts: `{"builtin": [...], "plugins": {name: plugin}}`,
     recorded in its generated schema from Axolotl's own source (0.17 on); None for older releases."""
-    from axlint.schema_check import load_schema
+    from axlint.schemas.validator import load_schema
 
-    version = getattr(run.extra.get("schemas"), "axolotl", None)
+    version = run.schemas.axolotl if run.schemas is not None else None
     adapter = load_schema("axolotl", version)["properties"].get("adapter") or {}
     return adapter.get("x-axlint-adapters")
 
 
-@register_check("startup_adapter_unknown")
+@register_check("startup_adapter_unknown", args=("adapter", "advice"))
 def adapter_unknown(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """An `adapter` that is neither built in nor registered by a listed plugin (`validate_adapter`: the plugin
     manager is asked, and only the plugins in `plugins:` are registered). A plugin from outside Axolotl may register

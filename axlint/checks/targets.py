@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from axlint.checks import Hit, register_check
-from axlint.engine import Rule
+from axlint.rule import Hit, Rule, register_check
 from axlint.run import TrainingRun
 
 
@@ -19,12 +18,16 @@ def _where(run: TrainingRun, key: str, entry: str) -> Hit:
     return Hit(doc, doc.span(path, "value"), {})
 
 
-@register_check("mem_targets_match_nothing")
+@register_check("mem_targets_match_nothing", args=("key", "entry", "model", "known", "effect"))
 def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Each `lora_target_modules` name that matches no module of the model (PEFT's list matching: equal, or a
     `.`-suffix of a module path), and each `unfrozen_parameters` pattern that matches no parameter name (Axolotl's
     `LayerNamePattern`; only for model types whose parameter names axlint writes out exactly)."""
-    from axlint.memory.params import LLAMA_LAYOUT, unmatched_lora_targets, unmatched_unfrozen
+    from axlint.memory.params import (
+        LLAMA_LAYOUT,
+        unmatched_lora_targets,
+        unmatched_unfrozen,
+    )
 
     arch, facts = run.arch, run.facts
     if run.axolotl is None or arch is None:

@@ -7,12 +7,28 @@ from typing import TYPE_CHECKING
 
 import click
 
-from axlint.commands.common import (UsageError, discovery_options, files_to_read, internal_errors, prepare,
-                                    read_stdin, reporting_options, schema_options, selection_options)
+from axlint.commands.common import (
+    UsageError,
+    discovery_options,
+    files_to_read,
+    internal_errors,
+    prepare,
+    read_stdin,
+    reporting_options,
+    schema_options,
+    selection_options,
+)
 from axlint.diagnostics import Diagnostic, Severity
 from axlint.lint import LintOptions, LintResult, lint_paths, lint_text
-from axlint.report import (FORMATS, RENDERERS, assumed_hardware, render_skipped, render_statistics,
-                           schema_versions, summary_line)
+from axlint.report import (
+    FORMATS,
+    RENDERERS,
+    assumed_hardware,
+    render_skipped,
+    render_statistics,
+    schema_versions,
+    summary_line,
+)
 from axlint.settings import Settings
 
 if TYPE_CHECKING:

@@ -9,8 +9,14 @@ from typing import Any, Callable
 
 import click
 
-from axlint.engine import PackError, Rule, load_rules, select_rules, unknown_selectors
-from axlint.schema_check import SchemaChoice, choose_versions, default_choice, version_key
+from axlint.packs import PackError, load_rules, select_rules, unknown_selectors
+from axlint.rule import Rule
+from axlint.schemas.validator import (
+    SchemaChoice,
+    choose_versions,
+    default_choice,
+    version_key,
+)
 from axlint.settings import Settings, SettingsError, find_settings_file, load_settings
 
 

@@ -8,12 +8,18 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from axlint.commands.common import (HOST_MEMORY_HELP, UsageError, host_memory_option, internal_errors,
-                                    parse_hardware_option, stdin_text)
+from axlint.commands.common import (
+    HOST_MEMORY_HELP,
+    UsageError,
+    host_memory_option,
+    internal_errors,
+    parse_hardware_option,
+    stdin_text,
+)
 
 if TYPE_CHECKING:
-    from axlint.checks.memory import MemoryFacts
     from axlint.hardware import Hardware
+    from axlint.memory.facts import MemoryFacts
     from axlint.run import TrainingRun
 
 SIMULATE_PACKAGES = ("torch", "transformers", "peft")
@@ -66,7 +72,7 @@ def load_run(config: Path, hardware: "Hardware | None", model_config: Path | Non
 
 def run_notes(facts: "MemoryFacts") -> list[str]:
     """Assumptions the estimate itself does not state: settings it does not model, whether the run evaluates."""
-    from axlint.checks.memory import not_modelled
+    from axlint.memory.facts import not_modelled
 
     notes = [f"{setting} ({why}) is not modelled: the estimate holds it whole on every GPU and overstates the peak"
              for setting, why in not_modelled(facts.config).items()]
@@ -120,7 +126,7 @@ def estimate(config: Path, hardware: str | None, host_memory: str | None, model_
     Exit codes: 0 fits, 1 does not fit (training, or evaluation when the run evaluates), 2 usage error (unknown
     model included).
     """
-    from axlint.checks.memory import compute_facts
+    from axlint.memory.facts import compute_facts
     from axlint.memory.overhead import expandable_segments_enabled
     from axlint.settings import SettingsError, find_settings_file, load_settings
 
@@ -155,8 +161,8 @@ def estimate(config: Path, hardware: str | None, host_memory: str | None, model_
 
 def _print_estimate(facts: "MemoryFacts", config: str, notes: list[str], fmt: str, simulation: Any) -> None:
     """The DESIGN.md JSON object (with the simulation under "simulation" when asked), or the table."""
-    from axlint.checks.memory import scale_out_text
     from axlint.report.estimate_table import render_estimate, render_simulation
+    from axlint.report.memory_text import scale_out_text
 
     e = facts.estimate
     if fmt == "json":

@@ -7,12 +7,27 @@ from typing import TYPE_CHECKING
 
 import click
 
-from axlint.commands.common import (UsageError, discovery_options, files_to_read, internal_errors, prepare,
-                                    read_stdin, reporting_options, schema_options, selection_options)
+from axlint.commands.common import (
+    UsageError,
+    discovery_options,
+    files_to_read,
+    internal_errors,
+    prepare,
+    read_stdin,
+    reporting_options,
+    schema_options,
+    selection_options,
+)
 from axlint.diagnostics import Severity
 from axlint.lint import LintOptions
-from axlint.report import (assumed_hardware, display_path, render_concise, render_skipped, schema_versions,
-                           scope_notes)
+from axlint.report import (
+    assumed_hardware,
+    display_path,
+    render_concise,
+    render_skipped,
+    schema_versions,
+    scope_notes,
+)
 
 if TYPE_CHECKING:
     from axlint.fixer import FixReport
@@ -46,7 +61,11 @@ def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, sett
     stdin = any(str(p) == "-" for p in paths)
     if stdin and len(paths) > 1:
         raise UsageError("`-` (stdin) cannot be combined with other paths")
-    from axlint.fixer import fix_paths, unified_diff, write_changed  # not on `axlint check`'s import path
+    from axlint.fixer import (  # not on `axlint check`'s import path
+        fix_paths,
+        unified_diff,
+        write_changed,
+    )
 
     setup = prepare(list(paths), select, ignore, extend_select, rules_dirs, settings_path, hardware, model_config,
                     axolotl_version, deepspeed_version, host_memory)

@@ -6,7 +6,8 @@ from pathlib import Path
 import click
 
 from axlint.commands.common import UsageError, internal_errors
-from axlint.engine import PackError, Rule, load_rules
+from axlint.packs import PackError, load_rules
+from axlint.rule import Rule
 
 
 def _rules(rules_dirs: tuple[Path, ...]) -> list[Rule]:
@@ -24,7 +25,7 @@ def rule_markdown(rule: Rule, level: int = 1) -> str:
     h = "#" * level
     parts = [f"{h} {rule.code} {rule.name}", "", f"{rule.summary}", "",
              f"Severity: {rule.severity.value} · category: {rule.category} · pack: {rule.pack} · "
-             f"fix: {rule.fix.get('applicability', 'safe') if rule.fix else ('yes' if d.get('fix_safety', '').lower().startswith(('safe', 'unsafe')) else 'no')}"]
+             f"fix: {rule.fixable.value}"]
     for title, key, fence in (("Why is this bad?", "why", False),
                               ("What stops the run", "launch_failure", False),
                               ("What the stack does instead of refusing", "silent_failure", False),
@@ -47,7 +48,7 @@ def rules_command(rules_dirs: tuple[Path, ...], fmt: str) -> None:
         import json
 
         click.echo(json.dumps([{"code": r.code, "name": r.name, "severity": r.severity.value, "category": r.category,
-                                "summary": r.summary, "fix": r.fix_safety} for r in rules], indent=2))
+                                "summary": r.summary, "fix": r.fixable.value} for r in rules], indent=2))
     elif fmt == "markdown":
         click.echo(rules_table(rules), nl=False)
     else:

@@ -30,19 +30,42 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from axlint.architectures import Architecture
+from axlint.facts import RunFacts, ShardingKind
 from axlint.hardware import Hardware
 from axlint.memory import constants as C
-from axlint.memory.activations import (eval_activation_bytes, layer_backward_bytes, per_layer_bytes_per_token,
-                                       stored_activation_bytes)
+from axlint.memory.activations import (
+    eval_activation_bytes,
+    layer_backward_bytes,
+    per_layer_bytes_per_token,
+    stored_activation_bytes,
+)
 from axlint.memory.logits import logits_bytes
-from axlint.memory.overhead import allocator_slack_bytes, context_bytes, loss_unreused_bytes
+from axlint.memory.overhead import (
+    allocator_slack_bytes,
+    context_bytes,
+    loss_unreused_bytes,
+)
 from axlint.memory.params import trainable
-from axlint.facts import RunFacts
 from axlint.memory.setup import TrainSetup, read_setup
-from axlint.memory.sharding import (buffer_bytes, cpu_offload_bytes, gradient_share, optimizer_share,
-                                    step_buffer_bytes, step_temp_bytes, weight_share)
-from axlint.memory.states import (UNKNOWN_OPTIMIZER, embedding_gradient_bytes, gradient_bytes, master_weight_bytes,
-                                  optimizer_spec, optimizer_state_bytes, optimizer_temp_bytes, weight_bytes)
+from axlint.memory.sharding import (
+    buffer_bytes,
+    cpu_offload_bytes,
+    gradient_share,
+    optimizer_share,
+    step_buffer_bytes,
+    step_temp_bytes,
+    weight_share,
+)
+from axlint.memory.states import (
+    UNKNOWN_OPTIMIZER,
+    embedding_gradient_bytes,
+    gradient_bytes,
+    master_weight_bytes,
+    optimizer_spec,
+    optimizer_state_bytes,
+    optimizer_temp_bytes,
+    weight_bytes,
+)
 
 COMPONENTS = ("weights", "gradients", "optimizer_states", "master_weights", "activations", "logits",
               "sharding_buffers", "cuda_context", "allocator_slack")
@@ -169,7 +192,7 @@ def persistent_gradients(setup: TrainSetup, g: float) -> float:
     on the CPU when the optimizer is offloaded) and never frees it [SRC DeepSpeed 0.19.8
     runtime/zero/stage3.py]. Elsewhere the gradients are set to None after each step."""
     s = setup.sharding
-    return g if s.kind == "deepspeed" and s.stage == 3 and not s.offload_optimizer else 0.0
+    return g if s.kind is ShardingKind.DEEPSPEED and s.stage == 3 and not s.offload_optimizer else 0.0
 
 
 def _backward_moment(arch: Architecture, setup: TrainSetup, layers: list[float], adapter_params: int, g: float,

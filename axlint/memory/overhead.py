@@ -11,6 +11,7 @@ import os
 from typing import Mapping
 
 from axlint.architectures import Architecture
+from axlint.facts import LossKernel
 from axlint.memory import constants as C
 from axlint.memory.setup import TrainSetup
 
@@ -43,6 +44,6 @@ def loss_unreused_bytes(arch: Architecture, setup: TrainSetup, tokens: int) -> f
     Reserved at that moment = 2 + 4 + 4 + 4 = 14TV for 12TV allocated: the 2TV block stays cached, unused, until
     the bf16 gradient of the logits takes it. Only the full HF loss has it: Liger CE and FLCE work in place or in
     chunks, CCE never materialises the logits; chunked CE is not modelled (0)."""
-    if setup.loss != "hf":
+    if setup.loss is not LossKernel.HF:
         return 0.0
     return C.LOGITS_HF_UNREUSED * arch.vocab_size * tokens

@@ -13,6 +13,7 @@ from axlint.facts import LossKernel, RunFacts, Sharding
 from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
 
+
 @dataclass(frozen=True)
 class TrainSetup:
     param_bytes: int                 # model load dtype: 2 (bf16/fp16) or 4 (fp32)
@@ -36,7 +37,7 @@ class TrainSetup:
     attention: str                   # "eager" | "sdpa" | "flash"
     attn_implementation: str
     optimizer: str
-    loss: str                        # "hf" | "liger_flce" | "liger_ce" | "cce" | "chunked"
+    loss: LossKernel
     chunked_ce_chunks: int
     liger_rms_norm: bool
     liger_glu: bool
@@ -92,7 +93,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         attention=facts.attention_kind,
         attn_implementation=facts.attention,
         optimizer=facts.optimizer.value,
-        loss=facts.loss.value.value,
+        loss=facts.loss.value,
         chunked_ce_chunks=facts.chunked_ce_chunks,
         liger_rms_norm=liger and facts.liger_rms_norm,
         liger_glu=liger and facts.liger_glu,

@@ -19,6 +19,7 @@ Step temporaries: ZeRO-1/2 make the fp32 gradient partition 4·P/N; ZeRO-3 one f
 from __future__ import annotations
 
 from axlint.architectures import Architecture
+from axlint.facts import ShardingKind
 from axlint.memory import constants as C
 from axlint.memory.setup import Sharding, TrainSetup
 
@@ -53,9 +54,9 @@ def buffer_bytes(arch: Architecture, setup: TrainSetup, grad_bytes: float) -> fl
     """Persistent communication / gather buffers on one GPU during forward-backward (see module docstring)."""
     s = setup.sharding
     lp = setup.param_bytes
-    if s.kind == "ddp":
+    if s.kind is ShardingKind.DDP:
         return grad_bytes
-    if s.kind == "fsdp" and s.world > 1 and s.stage >= 2:
+    if s.kind is ShardingKind.FSDP and s.world > 1 and s.stage >= 2:
         root = arch.embedding_params + arch.lm_head_params
         return lp * (root + 3 * arch.largest_layer_params)
     if s.kind != "deepspeed" or s.stage == 0:
@@ -74,7 +75,7 @@ def step_buffer_bytes(setup: TrainSetup, buffers: float) -> float:
     post-backward hook, the root's included, so the step sees sharded states only [MEM torch
     distributed/fsdp/_runtime_utils.py `_should_free_in_backward`, `_post_backward_reshard`]. DeepSpeed's buckets and
     persistent params and DDP's gradient buckets are allocated once and stay."""
-    return 0.0 if setup.sharding.kind == "fsdp" else buffers
+    return 0.0 if setup.sharding.kind is ShardingKind.FSDP else buffers
 
 
 def step_temp_bytes(setup: TrainSetup, trainable: int, largest_module: int) -> float:

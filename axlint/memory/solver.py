@@ -23,11 +23,20 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from axlint.architectures import Architecture
+from axlint.facts import (
+    CCE_PLUGIN,
+    LIGER_PLUGIN,
+    LossKernel,
+    Origin,
+    RunFacts,
+    Sharding,
+    ShardingKind,
+)
 from axlint.hardware import Hardware
 from axlint.memory import constants as C
 from axlint.memory.estimate import MemoryEstimate, estimate_setup
+from axlint.memory.knobs import Change, Knob, Saver, Step
 from axlint.memory.liger_models import cce_supports, liger_supports
-from axlint.facts import CCE_PLUGIN, LIGER_PLUGIN, Origin, RunFacts, Sharding, ShardingKind
 from axlint.memory.setup import TrainSetup, read_setup
 
 STOCK_ZERO3 = "deepspeed_configs/zero3_bf16.json"
@@ -48,7 +57,8 @@ class Suggestion:
     peak_gib: float
     saving_gib: float
     relative_throughput: float
-    description: str
+    steps: tuple[Step, ...]
+    """What the suggestion changes, in the order the knobs were tried (``report.memory_text`` words them)."""
     host_gib: float = 0.0
     """CPU RAM the offloaded model states need, for all ranks of a node (0 without offload)."""
 
@@ -63,40 +73,16 @@ class Suggestion:
     def size(self) -> int:
         return len(self.changes) + len(self.ds_changes)
 
-    @property
-    def changes_text(self) -> str:
-        """`gradient_checkpointing: true, plugins += LigerPlugin, zero_optimization.stage: 3 (DeepSpeed)`."""
-        parts: list[str] = []
-        for key, value in self.changes.items():
-            if key == "plugins":
-                parts += [f"plugins += {p.rsplit('.', 1)[-1]}" for p in value if p in (LIGER_PLUGIN, CCE_PLUGIN)]
-            else:
-                parts.append(f"{key}: {_yaml_text(value)}")
-        return ", ".join(parts + [f"{k}: {_yaml_text(v)} (DeepSpeed)" for k, v in self.ds_changes.items()])
-
-
-def _yaml_text(value: Any) -> str:
-    return ("true" if value else "false") if isinstance(value, bool) else str(value)
-
-
-def throughput_text(factor: float) -> str:
-    """A relative throughput as felt: `≈25 % slower`, `≈33 % faster`, `≈4.0× faster`, `same speed`."""
-    if abs(factor - 1) < 0.005:
-        return "same speed"
-    if factor >= 2 or factor <= 0.5:
-        return f"≈{max(factor, 1 / factor):.1f}× {'faster' if factor > 1 else 'slower'}"
-    return f"≈{abs(factor - 1) * 100:.0f} % {'faster' if factor > 1 else 'slower'}"
-
 
 @dataclass(frozen=True)
 class _Option:
-    """One knob setting: how it changes the setup, the edits, its step-time factor and a phrase."""
+    """One knob setting: how it changes the setup, the edits, its step-time factor and the step it is."""
 
     setup_changes: Mapping[str, Any]
     changes: Mapping[str, Any] = field(default_factory=dict)
     ds_changes: Mapping[str, Any] = field(default_factory=dict)
     step_time: float = 1.0
-    phrase: str = ""
+    step: Step | None = None
 
 
 _KEEP = _Option({})
@@ -110,19 +96,20 @@ def _checkpointing_options(s: TrainSetup) -> list[_Option]:
     if s.gradient_checkpointing:
         return [_KEEP]
     return [_KEEP, _Option({"gradient_checkpointing": True}, {"gradient_checkpointing": True},
-                           step_time=C.GC_STEP_TIME, phrase="turn on gradient checkpointing")]
+                           step_time=C.GC_STEP_TIME, step=Step(Change.CHECKPOINTING_ON))]
 
 
 def _loss_options(s: TrainSetup, arch: Architecture, plugins: list[str]) -> list[_Option]:
-    if s.loss in ("liger_flce", "cce"):
+    if s.loss in (LossKernel.LIGER_FLCE, LossKernel.CCE):
         return [_KEEP]
     if liger_supports(arch.model_type):
-        return [_KEEP, _Option({"loss": "liger_flce"},
+        return [_KEEP, _Option({"loss": LossKernel.LIGER_FLCE},
                                {"plugins": sorted({*plugins, LIGER_PLUGIN}), "liger_fused_linear_cross_entropy": True},
-                               phrase="use Liger's fused linear cross-entropy")]
+                               step=Step(Change.LIGER_FLCE))]
     if cce_supports(arch.model_type):
-        return [_KEEP, _Option({"loss": "cce"}, {"plugins": sorted({*plugins, CCE_PLUGIN}), "cut_cross_entropy": True},
-                               phrase="use Cut Cross-Entropy")]
+        return [_KEEP, _Option({"loss": LossKernel.CCE},
+                               {"plugins": sorted({*plugins, CCE_PLUGIN}), "cut_cross_entropy": True},
+                               step=Step(Change.CUT_CROSS_ENTROPY))]
     return [_KEEP]
 
 
@@ -131,7 +118,7 @@ def _attention_options(s: TrainSetup) -> list[_Option]:
         return [_KEEP]
     return [_KEEP, _Option({"attention": "flash", "attn_implementation": "flash_attention_2"},
                            {"attn_implementation": "flash_attention_2"}, step_time=C.EAGER_TO_FLASH_STEP_TIME,
-                           phrase="use flash_attention_2 instead of eager attention")]
+                           step=Step(Change.FLASH_ATTENTION))]
 
 
 MAX_MICRO_BATCH_OPTION = 1024
@@ -151,8 +138,7 @@ def _micro_batch_options(s: TrainSetup, eval_follows: bool) -> list[_Option]:
         follow = {"eval_batch_size": new} if eval_follows else {}
         out.append(_Option({"micro_batch_size": new, "gradient_accumulation_steps": ga * mbs // new, **follow},
                            {"micro_batch_size": new, "gradient_accumulation_steps": ga * mbs // new},
-                           step_time=factor, phrase=f"micro_batch_size {mbs}->{new} with gradient_accumulation_steps "
-                                                    f"{ga}->{ga * mbs // new}"))
+                           step_time=factor, step=Step(Change.MICRO_BATCH, (mbs, ga), (new, ga * mbs // new))))
     return out
 
 
@@ -170,28 +156,28 @@ def _eval_batch_options(s: TrainSetup, evaluating: bool) -> list[_Option]:
     if not evaluating:
         return [_KEEP]
     return [_KEEP] + [_Option({"eval_batch_size": v}, {"eval_batch_size": v},
-                              phrase=f"eval_batch_size {s.eval_batch_size}->{v}")
+                              step=Step(Change.EVAL_BATCH, s.eval_batch_size, v))
                       for v in eval_batch_candidates(s.eval_batch_size, s.micro_batch_size)]
 
 
 def _zero_options(s: TrainSetup, arch: Architecture) -> list[_Option]:
     sh = s.sharding
-    if sh.kind == "deepspeed":
+    if sh.kind is ShardingKind.DEEPSPEED:
         out = [_KEEP]
         for stage in range(sh.stage + 1, 4):
             out.append(_Option({"sharding": replace(sh, stage=stage)}, ds_changes={"zero_optimization.stage": stage},
                                step_time=C.ZERO_STEP_TIME[stage] / C.ZERO_STEP_TIME[sh.stage],
-                               phrase=f"ZeRO stage {sh.stage}->{stage}"))
+                               step=Step(Change.ZERO_STAGE, sh.stage, stage)))
         if sh.stage >= 1 and not sh.offload_optimizer:
             out.append(_Option({"sharding": replace(sh, offload_optimizer=True)},
                                ds_changes={"zero_optimization.offload_optimizer.device": "cpu"},
-                               step_time=C.OPTIMIZER_OFFLOAD_STEP_TIME, phrase="offload the optimizer to CPU"))
+                               step_time=C.OPTIMIZER_OFFLOAD_STEP_TIME, step=Step(Change.OFFLOAD_OPTIMIZER)))
         if sh.stage == 3 and not sh.offload_param:
             out.append(_Option({"sharding": replace(sh, offload_optimizer=True, offload_param=True)},
                                ds_changes={"zero_optimization.offload_optimizer.device": "cpu",
                                            "zero_optimization.offload_param.device": "cpu"},
                                step_time=C.OPTIMIZER_OFFLOAD_STEP_TIME * C.PARAM_OFFLOAD_STEP_TIME,
-                               phrase="offload the optimizer and the parameters to CPU"))
+                               step=Step(Change.OFFLOAD_ALL)))
         return out
     if sh.kind in (ShardingKind.DDP, ShardingKind.SINGLE):  # Axolotl's stock ZeRO-3 files, "auto" buckets filled
         h = arch.hidden_size                                    # from hidden_size
@@ -199,12 +185,11 @@ def _zero_options(s: TrainSetup, arch: Architecture) -> list[_Option]:
                          max_live_parameters=0, persistence_threshold=10 * h, sub_group_size=0, overlap_comm=True)
         offload = replace(zero3, offload_optimizer=True, offload_param=True)
         sharded = [_Option({"sharding": zero3}, {"deepspeed": STOCK_ZERO3}, step_time=C.ZERO_STEP_TIME[3],
-                           phrase=f"shard with DeepSpeed ZeRO-3 ({STOCK_ZERO3})")] if sh.world > 1 else []
+                           step=Step(Change.STOCK_ZERO3, new=STOCK_ZERO3))] if sh.world > 1 else []
         return [_KEEP, *sharded,
                 _Option({"sharding": offload}, {"deepspeed": STOCK_ZERO3_OFFLOAD},
                         step_time=C.ZERO_STEP_TIME[3] * C.OPTIMIZER_OFFLOAD_STEP_TIME * C.PARAM_OFFLOAD_STEP_TIME,
-                        phrase=f"DeepSpeed ZeRO-3 with the optimizer and the parameters offloaded to CPU "
-                               f"({STOCK_ZERO3_OFFLOAD})")]
+                        step=Step(Change.STOCK_ZERO3_OFFLOAD, new=STOCK_ZERO3_OFFLOAD))]
     return [_KEEP]
 
 
@@ -212,11 +197,14 @@ def _peak(e: MemoryEstimate, evaluating: bool) -> float:
     return max(e.peak_device, e.eval_peak_device) if evaluating else e.peak_device
 
 
-def _knobs(facts: RunFacts, setup: TrainSetup, arch: Architecture, evaluating: bool) -> list[list[_Option]]:
-    """The option lists of every knob, each starting with "keep as is"."""
-    return [_checkpointing_options(setup), _loss_options(setup, arch, list(facts.plugins)), _attention_options(setup),
-            _micro_batch_options(setup, facts.eval_batch_size.origin is Origin.DEFAULT), _zero_options(setup, arch),
-            _eval_batch_options(setup, evaluating)]
+def _knobs(facts: RunFacts, setup: TrainSetup, arch: Architecture, evaluating: bool) -> dict[Knob, list[_Option]]:
+    """The options of every knob, each list starting with "keep as is"."""
+    return {Knob.GRADIENT_CHECKPOINTING: _checkpointing_options(setup),
+            Knob.LOSS: _loss_options(setup, arch, list(facts.plugins)),
+            Knob.ATTENTION: _attention_options(setup),
+            Knob.MICRO_BATCH: _micro_batch_options(setup, facts.eval_batch_size.origin is Origin.DEFAULT),
+            Knob.ZERO: _zero_options(setup, arch),
+            Knob.EVAL_BATCH: _eval_batch_options(setup, evaluating)}
 
 
 def _apply(setup: TrainSetup, chosen: list[_Option]) -> TrainSetup:
@@ -236,8 +224,12 @@ def _suggestion(chosen: list[_Option], e: MemoryEstimate, base_peak: float, eval
     return Suggestion({k: v for o in chosen for k, v in o.changes.items()},
                       {k: v for o in chosen for k, v in o.ds_changes.items()},
                       round(_peak(e, evaluating) / C.GIB, 2), round((base_peak - _peak(e, evaluating)) / C.GIB, 2),
-                      _relative_throughput(chosen), "; ".join(o.phrase for o in chosen),
+                      _relative_throughput(chosen), _steps(chosen),
                       round(_host_bytes(e) / C.GIB, 1))
+
+
+def _steps(chosen: list[_Option]) -> tuple[Step, ...]:
+    return tuple(o.step for o in chosen if o.step is not None)
 
 
 def _host_bytes(e: MemoryEstimate) -> float:
@@ -265,8 +257,9 @@ def _search(facts: RunFacts, setup: TrainSetup, arch: Architecture, hw: Hardware
     base_peak = _peak(estimate_setup(setup, arch, hw, expandable_segments=expandable_segments), evaluating)
     budget = hw.memory_gib * C.GIB * (1 - margin)
     host = hw.host_memory_gib * C.GIB if hw.host_memory_gib else None
-    *knobs, eval_options = _knobs(facts, setup, arch, evaluating)
-    combos = sorted(([o for o in combo if o is not _KEEP] for combo in itertools.product(*knobs)),
+    knobs = _knobs(facts, setup, arch, evaluating)
+    eval_options = knobs.pop(Knob.EVAL_BATCH)
+    combos = sorted(([o for o in combo if o is not _KEEP] for combo in itertools.product(*knobs.values())),
                     key=lambda chosen: (-_relative_throughput(chosen), len(chosen)))
     found: list[tuple[frozenset, Suggestion]] = []
     kept: list[Suggestion] = []
@@ -281,7 +274,7 @@ def _search(facts: RunFacts, setup: TrainSetup, arch: Architecture, hw: Hardware
             if e.peak_device > budget or (host is not None and _host_bytes(e) > host):
                 break  # the eval batch changes neither the training peak nor the offload
             if _peak(e, evaluating) <= budget:
-                key, s = frozenset(o.phrase for o in chosen), _suggestion(chosen, e, base_peak, evaluating)
+                key, s = frozenset(_steps(chosen)), _suggestion(chosen, e, base_peak, evaluating)
                 if not any(k < key and t.relative_throughput >= s.relative_throughput for k, t in found):
                     kept.append(s)
                 found.append((key, s))
@@ -314,66 +307,64 @@ def scale_out(facts: RunFacts, arch: Architecture, hw: Hardware, *, margin: floa
     return None
 
 
-KNOBS = ("gradient_checkpointing", "loss", "attention", "micro_batch", "zero", "eval_batch")
-
-
 def single_knob_fixes(facts: RunFacts, arch: Architecture, hw: Hardware, *,
-                      margin: float = C.SAFETY_MARGIN) -> dict[str, Suggestion]:
-    """For each knob of ``KNOBS``, its fastest setting that alone brings the *training* peak within (1 − margin)
-    of the GPU; for "eval_batch", the largest eval batch that brings the *eval* peak there."""
+                      margin: float = C.SAFETY_MARGIN) -> dict[Knob, Suggestion]:
+    """For each knob, its fastest setting that alone brings the *training* peak within (1 − margin) of the GPU;
+    for the eval batch, the largest eval batch that brings the *eval* peak there."""
     setup = read_setup(facts, arch)
     base = estimate_setup(setup, arch, hw)
     budget = hw.memory_gib * C.GIB * (1 - margin)
-    out: dict[str, Suggestion] = {}
-    for name, options in zip(KNOBS, _knobs(facts, setup, arch, evaluating=True)):
+    out: dict[Knob, Suggestion] = {}
+    for name, options in _knobs(facts, setup, arch, evaluating=True).items():
         fitting = []
         for o in options[1:]:
             peak = _knob_peak(estimate_setup(_apply(setup, [o]), arch, hw), name)
             if peak <= budget:
                 fitting.append(Suggestion(dict(o.changes), dict(o.ds_changes), round(peak / C.GIB, 2),
                                           round((_knob_peak(base, name) - peak) / C.GIB, 2), _relative_throughput([o]),
-                                          o.phrase))
+                                          _steps([o])))
         if fitting:
             out[name] = max(fitting, key=lambda s: s.relative_throughput)
     return out
 
 
-def _knob_peak(e: MemoryEstimate, knob: str) -> float:
-    return e.eval_peak_device if knob == "eval_batch" else e.peak_device
+def _knob_peak(e: MemoryEstimate, knob: Knob) -> float:
+    return e.eval_peak_device if knob is Knob.EVAL_BATCH else e.peak_device
 
 
-def _relax_options(s: TrainSetup) -> dict[str, _Option]:
+def _relax_options(s: TrainSetup) -> dict[Saver, _Option]:
     """Memory savers that cost speed, each with the option that drops it (its step-time factor below 1)."""
-    out: dict[str, _Option] = {}
+    out: dict[Saver, _Option] = {}
     if s.gradient_checkpointing:
         cost = C.ACT_OFFLOAD_STEP_TIME if s.offload_checkpoints else C.GC_STEP_TIME
-        out["gradient_checkpointing"] = _Option({"gradient_checkpointing": False, "offload_checkpoints": False},
+        out[Saver.GRADIENT_CHECKPOINTING] = _Option({"gradient_checkpointing": False, "offload_checkpoints": False},
                                                 {"gradient_checkpointing": False}, step_time=1 / cost,
-                                                phrase="turn off gradient checkpointing")
+                                                step=Step(Change.CHECKPOINTING_OFF))
     sh = s.sharding
-    if sh.kind == "deepspeed" and sh.stage == 3 and not sh.offload_param:
-        out["zero3"] = _Option({"sharding": replace(sh, stage=2)}, ds_changes={"zero_optimization.stage": 2},
-                               step_time=C.ZERO_STEP_TIME[2] / C.ZERO_STEP_TIME[3], phrase="ZeRO stage 3->2")
+    if sh.kind is ShardingKind.DEEPSPEED and sh.stage == 3 and not sh.offload_param:
+        out[Saver.ZERO3] = _Option({"sharding": replace(sh, stage=2)}, ds_changes={"zero_optimization.stage": 2},
+                               step_time=C.ZERO_STEP_TIME[2] / C.ZERO_STEP_TIME[3],
+                               step=Step(Change.ZERO_STAGE, 3, 2))
     if sh.offload_optimizer or sh.offload_param:
         cost = C.OPTIMIZER_OFFLOAD_STEP_TIME * (C.PARAM_OFFLOAD_STEP_TIME if sh.offload_param else 1.0)
         ds_changes = {f"zero_optimization.{k}.device": "none" for k, on in
                       (("offload_optimizer", sh.offload_optimizer), ("offload_param", sh.offload_param)) if on}
-        out["offload"] = _Option({"sharding": replace(sh, offload_optimizer=False, offload_param=False)},
-                                 ds_changes=ds_changes if sh.kind == "deepspeed" else {}, step_time=1 / cost,
-                                 phrase="stop offloading to CPU")
+        out[Saver.OFFLOAD] = _Option({"sharding": replace(sh, offload_optimizer=False, offload_param=False)},
+                                 ds_changes=ds_changes if sh.kind is ShardingKind.DEEPSPEED else {}, step_time=1 / cost,
+                                 step=Step(Change.STOP_OFFLOAD))
     return out
 
 
 def relax(facts: RunFacts, arch: Architecture, hw: Hardware, *,
-          margin: float = RELAX_MARGIN) -> dict[str, Suggestion]:
-    """Memory savers the run does not need: "gradient_checkpointing", "zero3" (-> ZeRO-2), "offload", each mapped
+          margin: float = RELAX_MARGIN) -> dict[Saver, Suggestion]:
+    """Memory savers the run does not need (ZeRO-3 is dropped to ZeRO-2), each mapped
     to the edit that drops it alone when the run (eval included when it evaluates) still fits within
     (1 − margin) of the GPU. ``saving_gib`` is then negative: the memory the faster run takes in addition."""
     setup = read_setup(facts, arch)
     evaluating = facts.evaluates
     base_peak = _peak(estimate_setup(setup, arch, hw), evaluating)
     budget = hw.memory_gib * C.GIB * (1 - margin)
-    out: dict[str, Suggestion] = {}
+    out: dict[Saver, Suggestion] = {}
     for name, option in _relax_options(setup).items():
         e = estimate_setup(_apply(setup, [option]), arch, hw)
         if _peak(e, evaluating) <= budget:

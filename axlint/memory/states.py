@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from axlint.architectures import Architecture
+from axlint.facts import ShardingKind
 from axlint.memory import constants as C
 from axlint.memory.params import Trainable
 from axlint.memory.setup import TrainSetup
@@ -125,7 +126,7 @@ def fsdp1_upcasts(setup: TrainSetup) -> bool:
     Counted for full fine-tunes only: how FSDP1 groups frozen base weights with LoRA adapters in one FlatParameter
     (use_orig_params) was not checked, so adapter runs keep the load dtype."""
     s = setup.sharding
-    return (s.kind == "fsdp" and s.fsdp_version == 1 and s.world > 1 and setup.param_bytes < C.FP32
+    return (s.kind is ShardingKind.FSDP and s.fsdp_version == 1 and s.world > 1 and setup.param_bytes < C.FP32
             and not setup.quantization and not setup.adapter)
 
 
@@ -179,16 +180,16 @@ def master_weight_bytes(setup: TrainSetup, t: Trainable) -> float:
 def optimizer_state_bytes(setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
     """O = states × state bytes × trainable. Unquantized states take the param dtype (bf16 2, adapters 4); under
     DeepSpeed they live on the fp32 master (4)."""
-    if setup.sharding.kind == "deepspeed" and (setup.sharding.ds_optimizer or setup.sharding.offload_optimizer):
+    if setup.sharding.kind is ShardingKind.DEEPSPEED and (setup.sharding.ds_optimizer or setup.sharding.offload_optimizer):
         return 2 * C.FP32 * t.total  # FusedAdam / DeepSpeedCPUAdam (zero_force_ds_cpu_optimizer)
     if spec.state_bytes is not None:
         return spec.states * spec.state_bytes * t.total
-    base_bytes = C.FP32 if setup.sharding.kind == "deepspeed" else trainable_base_bytes(setup)
+    base_bytes = C.FP32 if setup.sharding.kind is ShardingKind.DEEPSPEED else trainable_base_bytes(setup)
     return spec.states * (base_bytes * t.base + C.FP32 * t.adapter)
 
 
 def optimizer_temp_bytes(setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
     """Step-time temporaries of a torch foreach optimizer: one state-sized tensor list (sqrt(exp_avg_sq))."""
-    if not spec.foreach_temp or setup.sharding.kind == "deepspeed":
+    if not spec.foreach_temp or setup.sharding.kind is ShardingKind.DEEPSPEED:
         return 0.0
     return C.FOREACH_TEMP_STATES * (trainable_base_bytes(setup) * t.base + C.FP32 * t.adapter)

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from axlint.diagnostics import Diagnostic
 from axlint.document import Document
-from axlint.engine import Rule
 from axlint.report.machine import render_github, render_json, render_sarif
+from axlint.rule import Rule
 
 if TYPE_CHECKING:
     from axlint.lint import Skipped
@@ -71,7 +71,7 @@ def schema_versions(runs: "Iterable[TrainingRun]", rules: list[Rule]) -> list[st
     schema rule ran."""
     if not any(r.pack == "schema" for r in rules):
         return []
-    choices = list(dict.fromkeys(run.extra["schemas"] for run in runs if "schemas" in run.extra))
+    choices = list(dict.fromkeys(run.schemas for run in runs if run.schemas is not None))
     return [f"schemas of {c.label()}" for c in choices] + list(dict.fromkeys(n for c in choices for n in c.notes))
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from axlint.report.memory_text import LABELS, LOSS_NAMES, changes_text, description, throughput_text
+
 if TYPE_CHECKING:
     from axlint.memory.estimate import MemoryEstimate
     from axlint.memory.solver import FitGrid, Suggestion
@@ -17,10 +19,6 @@ ASSUMED = " (assumed: pass --hardware)"
 """After a hardware label that nobody gave: the default was used."""
 EIGHTHS = " ▏▎▍▌▋▊▉"
 OVERFLOW = "▶"
-LABELS = {"weights": "weights", "gradients": "gradients", "optimizer_states": "optimizer states",
-          "master_weights": "fp32 master weights", "activations": "activations", "logits": "logits + loss",
-          "sharding_buffers": "sharding buffers", "cuda_context": "CUDA context + NCCL",
-          "allocator_slack": "allocator slack"}
 LABEL_WIDTH = 22
 GRID_CORNER = "mbs \\ seq"
 
@@ -59,8 +57,7 @@ def _describe_run(e: "MemoryEstimate") -> str:
         sharding += f", {' and '.join(offload)} offloaded to CPU"
     checkpointing = ("offloaded gradient checkpointing" if s.offload_checkpoints else "gradient checkpointing") \
         if s.gradient_checkpointing else "no gradient checkpointing"
-    loss = {"hf": "HF cross-entropy", "liger_flce": "Liger fused linear cross-entropy",
-            "liger_ce": "Liger cross-entropy", "cce": "Cut Cross-Entropy", "chunked": "chunked cross-entropy"}[s.loss]
+    loss = LOSS_NAMES[s.loss]
     return (f"{s.micro_batch_size} × {s.sequence_len} tokens per micro batch · {kind} · {sharding} · "
             f"{checkpointing} · {s.attn_implementation} · {loss} · {s.optimizer}")
 
@@ -80,7 +77,7 @@ def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, sugge
     nothing does here (`scale_out`, already worded), or the memory savers it does not need when it fits."""
     from axlint.memory.constants import SAFETY_MARGIN
     from axlint.memory.estimate import COMPONENTS
-    from axlint.memory.solver import RELAX_MARGIN, throughput_text
+    from axlint.memory.solver import RELAX_MARGIN
 
     cap = e.hw.memory_gib * GIB
     arch = e.arch
@@ -110,8 +107,8 @@ def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, sugge
         lines += ["", f"suggestions, fastest first (each fits within {(1 - SAFETY_MARGIN) * 100:.0f} % of the GPU"
                       f"{', eval included' if evaluating else ''})"]
         for i, s in enumerate(suggestions, start=1):
-            lines.append(f"  {i}. {s.description}")
-            lines.append(f"     {s.changes_text}")
+            lines.append(f"  {i}. {description(s)}")
+            lines.append(f"     {changes_text(s)}")
             lines.append(f"     peak {s.peak_gib:.2f} GiB · saves {s.saving_gib:.2f} GiB · throughput "
                          f"{s.relative_throughput:.2f}× ({throughput_text(s.relative_throughput)})")
             if s.host_gib:
@@ -125,7 +122,7 @@ def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, sugge
     if unneeded:
         lines += ["", f"not needed here (the run still fits within {(1 - RELAX_MARGIN) * 100:.0f} % of the GPU "
                       "without it)"]
-        lines += [f"  - {s.description} ({s.changes_text}): peak {s.peak_gib:.2f} GiB, "
+        lines += [f"  - {description(s)} ({changes_text(s)}): peak {s.peak_gib:.2f} GiB, "
                   f"{throughput_text(s.relative_throughput)}" for s in unneeded]
     return "\n".join(lines) + "\n"
 

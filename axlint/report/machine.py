@@ -7,7 +7,8 @@ from pathlib import Path
 from axlint import __version__
 from axlint.diagnostics import Diagnostic
 from axlint.document import Document
-from axlint.engine import Rule, builtin_rules_dir
+from axlint.packs import builtin_rules_dir
+from axlint.rule import Rule
 
 DOCS_URL = "https://github.com/axlint/axlint/blob/main/docs/rules.md#{code}"
 
@@ -64,7 +65,7 @@ def _descriptor(r: Rule, builtin: bool) -> dict:
         "fullDescription": _text(r.docs.get("why") or r.summary),
         "help": _text(f"{r.summary}\n\n{r.docs.get('why') or ''}"),
         "defaultConfiguration": {"level": _SARIF_LEVEL[r.severity.value]},
-        "properties": {"category": r.category},
+        "properties": {"category": r.category, "fixable": r.fixable.value},
     }
     if builtin:
         descriptor["helpUri"] = DOCS_URL.format(code=r.code.lower())

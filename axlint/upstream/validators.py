@@ -29,8 +29,8 @@ from typing import Any
 
 from axlint.diagnostics import Diagnostic, Severity, Span
 from axlint.document import Document, KeyPath, iter_pairs
+from axlint.rule import AXOLOTL_REFUSES, AXOLOTL_WARNS, format_message
 
-REFUSES, WARNS = "AX020", "AX021"
 WORKER = Path(__file__).with_name("axolotl_validation.py")
 START_TIMEOUT_S = 300.0
 """Seconds for the worker to import Axolotl (torch, transformers, pydantic models): a few on a warm disk."""
@@ -172,13 +172,13 @@ class AxolotlValidators:
 
     def findings(self, run: Any, rules: list[Any]) -> list[Diagnostic]:
         """AX020/AX021 findings for the run's Axolotl config (none for a DeepSpeed file on its own)."""
-        by_code = {r.code: r for r in rules if r.code in (REFUSES, WARNS)}
+        by_code = {r.code: r for r in rules if r.code in (AXOLOTL_REFUSES, AXOLOTL_WARNS)}
         doc: Document | None = run.axolotl
         if not by_code or doc is None or doc.format != "yaml":
             return []
         answer = self.validate(doc.text, doc.path.resolve(), capabilities(run.hardware))
         out: list[Diagnostic] = []
-        if REFUSES in by_code:
+        if AXOLOTL_REFUSES in by_code:
             merged: dict[tuple, list[dict[str, Any]]] = {}
             for error in answer.get("errors", []):  # a union's alternatives at one key: one finding
                 merged.setdefault(tuple(shown_loc(error.get("loc") or [])), []).append(error)
@@ -188,16 +188,16 @@ class AxolotlValidators:
                     text = f"its validation crashes with {text}"
                 if loc:
                     text = f"`{'.'.join(map(str, loc))}`: {text}"
-                out.append(self._diagnostic(doc, by_code[REFUSES], text, list(errors[0].get("loc") or []),
+                out.append(self._diagnostic(doc, by_code[AXOLOTL_REFUSES], text, list(errors[0].get("loc") or []),
                                             {"type": errors[0].get("type", ""),
                                              "environment": bool(answer.get("environment"))}))
-        if WARNS in by_code:
+        if AXOLOTL_WARNS in by_code:
             seen: set[str] = set()
             for warning in answer.get("warnings", []):
                 text = clean_message(warning.get("msg", ""))
                 if text and text not in seen:
                     seen.add(text)
-                    out.append(self._diagnostic(doc, by_code[WARNS], text, [], {"logger": warning.get("logger")}))
+                    out.append(self._diagnostic(doc, by_code[AXOLOTL_WARNS], text, [], {"logger": warning.get("logger")}))
         return out
 
     def _diagnostic(self, doc: Document, rule: Any, message: str, loc: list[Any], extra: dict[str, Any]
@@ -206,7 +206,7 @@ class AxolotlValidators:
         at = key_path(doc, loc)
         keys = [at] if at and len(at) == len(shown_loc(loc)) else named_keys(doc, text) or ([at] if at else [])
         span = doc.span(keys[0], "key") if keys else Span.file_start()
-        shown = rule.message.replace("{version}", self.version or "?").replace("{message}", text)
+        shown = format_message(rule.message, {"version": self.version or "?", "message": text})
         return Diagnostic(doc.path, span, rule.code, rule.name, rule.severity, shown, rule.category,
                           extra={"axolotl": {"version": self.version, "loc": list(loc),
                                              "keys": [list(k) for k in keys],
@@ -369,13 +369,13 @@ def one_per_problem(diags: list[Diagnostic], docs: dict[Path, Document]) -> list
     finding about a key the file lacks (a required key missing), one whose message names that key."""
     kept = []
     for diag in diags:
-        info = diag.extra.get("axolotl") if diag.code in (REFUSES, WARNS) else None
+        info = diag.extra.get("axolotl") if diag.code in (AXOLOTL_REFUSES, AXOLOTL_WARNS) else None
         doc = docs.get(diag.path)
         if info is None or doc is None:
             kept.append(diag)
             continue
-        least = Severity.ERROR.rank if diag.code == REFUSES else Severity.INFO.rank
-        own = [d for d in diags if d.code not in (REFUSES, WARNS) and d.path == diag.path and d.severity.rank >= least]
+        least = Severity.ERROR.rank if diag.code == AXOLOTL_REFUSES else Severity.INFO.rank
+        own = [d for d in diags if d.code not in (AXOLOTL_REFUSES, AXOLOTL_WARNS) and d.path == diag.path and d.severity.rank >= least]
         lines = {n for keys in [*info.get("keys", []), *info.get("related", [])] for n in _lines(doc, tuple(keys))}
         names = [] if info.get("keys") else [f"`{name}`" for name in info.get("names", [])]
         quoted = _core(info.get("text", ""))

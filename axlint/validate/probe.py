@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
+from axlint.search import largest_true
+
 
 @dataclass
 class ProbeOutcome:
@@ -32,11 +34,6 @@ def largest_fitting(fits: Callable[[int], bool], *, start: int = 1, limit: int =
     if low is None:
         return outcome
     high = min(value, limit + 1)  # first failure, or one past the limit
-    while high - low > granularity:
-        mid = (low + high) // 2 // granularity * granularity
-        if check(mid):
-            low = mid
-        else:
-            high = mid
-    outcome.largest_fit = low
+    step = largest_true(lambda k: check(k * granularity), low // granularity, (high - 1) // granularity)
+    outcome.largest_fit = max(low, step * granularity)
     return outcome

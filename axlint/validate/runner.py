@@ -5,12 +5,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from axlint.training.spec import job_facts, train_spec
 from axlint.validate.extras import require_validate_extras
 from axlint.validate.launch import choose_launcher, run_ranks
 from axlint.validate.probe import largest_fitting
 from axlint.validate.report import CPU_CAVEAT, GIB, ValidationReport, rank_peak_bytes
 from axlint.validate.scaling import scale_down
-from axlint.validate.spec import job_facts, train_spec
 
 LAUNCHERS = ("auto", "deepspeed", "torchrun")
 PROBE_KEYS = {"micro_batch_size": (1, 1), "sequence_len": (256, 256)}  # key -> (start, granularity)

@@ -17,10 +17,15 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
+from axlint.training.model import (
+    build_model,
+    count_parameters,
+    effective_attention,
+    preload,
+    prepare_for_training,
+)
+from axlint.training.spec import LIGER_KEYS, TrainSpec, job_facts, train_spec
 from axlint.validate.measure import Meter, device_name
-from axlint.validate.model import (build_model, count_parameters, effective_attention, preload,
-                                   prepare_for_training)
-from axlint.validate.spec import LIGER_KEYS, TrainSpec, job_facts, train_spec
 
 
 class OutOfMemory(Exception):

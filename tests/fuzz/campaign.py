@@ -30,7 +30,7 @@ class Tally:
 
 
 def options_and_rules() -> tuple[object, list]:
-    from axlint.engine import load_rules
+    from axlint.packs import load_rules
     from axlint.lint import LintOptions
 
     rules = load_rules()

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from axlint.facts import LossKernel, Lora, RunFacts, resolve_facts
+from axlint.facts import Lora, LossKernel, RunFacts, resolve_facts
 
 _CPU_ATTENTION = {"eager": "eager", "sdpa": "sdpa"}
 

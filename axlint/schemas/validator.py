@@ -20,11 +20,14 @@ import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from axlint.document import Document, KeyPath, Node
 
-SCHEMA_DIR = Path(__file__).resolve().parent / "schemas"
+if TYPE_CHECKING:
+    from axlint.run import TrainingRun
+
+SCHEMA_DIR = Path(__file__).resolve().parent
 SUGGEST_CUTOFF = 0.75
 PACKAGES = {"axolotl": "Axolotl", "deepspeed": "DeepSpeed"}
 """The packages with bundled schemas, by folder name, and how the output names them."""
@@ -473,3 +476,22 @@ class _Checker:
                                               {"key": key, "plugin": plugin}, plugin))
             problems.extend(self.check(pair.value, self.items_schema(sub, pair.value) or sub, sub_path))
         return problems
+
+
+def run_problems(run: "TrainingRun") -> list[tuple[Document, SchemaProblem]]:
+    """Every schema problem of the run's files, against the releases the run is checked with (`run.schemas`, else
+    the defaults): the YAML against Axolotl's schema (with the plugins it lists), the DeepSpeed mapping (a file of
+    its own or inline) against DeepSpeed's, its paths then starting at the mapping's place in the file."""
+    choice = run.schemas or default_choice()
+    found: list[tuple[Document, SchemaProblem]] = []
+    if run.axolotl is not None:
+        doc = run.axolotl
+        schema = load_schema("axolotl", choice.axolotl)
+        found += [(doc, p) for p in check_node(doc.root, schema, plugins=listed_plugins(doc.root))]
+    if run.ds_editable:
+        node = run.deepspeed.node(run.ds_prefix)
+        if node is not None and node.kind == "map":
+            for p in check_node(node, load_schema("deepspeed", choice.deepspeed)):
+                found.append((run.deepspeed, SchemaProblem(p.kind, run.ds_prefix + p.path, p.span_part,
+                                                           p.message_args, p.suggestion)))
+    return found

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from axlint.validate.spec import TrainSpec, cpu_attention
+from axlint.training.spec import TrainSpec, cpu_attention
 
 
 def hf_config(model_type: str, config: Mapping[str, Any]) -> Any:

@@ -1,0 +1,23 @@
+"""Where a check's hit lands in the Axolotl YAML: helpers every check module shares."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from axlint.rule import Hit
+
+if TYPE_CHECKING:
+    from axlint.document import KeyPath
+    from axlint.fixes import Fix
+    from axlint.run import TrainingRun
+
+
+def ax_hit(run: "TrainingRun", path: "KeyPath", part: str = "key", fix: "Fix | None" = None, **args: Any) -> Hit:
+    """A hit at `path` of the Axolotl YAML (its key, or its value with `part="value"`)."""
+    doc, span = run.ax_span(path, part)
+    return Hit(doc, span, args, fix)
+
+
+def first_written(run: "TrainingRun", *paths: "KeyPath", default: "KeyPath | None" = None) -> "KeyPath":
+    """The first of `paths` written in the YAML, else `default`, else the first of them."""
+    assert run.axolotl is not None
+    return next((p for p in paths if run.axolotl.node(p) is not None), default or paths[0])

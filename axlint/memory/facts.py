@@ -1,0 +1,143 @@
+"""The memory facts of one run: the analytic per-GPU estimate on the run's hardware and what the solver says about
+it, computed once per run (`TrainingRun.memory`) and read by the memory rules and by `axlint estimate` alike.
+
+A claim about an OOM needs exact token counts (sample packing or padding to `sequence_len`) and parallelism that
+the model covers (`not_modelled`); the estimator and the solver are imported on first use only.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Mapping
+
+from axlint.facts import RunFacts
+from axlint.lax import is_int
+from axlint.memory.constants import GIB
+
+if TYPE_CHECKING:
+    from axlint.architectures import Architecture
+    from axlint.hardware import Hardware
+    from axlint.memory.estimate import MemoryEstimate
+    from axlint.memory.knobs import Knob, Saver
+    from axlint.memory.solver import ScaleOut, Suggestion
+    from axlint.run import TrainingRun
+
+NOT_MODELLED_SIZES = {"context_parallel_size": "splits every sequence over GPUs",
+                      "sequence_parallel_degree": "splits every sequence over GPUs",
+                      "tensor_parallel_size": "splits every layer over GPUs",
+                      "expert_parallel_size": "splits the experts over GPUs"}
+NOT_MODELLED_FLAGS = {"tiled_mlp": "computes the MLP in sequence tiles",
+                      "layer_offloading": "keeps the frozen layers on the CPU",
+                      "reward_model": "has a score head instead of vocabulary logits",
+                      "process_reward_model": "has a token-label head instead of vocabulary logits"}
+"""Settings the estimate does not model; it would overstate the memory, so the memory rules stand aside (MEM010)."""
+LOWER_BOUND_KEYS = ("rl", "qat")
+"""A reference model, paired sequences (preference / RL trainers) or fake-quantized copies (QAT) come on top of
+the estimate: it is a lower bound, good for an OOM claim, not for advice to drop a memory saver (PERF)."""
+
+
+@dataclass
+class MemoryFacts:
+    """The estimate of one run and what the solver says about it (each search on first use)."""
+
+    config: Mapping[str, Any]
+    run: RunFacts
+    arch: "Architecture"
+    hw: "Hardware"
+    estimate: "MemoryEstimate"
+
+    @property
+    def evaluating(self) -> bool:
+        return self.run.evaluates
+
+    @property
+    def capacity(self) -> float:
+        return self.hw.memory_gib * GIB
+
+    @property
+    def exact_tokens(self) -> bool:
+        """Every micro batch holds micro_batch_size × sequence_len tokens (packed or padded), not at most that."""
+        return self.estimate.setup.packed_or_padded
+
+    @property
+    def eval_exact_tokens(self) -> bool:
+        return self.exact_tokens and (self.run.eval_sample_packing or self.run.pad_to_sequence_len.value)
+
+    @property
+    def train_fits(self) -> bool:
+        return self.estimate.fits
+
+    @property
+    def eval_fits(self) -> bool:
+        return not self.evaluating or self.estimate.eval_fits
+
+    @property
+    def peak(self) -> float:
+        """The peak that counts: training, or eval when the run evaluates and eval is higher."""
+        e = self.estimate
+        return max(e.peak_device, e.eval_peak_device) if self.evaluating else e.peak_device
+
+    @cached_property
+    def suggestions(self) -> list["Suggestion"]:
+        from axlint.memory.solver import suggest
+
+        return suggest(self.run, self.arch, self.hw)
+
+    @cached_property
+    def scale_out(self) -> "ScaleOut | None":
+        """What fits on more GPUs of this kind, asked only when nothing fits on these."""
+        from axlint.memory.solver import scale_out
+
+        return None if self.suggestions else scale_out(self.run, self.arch, self.hw)
+
+    @cached_property
+    def knob_fixes(self) -> dict["Knob", "Suggestion"]:
+        from axlint.memory.solver import single_knob_fixes
+
+        return single_knob_fixes(self.run, self.arch, self.hw)
+
+    @cached_property
+    def relaxations(self) -> dict["Saver", "Suggestion"]:
+        from axlint.memory.solver import relax
+
+        return relax(self.run, self.arch, self.hw)
+
+
+def not_modelled(config: Mapping[str, Any]) -> dict[str, str]:
+    """The settings of the run that the memory model does not cover: `key: value` -> what it does."""
+    found = {f"{k}: {config[k]}": why for k, why in NOT_MODELLED_SIZES.items()
+             if is_int(config.get(k)) and config[k] > 1}
+    return found | {f"{k}: true": why for k, why in NOT_MODELLED_FLAGS.items() if config.get(k) is True}
+
+
+def compute_facts(run: "TrainingRun", *, expandable_segments: bool = False) -> MemoryFacts | None:
+    """The estimate of an Axolotl run whose architecture resolves; None otherwise."""
+    if run.axolotl is None or run.arch is None:
+        return None
+    from axlint.memory.estimate import estimate_memory
+    estimate = estimate_memory(run.facts, run.arch, run.hardware, expandable_segments=expandable_segments)
+    return MemoryFacts(run.config, run.facts, run.arch, run.hardware, estimate)
+
+
+def memory_facts(run: "TrainingRun") -> MemoryFacts | None:
+    """`compute_facts`, cached on the run (every memory rule reads it)."""
+    return run.memory
+
+
+def modelled_facts(run: "TrainingRun") -> MemoryFacts | None:
+    """The facts when the memory rules may speak: a known architecture and no parallelism the model lacks."""
+    facts = memory_facts(run)
+    return facts if facts is not None and not not_modelled(run.config) else None
+
+
+def oom_knob(run: "TrainingRun", knob: "Knob") -> tuple[MemoryFacts, Any] | None:
+    """(facts, the solver's fix that turns only `knob`) when training is over the GPU and that knob fits it."""
+    facts = oom_facts(run)
+    fix_ = facts.knob_fixes.get(knob) if facts is not None else None
+    return (facts, fix_) if facts is not None and fix_ is not None else None
+
+
+def oom_facts(run: "TrainingRun") -> MemoryFacts | None:
+    """The facts when a claim about an OOM can be made: exact token counts, training over the GPU."""
+    facts = modelled_facts(run)
+    return facts if facts is not None and facts.exact_tokens and not facts.train_fits else None

@@ -1,0 +1,193 @@
+"""Rule packs: finding, caching, reading and validating the YAML packs under `rules/` (and `--rules-dir`), and
+selecting rules from them with ruff's `--select` / `--ignore` semantics.
+
+A rule is data: one entry of a pack, `axlint/schemas/rulepack.schema.json` says its fields. Loading a pack holds
+each rule to the contract of what emits it (`axlint.rule.validate_contract`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import zlib
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+
+from axlint.checks import load_builtin_checks
+from axlint.diagnostics import Severity
+from axlint.paths import home
+from axlint.rule import CHECKS, FixAvailability, Rule, validate_contract
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class PackError(Exception):
+    """A rule pack that cannot be used; the CLI reports it and exits 2."""
+
+
+def builtin_rules_dir() -> Path:
+    """`rules/` of a source checkout, or the copy installed inside the package as `axlint/_rules`."""
+    here = Path(__file__).resolve().parent
+    checkout = here.parent / "rules"
+    return checkout if checkout.is_dir() else here / "_rules"
+
+
+_REQUIRED = ("code", "name", "severity", "category", "summary", "message")
+_CODE = re.compile(r"^[A-Z]{2,5}\d{3}$")
+_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+def cache_dir() -> Path | None:
+    """Where parsed packs are cached: $AXLINT_CACHE_DIR, else $XDG_CACHE_HOME/axlint or ~/.cache/axlint; None
+    when there is no home folder to put it in (then nothing is cached)."""
+    if os.environ.get("AXLINT_CACHE_DIR"):
+        return Path(os.environ["AXLINT_CACHE_DIR"])
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "axlint"
+    folder = home()
+    return folder / ".cache" / "axlint" if folder is not None else None
+
+
+def _pack_cache_file(path: Path) -> Path | None:
+    """One entry per pack name, whatever copy of axlint reads it: the cache stays a handful of files."""
+    folder = cache_dir()
+    return folder / "packs" / f"{path.stem}.json" if folder is not None else None
+
+
+def read_pack_data(path: Path, *, cached: bool) -> Any:
+    """The loaded YAML of a pack. The built-in packs carry docs and tests, so parsing them was most of the
+    start-up time of `axlint check`; with `cached` the result is kept as JSON (about 100x faster to load), keyed
+    by the content's length and CRC-32 (hashlib alone costs more to import). A cache that cannot be read or
+    written is skipped silently."""
+    raw = path.read_bytes()
+    cache = _pack_cache_file(path) if cached else None
+    if cache is None:
+        return yaml.load(raw.decode("utf-8"), Loader=_Loader)
+    digest = f"{len(raw)}-{zlib.crc32(raw):08x}"
+    try:
+        entry = json.loads(cache.read_text(encoding="utf-8"))
+        if entry["digest"] == digest:
+            return entry["data"]
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    data = yaml.load(raw.decode("utf-8"), Loader=_Loader)
+    _write_cache(cache, digest, data)
+    return data
+
+
+def _write_cache(cache: Path, digest: str, data: Any) -> None:
+    """Atomic write of a cache entry, only for data that JSON gives back unchanged."""
+    try:
+        text = json.dumps({"digest": digest, "data": data})
+        if json.loads(text)["data"] != data:
+            return
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, cache)
+    except (OSError, TypeError, ValueError):
+        pass
+
+
+def load_pack(path: Path, *, validate: bool = False) -> list[Rule]:
+    """Rules of one pack file. `validate` checks it against the pack JSON Schema (for user packs, which are small
+    and are not cached; the built-in ones are)."""
+    try:
+        data = read_pack_data(path, cached=not validate)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PackError(f"{path}: cannot read rule pack: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise PackError(f"{path}: invalid YAML in rule pack: {exc}") from None
+    if validate:
+        _validate_pack(path, data)
+    if not isinstance(data, dict) or not isinstance(data.get("rules"), list):
+        raise PackError(f"{path}: a rule pack is a mapping with a `rules:` list")
+    rules = []
+    for i, entry in enumerate(data["rules"]):
+        where = f"{path}: rules[{i}]"
+        if not isinstance(entry, dict):
+            raise PackError(f"{where}: each rule is a mapping")
+        missing = [k for k in _REQUIRED if not entry.get(k)]
+        if missing:
+            raise PackError(f"{where}: missing {', '.join(missing)}")
+        if not _CODE.match(str(entry["code"])) or not _NAME.match(str(entry["name"])):
+            raise PackError(f"{where}: code must look like ABC123 and name be kebab-case (got {entry['code']!r}, {entry['name']!r})")
+        if (entry.get("check") is None) == (entry.get("when") is None) and not entry.get("emitted_by_engine"):
+            raise PackError(f"{where} ({entry['code']}): give exactly one of `check` or `when`")
+        try:
+            severity = Severity(entry["severity"])
+        except ValueError:
+            raise PackError(f"{where} ({entry['code']}): severity must be error, warning or info") from None
+        try:
+            fixable = FixAvailability(entry["fixable"]) if entry.get("fixable") else implied_fixable(entry)
+        except ValueError:
+            raise PackError(f"{where} ({entry['code']}): fixable must be never, sometimes or always") from None
+        report = entry.get("report") or ()
+        rules.append(Rule(
+            code=entry["code"], name=entry["name"], severity=severity, category=entry["category"],
+            summary=entry["summary"], message=entry["message"], pack=str(data.get("pack", path.stem)), source=path,
+            fixable=fixable, check=entry.get("check"), when=entry.get("when"),
+            report=tuple([report] if isinstance(report, str) else report), report_part=entry.get("report_part", "key"),
+            fix=entry.get("fix"), docs=entry.get("docs") or {}, tests=tuple(entry.get("tests") or ()),
+            options=entry.get("options") or {}, redirect_from=tuple(entry.get("redirect_from") or ()),
+        ))
+    return rules
+
+
+def implied_fixable(entry: dict[str, Any]) -> FixAvailability:
+    """A rule's fix availability when its pack entry does not state it: what its check declares, `sometimes` for a
+    condition with a `fix:` block, else never."""
+    if entry.get("check") in CHECKS:
+        return CHECKS[entry["check"]].fix
+    return FixAvailability.SOMETIMES if entry.get("fix") and entry.get("when") is not None else FixAvailability.NEVER
+
+
+def _validate_pack(path: Path, data: Any) -> None:
+    import jsonschema  # only for user packs: the built-in ones are validated by the test suite
+
+    schema = json.loads((Path(__file__).parent / "schemas" / "rulepack.schema.json").read_text(encoding="utf-8"))
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    if error is not None:
+        loc = "/".join(str(p) for p in error.absolute_path) or "(top)"
+        raise PackError(f"{path}: invalid rule pack at {loc}: {error.message}")
+
+
+def load_rules(extra_dirs: Iterable[Path] = ()) -> list[Rule]:
+    """Built-in packs plus every `*.yaml` pack in `extra_dirs`; codes and names must be unique."""
+    load_builtin_checks()
+    rules: list[Rule] = []
+    for pack in sorted(builtin_rules_dir().glob("*.yaml")):
+        rules.extend(load_pack(pack))
+    for folder in extra_dirs:
+        if not Path(folder).is_dir():
+            raise PackError(f"{folder}: rules directory not found")
+        for pack in sorted(Path(folder).glob("*.y*ml")):
+            rules.extend(load_pack(pack, validate=True))
+    seen: dict[str, Rule] = {}
+    for rule in rules:
+        for ident in (rule.code, rule.name, *rule.redirect_from):
+            if ident in seen and seen[ident] is not rule:
+                raise PackError(f"{rule.source}: {ident} is already defined in {seen[ident].source}")
+            seen[ident] = rule
+        if (problem := validate_contract(rule)) is not None:
+            raise PackError(f"{rule.source}: {problem}")
+    return rules
+
+
+def _matches(rule: Rule, selector: str) -> bool:
+    s = selector.strip()
+    return s == "ALL" or s == rule.name or rule.code.startswith(s) or s in rule.redirect_from
+
+
+def select_rules(rules: list[Rule], select: list[str] | None = None, ignore: list[str] | None = None,
+                 extend_select: list[str] | None = None) -> list[Rule]:
+    """ruff semantics: `select` replaces the default (ALL), `extend_select` adds, `ignore` removes."""
+    chosen = [r for r in rules if any(_matches(r, s) for s in (select or ["ALL"]))]
+    chosen += [r for r in rules if r not in chosen and any(_matches(r, s) for s in (extend_select or []))]
+    return [r for r in chosen if not any(_matches(r, s) for s in (ignore or []))]
+
+
+def unknown_selectors(rules: list[Rule], selectors: Iterable[str]) -> list[str]:
+    return [s for s in selectors if not any(_matches(r, s) for r in rules)]
