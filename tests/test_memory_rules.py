@@ -170,6 +170,52 @@ def test_settings_outside_the_model_silence_the_memory_rules(tmp_path):
     assert [d.code for d in lint(write(tmp_path, text), "4xH100")] == ["MEM010"]
 
 
+QWEN_VL_LIKE = {
+    "model_type": "qwen2_5_vl",
+    "text_config": {"model_type": "qwen2_5_vl_text", "hidden_size": 3584, "intermediate_size": 18944,
+                    "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+                    "tie_word_embeddings": False},
+    "vision_config": {"model_type": "qwen2_5_vl", "depth": 32, "hidden_size": 1280, "intermediate_size": 3420,
+                      "out_hidden_size": 3584, "patch_size": 14},
+}
+
+
+def test_a_vision_tower_axlint_cannot_size_makes_the_verdict_unknown(tmp_path):
+    """A vision tower of another layout than SigLIP / CLIP is not counted: the memory rules stand aside (MEM010 on
+    base_model) instead of claiming an OOM, or a fit, on numbers that leave it out."""
+    import json
+
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "config.json").write_text(json.dumps(QWEN_VL_LIKE), encoding="utf-8")
+    text = f"base_model: {tmp_path / 'model'}\nsequence_len: 65536\nsample_packing: true\nmicro_batch_size: 8\n"
+    found = lint(write(tmp_path, text), "1xH100")
+    assert [(d.code, d.span.line, d.span.col) for d in found] == [("MEM010", 1, 1)]
+    assert "qwen2_5_vl vision tower" in found[0].message
+    arch = resolve_architecture(str(tmp_path / "model"))
+    assert arch.unsized_vision == "qwen2_5_vl" and arch.extra_parameters == 0 and arch.vision_linears() == ()
+
+
+def test_a_siglip_tower_is_sized_and_lora_target_linear_adapts_it():
+    """Axolotl's lora_target_linear collects the Linear names of the whole model (vision tower included) and PEFT
+    adapts every module path ending in one: SigLIP's q/k/v/out_proj and fc1/fc2 in its 27 layers get adapters."""
+    from axlint.memory.params import lora_params
+    from axlint.memory.setup import read_setup
+
+    arch = resolve_architecture("google/gemma-3-4b-pt")
+    assert arch.unsized_vision is None
+
+    def adapters(**lora: object) -> int:
+        config = {"base_model": "google/gemma-3-4b-pt", "adapter": "lora", "lora_r": 8, **lora}
+        return lora_params(arch, read_setup(facts(config, None, arch), arch))
+
+    h, i, q, kv, vh, vi, r = 2560, 10240, 8 * 256, 4 * 256, 1152, 4304, 8   # text: 34 layers, SigLIP: 27
+    assert adapters(lora_target_modules=["gate_proj"]) == 34 * r * (h + i)
+    assert adapters(lora_target_modules=["q_proj"]) == 34 * r * (h + q) + 27 * r * (vh + vh)
+    text = 34 * r * ((h + q) + 2 * (h + kv) + (q + h) + 3 * (h + i))
+    vision = 27 * r * (4 * (vh + vh) + 2 * (vh + vi))
+    assert adapters(lora_target_linear=True) == text + vision
+
+
 def test_unknown_model_is_one_note_and_nothing_else(tmp_path):
     found = lint(write(tmp_path, "base_model: my-org/private-7b\nsequence_len: 131072\nsample_packing: true\n"))
     assert [(d.code, d.severity) for d in found] == [("MEM008", Severity.INFO)]
@@ -276,3 +322,22 @@ def test_relax_finds_what_a_small_run_does_not_need():
     assert found[Saver.ZERO3].ds_changes == {"zero_optimization.stage": 2}
     assert found[Saver.OFFLOAD].ds_changes == {"zero_optimization.offload_optimizer.device": "none"}
     assert all(s.relative_throughput > 1 and s.peak_gib <= 79.2 * 0.85 for s in found.values())
+
+
+def test_modules_to_save_are_the_modules_whose_path_ends_with_the_name():
+    """PEFT 0.19.1 copies every module whose path ends with a listed name (`str.endswith`): `norm` copies the 2 norms
+    of each layer and the final norm, `embed_tokens` the embedding; a name no path ends with copies nothing."""
+    from axlint.memory.params import modules_to_save_params, unmatched_modules_to_save
+    from axlint.memory.setup import read_setup
+
+    arch = resolve_architecture("meta-llama/Llama-3.1-8B")
+
+    def copied(names: list[str]) -> int:
+        config = {"base_model": "meta-llama/Llama-3.1-8B", "adapter": "lora", "lora_modules_to_save": names}
+        return modules_to_save_params(arch, read_setup(facts(config, None, arch), arch))
+
+    assert copied(["embed_tokens", "lm_head"]) == 2 * 128256 * 4096
+    assert copied(["norm"]) == (2 * 32 + 1) * 4096
+    assert copied(["okens"]) == 128256 * 4096
+    assert copied(["layers.0.mlp"]) == 3 * 4096 * 14336
+    assert unmatched_modules_to_save(arch, ("embed_token", "lm_head", "wte")) == ["embed_token", "wte"]

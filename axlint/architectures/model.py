@@ -29,6 +29,8 @@ _QKV_BIAS = {"qwen2", "qwen2_moe"}
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
 _GEMMA_NORMS = {"gemma", "gemma2", "gemma3", "gemma3_text"}
 _FUSED_PHI3 = {"phi3"}
+VISION_LAYOUTS = frozenset({"siglip_vision_model", "clip_vision_model"})
+"""Vision towers whose layout axlint writes out (``vision_linears``); any other is a part it cannot size."""
 
 
 @dataclass(frozen=True)
@@ -68,8 +70,35 @@ class Architecture:
         decoder = dict(text) if isinstance(text, Mapping) else dict(config)
         family_tie = str(decoder.get("model_type", model_type)).startswith("gemma")
         decoder.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", family_tie))
-        extra = _vision_params(config.get("vision_config"), int(decoder.get("hidden_size", 0))) if text else 0
+        extra = vision_params(config.get("vision_config"), int(decoder.get("hidden_size", 0))) if text else 0
         return cls(model_id, source, model_type, decoder, extra, published_parameters, dict(config))
+
+    @property
+    def decoder_path(self) -> str:
+        """Where the decoder's modules sit (transformers 5): ``model`` (``model.layers.N``, ``model.embed_tokens``),
+        ``model.language_model`` inside a multimodal model."""
+        return "model.language_model" if isinstance(self.raw_config.get("text_config"), Mapping) else "model"
+
+    @property
+    def build_config(self) -> dict[str, Any]:
+        """The config a model is built from: the decoder config, inside its multimodal config when it has one
+        (so that a decoder cut to fewer layers is built that way, vision tower and all)."""
+        if isinstance(self.raw_config.get("text_config"), Mapping):
+            return {**self.raw_config, "text_config": dict(self.config)}
+        return dict(self.config)
+
+    def vision_linears(self) -> tuple[Linear, ...]:
+        """The Linear modules of the vision tower (SigLIP / CLIP layout, ``count`` = its layers); none without one."""
+        return vision_linears(self.raw_config.get("vision_config")) if self.extra_parameters else ()
+
+    @property
+    def unsized_vision(self) -> str | None:
+        """The model type of a vision tower whose layout axlint cannot size (not SigLIP / CLIP); None otherwise."""
+        vc = self.raw_config.get("vision_config")
+        if not isinstance(vc, Mapping) or not isinstance(self.raw_config.get("text_config"), Mapping):
+            return None
+        kind = str(vc.get("model_type") or "unnamed")
+        return None if kind in VISION_LAYOUTS else kind
 
     # ---- typed accessors -------------------------------------------------------------------------------
     def _get(self, *names: str, default: Any = None) -> Any:
@@ -352,13 +381,26 @@ class Architecture:
         return sum(lin.count * lin.d_in * lin.d_out for i in range(self.num_layers) for lin in self.linears(i))
 
 
-def _vision_params(vc: Any, text_hidden: int) -> int:
-    """ViT tower (SigLIP / CLIP layout) + Gemma-3 style projector: patch conv, positions, L × (4 attn linears +
-    2 MLP linears with biases + 2 LayerNorms), post LayerNorm, projector norm + ``vh × text_h`` matrix."""
-    if not isinstance(vc, Mapping) or not vc.get("hidden_size"):
-        return 0
+def vision_linears(vc: Any) -> tuple[Linear, ...]:
+    """The Linears of a ViT tower (SigLIP / CLIP layout): per layer the attention's ``q_proj, k_proj, v_proj,
+    out_proj`` and the MLP's ``fc1, fc2``, all with biases (transformers ``SiglipEncoderLayer``); none for another
+    layout, which axlint cannot size."""
+    if not isinstance(vc, Mapping) or not vc.get("hidden_size") or vc.get("model_type") not in VISION_LAYOUTS:
+        return ()
     vh, vi, vl = int(vc["hidden_size"]), int(vc["intermediate_size"]), int(vc["num_hidden_layers"])
+    attention = tuple(Linear(name, vh, vh, bias=True, count=vl) for name in ("q_proj", "k_proj", "v_proj", "out_proj"))
+    return attention + (Linear("fc1", vh, vi, bias=True, count=vl), Linear("fc2", vi, vh, bias=True, count=vl))
+
+
+def vision_params(vc: Any, text_hidden: int) -> int:
+    """ViT tower (SigLIP / CLIP layout) + Gemma-3 style projector: patch conv, positions, the layers' Linears
+    (``vision_linears``) and 2 LayerNorms each, post LayerNorm, projector norm + ``vh × text_h`` matrix."""
+    linears = vision_linears(vc)
+    if not linears:
+        return 0
+    vh, vl = int(vc["hidden_size"]), int(vc["num_hidden_layers"])
     patch, ch = int(vc.get("patch_size", 14)), int(vc.get("num_channels", 3))
     positions = (int(vc.get("image_size", 224)) // patch) ** 2
-    layer = 4 * (vh * vh + vh) + 2 * vh * vi + vi + vh + 4 * vh
-    return (patch * patch * ch * vh + vh) + positions * vh + vl * layer + 2 * vh + vh * (text_hidden + 1)
+    norms = vl * 4 * vh
+    return (patch * patch * ch * vh + vh) + positions * vh + sum(lin.params for lin in linears) + norms \
+        + 2 * vh + vh * (text_hidden + 1)

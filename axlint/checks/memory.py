@@ -20,9 +20,9 @@ from axlint.memory.facts import (
     MemoryFacts,
     memory_facts,
     modelled_facts,
-    not_modelled,
     oom_facts,
     oom_knob,
+    unknown_parts,
 )
 from axlint.memory.knobs import Knob, Saver
 from axlint.report.memory_text import (
@@ -350,9 +350,11 @@ def _longest_fitting(facts: MemoryFacts) -> int:
 
 @register_check("mem_not_modelled", args=("settings",))
 def memory_not_modelled(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """Context / tensor / expert parallelism or tiled MLPs: the memory rules stand aside."""
-    found = not_modelled(run.config)
-    if run.axolotl is None or not found or memory_facts(run) is None:
+    """Context / tensor / expert parallelism, tiled MLPs, a vision tower axlint cannot size: the memory rules stand
+    aside."""
+    facts = memory_facts(run)
+    found = unknown_parts(facts) if run.axolotl is not None and facts is not None else {}
+    if not found:
         return
     key = next(iter(found)).split(":", 1)[0]
     doc, span = run.ax_span((key,), "key")

@@ -25,7 +25,9 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     `LayerNamePattern`; only for model types whose parameter names axlint writes out exactly)."""
     from axlint.memory.params import (
         LLAMA_LAYOUT,
+        regex_matches_nothing,
         unmatched_lora_targets,
+        unmatched_modules_to_save,
         unmatched_unfrozen,
     )
 
@@ -45,8 +47,28 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                         "known": ", ".join(sorted({lin.name for lin in (*arch.attention_linears(),
                                                                          *arch.mlp_linears(0))}))}
             yield hit
+    dense_llama = arch.model_type in LLAMA_LAYOUT and not arch.is_moe_layer(0)
+    if (facts.adapter.value in ("lora", "qlora") and isinstance(targets, str) and not facts.lora.target_linear
+            and dense_llama and regex_matches_nothing(arch, targets)):
+        hit = _where(run, "lora_target_modules", targets)
+        hit.args = {"key": "lora_target_modules", "entry": targets, "model": model,
+                    "known": f"{arch.decoder_path}.layers.0.self_attn.q_proj, {arch.decoder_path}.layers.0.mlp.up_proj,"
+                             " ...",
+                    "effect": "a string is a regular expression that PEFT matches against every full module path, and "
+                              "no path matches it: PEFT stops the launch with \"Target modules ... not found in the "
+                              "base model\""}
+        yield hit
+    saved = facts.lora.modules_to_save
+    if facts.adapter.value in ("lora", "qlora") and saved and dense_llama:
+        for entry in unmatched_modules_to_save(arch, saved):
+            hit = _where(run, "lora_modules_to_save", entry)
+            hit.args = {"key": "lora_modules_to_save", "entry": entry, "model": model,
+                        "known": "embed_tokens, lm_head, norm, ...",
+                        "effect": "PEFT copies only modules whose path ends with the name, finds none and says "
+                                  "nothing: the run trains without the copy the config asks for"}
+            yield hit
     patterns = facts.unfrozen_parameters
-    if patterns and not facts.adapter.value and arch.model_type in LLAMA_LAYOUT and not arch.is_moe_layer(0):
+    if patterns and not facts.adapter.value and dense_llama:
         missing = unmatched_unfrozen(arch, patterns)
         effect = ("nothing is left to train: the optimizer is built on an empty parameter list and torch raises "
                   "\"optimizer got an empty parameter list\"" if len(missing) == len(patterns)
@@ -54,6 +76,6 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         for entry in missing:
             hit = _where(run, "unfrozen_parameters", entry)
             hit.args = {"key": "unfrozen_parameters", "entry": entry, "model": model, "effect": effect,
-                        "known": "model.embed_tokens.weight, model.layers.N.self_attn.q_proj.weight, ..., "
-                                 "lm_head.weight"}
+                        "known": f"{arch.decoder_path}.embed_tokens.weight, "
+                                 f"{arch.decoder_path}.layers.N.self_attn.q_proj.weight, ..., lm_head.weight"}
             yield hit

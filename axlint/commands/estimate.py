@@ -72,10 +72,12 @@ def load_run(config: Path, hardware: "Hardware | None", model_config: Path | Non
 
 def run_notes(facts: "MemoryFacts") -> list[str]:
     """Assumptions the estimate itself does not state: settings it does not model, whether the run evaluates."""
-    from axlint.memory.facts import not_modelled
+    from axlint.memory.facts import not_modelled, unsized_parts
 
     notes = [f"{setting} ({why}) is not modelled: the estimate holds it whole on every GPU and overstates the peak"
              for setting, why in not_modelled(facts.config).items()]
+    notes += [f"{part} has {what}: its memory is left out, so the peak is unknown (at least the numbers above)"
+              for part, what in unsized_parts(facts.arch).items()]
     if not facts.evaluating:
         notes.append("no evaluation (val_set_size 0, no test_datasets): the eval peak does not count")
     return notes

@@ -110,6 +110,18 @@ def not_modelled(config: Mapping[str, Any]) -> dict[str, str]:
     return found | {f"{k}: true": why for k, why in NOT_MODELLED_FLAGS.items() if config.get(k) is True}
 
 
+def unsized_parts(arch: "Architecture") -> dict[str, str]:
+    """Parts of the model the estimate cannot size, `base_model: id` -> which: their memory is left out, so the
+    estimate is a lower bound and the memory rules stand aside."""
+    kind = arch.unsized_vision
+    return {f"base_model: {arch.model_id}": f"a {kind} vision tower, whose layout axlint cannot size yet"} if kind else {}
+
+
+def unknown_parts(facts: MemoryFacts) -> dict[str, str]:
+    """Everything that makes the verdict unknown: settings the model does not cover and parts it cannot size."""
+    return not_modelled(facts.config) | unsized_parts(facts.arch)
+
+
 def compute_facts(run: "TrainingRun", *, expandable_segments: bool = False) -> MemoryFacts | None:
     """The estimate of an Axolotl run whose architecture resolves; None otherwise."""
     if run.axolotl is None or run.arch is None:
@@ -127,7 +139,7 @@ def memory_facts(run: "TrainingRun") -> MemoryFacts | None:
 def modelled_facts(run: "TrainingRun") -> MemoryFacts | None:
     """The facts when the memory rules may speak: a known architecture and no parallelism the model lacks."""
     facts = memory_facts(run)
-    return facts if facts is not None and not not_modelled(run.config) else None
+    return facts if facts is not None and not unknown_parts(facts) else None
 
 
 def oom_knob(run: "TrainingRun", knob: "Knob") -> tuple[MemoryFacts, Any] | None:

@@ -27,10 +27,11 @@ class Trainable:
 def _layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
     """(HF module path, Linear) of one layer, e.g. ``model.layers.3.self_attn.q_proj``,
     ``model.layers.3.mlp.experts.w1``."""
+    prefix = f"{arch.decoder_path}.layers.{layer}"
     for lin in arch.attention_linears():
-        yield f"model.layers.{layer}.self_attn.{lin.name}", lin
+        yield f"{prefix}.self_attn.{lin.name}", lin
     for lin in arch.mlp_linears(layer):
-        yield f"model.layers.{layer}.mlp.{'experts.' if lin.expert else ''}{lin.name}", lin
+        yield f"{prefix}.mlp.{'experts.' if lin.expert else ''}{lin.name}", lin
 
 
 def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
@@ -59,22 +60,63 @@ def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linea
     return out
 
 
+VISION_LAYER = "model.vision_tower.encoder.layers.{layer}"
+"""Where a vision tower's layers sit in a multimodal model (transformers 5, e.g. Gemma-3's SigLIP tower)."""
+
+
+def _vision_modules(arch: Architecture) -> Iterator[tuple[str, Linear]]:
+    """(module path, Linear of one layer) of every layer of the vision tower."""
+    for lin in arch.vision_linears():
+        part = "self_attn" if lin.name.endswith("proj") else "mlp"
+        for layer in range(lin.count):
+            yield f"{VISION_LAYER.format(layer=layer)}.{part}.{lin.name}", Linear(lin.name, lin.d_in, lin.d_out, lin.bias)
+
+
 def lora_params(arch: Architecture, setup: TrainSetup) -> int:
-    """Σ over adapted Linears of r·(d_in + d_out) × instances (PEFT LoRA A: r×d_in, B: d_out×r)."""
-    return sum(setup.lora_r * (lin.d_in + lin.d_out) * lin.count
-               for lins in lora_targets(arch, setup).values() for lin in lins)
+    """Σ over adapted Linears of r·(d_in + d_out) × instances (PEFT LoRA A: r×d_in, B: d_out×r): the decoder's, and
+    the vision tower's that the targets reach (Axolotl's ``lora_target_linear`` collects the Linear names of the whole
+    model, and PEFT matches a listed name in every module path that ends with it)."""
+    decoder = sum(setup.lora_r * (lin.d_in + lin.d_out) * lin.count
+                  for lins in lora_targets(arch, setup).values() for lin in lins)
+    vision = sum(setup.lora_r * (lin.d_in + lin.d_out) for name, lin in _vision_modules(arch)
+                 if _targeted(name, lin, setup))
+    return decoder + vision
 
 
 def modules_to_save_params(arch: Architecture, setup: TrainSetup) -> int:
-    """PEFT ModulesToSaveWrapper keeps a trainable full copy of each listed module (embed_tokens / lm_head;
-    a tied lm_head is the embedding)."""
+    """PEFT ModulesToSaveWrapper keeps a trainable full copy of every module whose path ends with a listed name
+    (plain ``str.endswith``, as PEFT 0.19 matches ``modules_to_save``: ``norm`` copies every norm); a tied lm_head
+    is the embedding. The usual embed_tokens / lm_head are counted without walking the module paths."""
     sizes = {"embed_tokens": arch.embedding_params, "lm_head": arch.lm_head_params or arch.embedding_params}
-    return sum(sizes.get(m.rsplit(".", 1)[-1], 0) for m in setup.modules_to_save)
+    if all(m in sizes for m in setup.modules_to_save):
+        return sum(sizes[m] for m in setup.modules_to_save)
+    params = dict(_decoder_params(arch))
+    saved = _saved_modules(arch, setup.modules_to_save)
+    return sum(n for path in saved for name, n in params.items() if name.startswith(path + "."))
+
+
+def _decoder_params(arch: Architecture) -> Iterator[tuple[str, int]]:
+    """``named_parameters``, with a tied lm_head's weight (PEFT copies the module, and with it the shared weight)."""
+    yield from named_parameters(arch)
+    if not arch.lm_head_params:
+        yield "lm_head.weight", arch.embedding_params
+
+
+def _saved_modules(arch: Architecture, entries: tuple[str, ...]) -> list[str]:
+    """The outermost module paths that end with one of ``entries`` (a module inside a copied one is in the copy)."""
+    found = sorted(p for p in module_paths(arch) if any(p.endswith(e) for e in entries))
+    return [p for i, p in enumerate(found) if not any(p.startswith(q + ".") for q in found[:i])]
+
+
+def unmatched_modules_to_save(arch: Architecture, entries: tuple[str, ...]) -> list[str]:
+    """The ``lora_modules_to_save`` entries that no module path ends with (PEFT then copies nothing for them)."""
+    paths = module_paths(arch)
+    return [e for e in entries if not any(p.endswith(e) for p in paths)]
 
 
 def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
     """(HF parameter name, numel) for the decoder: what ``unfrozen_parameters`` regexes are matched against."""
-    yield "model.embed_tokens.weight", arch.embedding_params
+    yield f"{arch.decoder_path}.embed_tokens.weight", arch.embedding_params
     norm_names = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                   "post_feedforward_layernorm")[: arch.norms_per_layer]
     for layer in range(arch.num_layers):
@@ -84,16 +126,17 @@ def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
                 yield f"{name}.bias", lin.count * lin.d_out
         if arch.norm_params:
             for norm in norm_names:
-                yield f"model.layers.{layer}.{norm}.weight", arch.hidden_size
-    yield "model.norm.weight", arch.final_norm_params
+                yield f"{arch.decoder_path}.layers.{layer}.{norm}.weight", arch.hidden_size
+    yield f"{arch.decoder_path}.norm.weight", arch.final_norm_params
     if arch.lm_head_params:
         yield "lm_head.weight", arch.lm_head_params
 
 
 LLAMA_LAYOUT = frozenset({"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3",
                           "olmo2", "granite", "cohere", "starcoder2"})
-"""Dense model types whose HF module paths are ``model.layers.N.self_attn.*`` / ``model.layers.N.mlp.*``, the
-template ``named_parameters`` writes: only for these are full parameter names compared with a pattern."""
+"""Dense model types whose HF module paths are ``<decoder>.layers.N.self_attn.*`` / ``<decoder>.layers.N.mlp.*``
+(``Architecture.decoder_path``), the template ``named_parameters`` writes: only for these are full parameter names
+compared with a pattern."""
 
 
 def unfrozen_regex(pattern: str) -> re.Pattern[str] | None:
@@ -125,10 +168,7 @@ def unmatched_lora_targets(arch: Architecture, targets: tuple[str, ...]) -> list
     """The ``lora_target_modules`` names that are neither a module path nor a ``.``-separated suffix of one, in any
     layer (PEFT's matching of a list). Every module counts, the containers too (``mlp``, ``self_attn``: PEFT matches
     them and then refuses them for their type, another error), and the norms, embed_tokens and lm_head."""
-    leaves = {name for layer in range(arch.num_layers) for name, _ in _layer_modules(arch, layer)}
-    leaves |= {name.removesuffix(".weight") for name, _ in named_parameters(arch)}
-    modules = {".".join(parts[:i]) for parts in (p.split(".") for p in leaves) for i in range(1, len(parts) + 1)}
-    suffixes = {".".join(parts[i:]) for parts in (m.split(".") for m in modules) for i in range(len(parts))}
+    suffixes = {".".join(parts[i:]) for parts in (m.split(".") for m in module_paths(arch)) for i in range(len(parts))}
     return [t for t in targets if t not in suffixes]
 
 
@@ -138,3 +178,22 @@ def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
     if setup.unfrozen_parameters:
         return Trainable(0, unfrozen_params(arch, setup.unfrozen_parameters))
     return Trainable(0, arch.total_params)
+
+
+def module_paths(arch: Architecture) -> list[str]:
+    """Every module path a regex ``lora_target_modules`` is matched against (PEFT ``re.fullmatch``): the decoder's
+    Linears and containers, its norms, embed_tokens and lm_head, and a vision tower's Linears."""
+    leaves = [name for layer in range(arch.num_layers) for name, _ in _layer_modules(arch, layer)]
+    leaves += [name.rsplit(".", 1)[0] for name, _ in _decoder_params(arch)]
+    leaves += [name for name, _ in _vision_modules(arch)]
+    return sorted({".".join(parts[:i]) for parts in (p.split(".") for p in leaves) for i in range(1, len(parts) + 1)})
+
+
+def regex_matches_nothing(arch: Architecture, pattern: str) -> bool:
+    """A regex ``lora_target_modules`` that fullmatches no module path (one that does not compile is the schema's)."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return False
+    return not any(compiled.fullmatch(path) for path in module_paths(arch))
+
