@@ -23,11 +23,14 @@ torch, transformers and peft are imported inside functions only.
 """
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from axlint.facts import RunFacts, ShardingKind
+from axlint.memory import constants as C
+from axlint.memory.states import optimizer_spec
 from axlint.training.model import (
     build_model,
     count_parameters,
@@ -40,7 +43,10 @@ CATEGORIES = ("parameters", "buffers", "gradients", "optimizer_states", "master_
               "temporaries", "other")
 _TRACKER_NAMES = {"Parameter": "parameters", "Buffer": "buffers", "Gradient": "gradients", "Activation": "activations",
                   "Temp": "temporaries", "Optstate": "optimizer_states", "Other": "other"}
-NF4_BYTES_PER_WEIGHT = 4.127 / 8
+QUANTIZED_BYTES = {"nf4": C.NF4_DOUBLE_QUANT_BYTES, "int8": C.INT8}
+"""Bytes per frozen decoder weight as Axolotl's loader quantizes them: QLoRA's NF4 with double quantization
+(`bnb_4bit_use_double_quant`), `load_in_8bit`'s int8."""
+QUANTIZED_NAMES = {"nf4": "NF4 with double quantization", "int8": "int8 (load_in_8bit)"}
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,7 @@ def shard(process: Mapping[str, int], stage: int, world: int) -> dict[str, int]:
 
 
 def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> SimulationResult:
-    """Simulate `steps` training steps of `arch` (an object with `.model_type` and `.config`) for the resolved
+    """Simulate `steps` training steps of `arch` (an Architecture: `.model_type`, `.build_config`) for the resolved
     run `facts` (axlint.facts)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
@@ -98,9 +104,10 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
     notes = [note] if note else []
     world = int(getattr(hw, "count", 1) or 1)
     deepspeed = facts.sharding.kind is ShardingKind.DEEPSPEED
-    stage = facts.sharding.stage if deepspeed else 0
+    sharded = facts.sharding.kind in (ShardingKind.DEEPSPEED, ShardingKind.FSDP)
+    stage = facts.sharding.stage if sharded else 0
     with torch.device("meta"):
-        model = prepare_for_training(build_model(arch.model_type, arch.config, spec, attn=attn), spec)
+        model = prepare_for_training(build_model(arch.model_type, arch.build_config, spec, attn=attn), spec)
     if deepspeed and spec.dtype != "float32":
         cast_parameters(model, getattr(torch, spec.dtype))
     autocast = not deepspeed and spec.dtype != "float32"
@@ -120,11 +127,17 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
     if deepspeed and spec.dtype != "float32":
         _deepspeed_mixed_precision(process, params)
         notes.append("DeepSpeed mixed precision: fp32 optimizer states and fp32 master weights of trainable parameters")
-    if spec.quantized:
-        process["parameters"] -= _nf4_savings(model)
-        notes.append("QLoRA: frozen decoder linears counted in NF4 with double quantization (bitsandbytes is CUDA-only)")
+    elif (kind := optimizer_spec(spec.optimizer)) is not None and kind.state_bytes is not None:
+        process["optimizer_states"] = int(kind.states * kind.state_bytes * trainable)
+        notes.append(f"{spec.optimizer}: {kind.states:g} states of {kind.state_bytes:g} byte per trainable parameter "
+                     "(its kernels are CUDA-only; the step ran torch AdamW)")
+    if spec.quantization in QUANTIZED_BYTES:
+        process["parameters"] -= _quantization_savings(model, QUANTIZED_BYTES[spec.quantization])
+        notes.append(f"frozen decoder linears counted in {QUANTIZED_NAMES[spec.quantization]} "
+                     "(bitsandbytes is CUDA-only)")
     if stage and world > 1:
-        notes.append(f"ZeRO-{stage} sharding over {world} ranks applied analytically")
+        how = f"ZeRO-{stage}" if deepspeed else {3: "FSDP full-shard", 2: "FSDP shard-grad-op"}.get(stage, "FSDP")
+        notes.append(f"{how} sharding over {world} ranks applied analytically")
     return SimulationResult(
         model_type=arch.model_type, parameters=total, trainable_parameters=trainable, tokens=spec.tokens,
         attn_implementation=attn, zero_stage=stage, world_size=world, process_bytes=process,
@@ -262,14 +275,21 @@ def _deepspeed_mixed_precision(process: dict[str, int], params: list[Any]) -> No
     process["master_weights"] += 4 * sum(p.numel() for p in params)
 
 
-def _nf4_savings(model: Any) -> int:
-    """Bytes saved when the frozen linear weights of the decoder layers are stored in NF4 instead of their dtype."""
+def _quantization_savings(model: Any, bytes_per_weight: float) -> int:
+    """Bytes saved when the frozen linear weights of the decoder are stored quantized (`bytes_per_weight`) instead
+    of their dtype: every frozen `nn.Linear` but the output embedding, the LoRA adapters and a vision tower or
+    projector (what the analytic estimate counts as quantizable, whatever the family names its layers:
+    `model.layers.N`, Falcon's `transformer.h.N`)."""
     import torch
 
+    output = model.get_output_embeddings()
     saved = 0.0
     for name, module in model.named_modules():
         weight = getattr(module, "weight", None)
-        if (isinstance(module, torch.nn.Linear) and weight is not None and not weight.requires_grad
-                and ".layers." in name and "lora_" not in name):
-            saved += weight.numel() * (weight.element_size() - NF4_BYTES_PER_WEIGHT)
+        if (isinstance(module, torch.nn.Linear) and module is not output and weight is not None
+                and not weight.requires_grad and "lora_" not in name and not _VISION.search(name)):
+            saved += weight.numel() * (weight.element_size() - bytes_per_weight)
     return int(saved)
+
+
+_VISION = re.compile(r"vision|visual|multi_modal_projector")

@@ -11,7 +11,7 @@ from tests.resolved import facts
 
 TINY = {"hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4, "num_attention_heads": 8,
         "num_key_value_heads": 2, "vocab_size": 4096, "max_position_embeddings": 4096, "tie_word_embeddings": False}
-ARCH = SimpleNamespace(model_type="llama", config=TINY)
+ARCH = SimpleNamespace(model_type="llama", config=TINY, build_config=TINY)
 
 
 def run(**overrides: Any) -> Any:

@@ -67,7 +67,8 @@ def apply_lora(model: Any, spec: TrainSpec) -> Any:
     from peft import LoraConfig, get_peft_model
 
     lora = LoraConfig(r=spec.lora_r, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout,
-                      target_modules=spec.lora_target_modules, task_type="CAUSAL_LM", bias="none")
+                      target_modules=spec.lora_target_modules, task_type="CAUSAL_LM", bias="none",
+                      modules_to_save=spec.lora_modules_to_save or None)
     return get_peft_model(model, lora)
 
 

@@ -36,6 +36,8 @@ class TrainSpec:
     learning_rate: float
     optimizer: str
     liger: dict[str, bool] = field(default_factory=dict)
+    lora_modules_to_save: list[str] = field(default_factory=list)
+    """Modules PEFT keeps a trainable full copy of (`lora_modules_to_save`, e.g. embed_tokens and lm_head)."""
 
     @property
     def tokens(self) -> int:
@@ -84,6 +86,7 @@ def train_spec(facts: RunFacts) -> TrainSpec:
         learning_rate=facts.learning_rate.value or 1e-5,
         optimizer=facts.optimizer.value,
         liger={key: True for key, enabled in zip(LIGER_KEYS, on) if enabled},
+        lora_modules_to_save=list(facts.lora.modules_to_save),
     )
 
 
