@@ -1,0 +1,67 @@
+"""How many configs of the vendored Axolotl corpus get a memory verdict axlint can stand behind.
+
+    python benchmarks/memory/coverage.py [--corpus DIR] [--out benchmarks/memory/coverage.md]
+
+Every example YAML with a ``base_model`` is linted as `axlint check` would (no network). A config is *covered*
+when its model resolves to an architecture axlint can size in full (no MEM008 "unknown model", no MEM010 for a
+part it cannot size). Prints the figure, the configs per model family, and the models that do not resolve with
+how many configs name each; writes the same as Markdown.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1].parent
+sys.path.insert(0, str(ROOT))
+
+from axlint.document import load_document  # noqa: E402
+from axlint.memory.facts import memory_facts, unsized_parts  # noqa: E402
+from axlint.run import build_run  # noqa: E402
+
+
+def classify(path: Path) -> tuple[str, str, str]:
+    """(model, family, verdict) of one config: verdict "covered", "unknown model" or "unsized: <part>"."""
+    run = build_run(load_document(path))
+    model = str(run.config.get("base_model_config") or run.config.get("base_model") or "")
+    if run.arch is None:
+        return model, "-", "unknown model"
+    unsized = unsized_parts(run.arch)
+    family = run.arch.decoder_type if run.arch.model_type == run.arch.decoder_type \
+        else f"{run.arch.model_type} ({run.arch.decoder_type})"
+    if unsized:
+        return model, family, "unsized: " + ", ".join(unsized)
+    return model, family, "covered" if memory_facts(run) is not None else "no estimate"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=ROOT / "fixtures" / "axolotl")
+    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("coverage.md"))
+    args = parser.parse_args()
+    files = sorted([*args.corpus.glob("examples/**/*.yml"), *args.corpus.glob("examples/**/*.yaml")])
+    rows = [(f.relative_to(args.corpus), *classify(f)) for f in files]
+    rows = [r for r in rows if r[1]]
+    covered = [r for r in rows if r[3] == "covered"]
+    families = collections.Counter(r[2] for r in covered)
+    missing = collections.Counter((r[1], r[3]) for r in rows if r[3] != "covered")
+    lines = ["# Memory coverage of the vendored Axolotl corpus", "",
+             "Written by `benchmarks/memory/coverage.py`.", "",
+             f"**{len(covered)} of {len(rows)} configs with a `base_model` covered "
+             f"({100 * len(covered) / len(rows):.0f} %).**", "",
+             "| family | configs |", "| --- | --- |",
+             *(f"| {name} | {n} |" for name, n in sorted(families.items(), key=lambda kv: (-kv[1], kv[0]))),
+             "", "| model not covered | why | configs |", "| --- | --- | --- |",
+             *(f"| `{model}` | {why} | {n} |" for (model, why), n in
+               sorted(missing.items(), key=lambda kv: (-kv[1], kv[0])))]
+    text = "\n".join(lines) + "\n"
+    args.out.write_text(text, encoding="utf-8")
+    print(text)
+    print(f"{len(rows)} configs on {os.cpu_count()} CPUs")
+
+
+if __name__ == "__main__":
+    main()
