@@ -106,7 +106,8 @@ def test_multimodal_text_config_and_vision_tower():
 
 
 def test_family_traits():
-    assert resolve_architecture("Qwen/Qwen2.5-7B").attention_bias
+    qwen = resolve_architecture("Qwen/Qwen2.5-7B")
+    assert [lin.bias for lin in qwen.attention_linears()] == [True, True, True, False]
     assert resolve_architecture("tiiuae/falcon-7b").num_kv_heads == 1
     assert resolve_architecture("allenai/OLMo-7B-hf").norm_type == "nonparametric"
     assert resolve_architecture("microsoft/phi-2").gated_mlp is False

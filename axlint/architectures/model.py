@@ -4,17 +4,11 @@ Everything the memory estimator needs is derived from a handful of fields. Param
 explicit list of the Linear modules of one decoder layer (``linears``), so that the total, the per-layer split,
 the LoRA targets and the largest module all come from one source of truth.
 
-Layer layout per family (HF modelling code, one decoder layer):
-
-* llama-like (llama, mistral, mixtral, qwen2, qwen3, phi3, olmo2, yi, gemma*): q/k/v/o projections,
-  gated MLP ``gate_proj, up_proj, down_proj`` (3·h·I), RMSNorms (2 per layer; Gemma-2/3 and OLMo-2 use
-  4 / 2 post-norms), qk-norm on Qwen3 / Gemma-3 (head_dim wide) and OLMo-2 (full width).
-* phi (Phi-2): parallel attention + plain MLP ``fc1, fc2`` with biases, one LayerNorm (weight + bias) per layer,
-  biased lm_head.
-* falcon (7B): fused ``query_key_value`` (multi-query), ``dense``, plain MLP 4h, one LayerNorm per layer.
-* olmo (OLMo-1): non-parametric LayerNorm (no weights).
-* deepseek_v2: MLA attention (``q_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``, ``kv_b_proj``, ``o_proj``),
-  the first ``first_k_dense_replace`` layers dense, the rest routed + shared experts.
+The layer layout of each family (which Linears, their names and biases, the norms, the module paths) is one row
+of ``families.FAMILIES``; this module turns a row and config.json's sizes into Linears and parameter counts.
+DeepSeek's MLA attention (``q_proj`` or ``q_a_proj``/``q_b_proj``, ``kv_a_proj_with_mqa``, ``kv_a_layernorm``,
+``kv_b_proj``, ``o_proj``) and routed + shared experts (the first ``first_k_dense_replace`` layers dense) are
+written out here, as config.json sizes them.
 """
 from __future__ import annotations
 
@@ -22,13 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping
 
-# model_type -> traits that config.json does not spell out
-_QK_NORM_HEAD = {"qwen3", "qwen3_moe", "gemma3", "gemma3_text"}
-_QK_NORM_FULL = {"olmo2"}
-_QKV_BIAS = {"qwen2", "qwen2_moe"}
-_FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
-_GEMMA_NORMS = {"gemma", "gemma2", "gemma3", "gemma3_text"}
-_FUSED_PHI3 = {"phi3"}
+from axlint.architectures.families import Family, family_of, flag
+
 VISION_LAYOUTS = frozenset({"siglip_vision_model", "clip_vision_model"})
 """Vision towers whose layout axlint writes out (``vision_linears``); any other is a part it cannot size."""
 
@@ -68,16 +57,32 @@ class Architecture:
         model_type = str(config.get("model_type", "llama"))
         text = config.get("text_config")
         decoder = dict(text) if isinstance(text, Mapping) else dict(config)
-        family_tie = str(decoder.get("model_type", model_type)).startswith("gemma")
-        decoder.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", family_tie))
+        family = family_of(str(decoder.get("model_type", model_type)))
+        decoder.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", family and family.tied_default))
         extra = vision_params(config.get("vision_config"), int(decoder.get("hidden_size", 0))) if text else 0
         return cls(model_id, source, model_type, decoder, extra, published_parameters, dict(config))
 
     @property
     def decoder_path(self) -> str:
-        """Where the decoder's modules sit (transformers 5): ``model`` (``model.layers.N``, ``model.embed_tokens``),
-        ``model.language_model`` inside a multimodal model."""
-        return "model.language_model" if isinstance(self.raw_config.get("text_config"), Mapping) else "model"
+        """Where the decoder's modules sit (transformers 5): the family's root (``model``: ``model.layers.N``,
+        ``model.embed_tokens``), ``model.language_model`` inside a multimodal model."""
+        return "model.language_model" if isinstance(self.raw_config.get("text_config"), Mapping) else self.layout.root
+
+    @cached_property
+    def family(self) -> Family | None:
+        """The layout row of the decoder's model type (``families.FAMILIES``); None when axlint has none."""
+        return family_of(self.decoder_type)
+
+    @property
+    def layout(self) -> Family:
+        """The family row, or the llama layout for a decoder without one (whose verdict is unknown:
+        ``unsized_decoder``)."""
+        return self.family or Family()
+
+    @property
+    def unsized_decoder(self) -> str | None:
+        """The model type of a decoder whose layer layout axlint does not know; None otherwise."""
+        return None if self.family is not None else self.decoder_type
 
     @property
     def build_config(self) -> dict[str, Any]:
@@ -183,34 +188,30 @@ class Architecture:
 
     @property
     def norm_type(self) -> str:
-        """"rmsnorm" | "gemma_rmsnorm" (1 + w, fp32) | "layernorm" (weight + bias) | "nonparametric"."""
-        t = self.decoder_type
-        if t == "olmo":
-            return "nonparametric"
-        if t in ("phi", "falcon", "gpt_neox", "gpt2"):
-            return "layernorm"
-        return "gemma_rmsnorm" if t in _GEMMA_NORMS else "rmsnorm"
+        """"rmsnorm" | "gemma_rmsnorm" (1 + w, fp32) | "layernorm" (weight + bias) | "layernorm_nobias" |
+        "nonparametric"."""
+        return self.layout.norm
+
+    @property
+    def norm_names(self) -> tuple[str, ...]:
+        """The norms of one layer (Falcon's new decoder architecture: ``ln_attn`` and ``ln_mlp``)."""
+        extra = self.layout.extra_norm_key
+        if extra and self.config.get(extra):
+            return self.layout.extra_norm_names
+        return self.layout.norm_names
 
     @property
     def norms_per_layer(self) -> int:
-        t = self.decoder_type
-        if t == "phi" or (t == "falcon" and not self.config.get("new_decoder_architecture")):
-            return 1
-        return 4 if t in _FOUR_NORMS else 2
+        return len(self.norm_names)
 
     @property
     def gated_mlp(self) -> bool:
-        return self.decoder_type not in ("phi", "falcon", "gpt2", "gpt_neox")
+        return self.layout.mlp != "plain"
 
     @property
     def qk_norm(self) -> str | None:
         """None, "head" (norm over head_dim, Qwen3 / Gemma-3) or "full" (over all heads, OLMo-2)."""
-        t = self.decoder_type
-        return "head" if t in _QK_NORM_HEAD else "full" if t in _QK_NORM_FULL else None
-
-    @property
-    def attention_bias(self) -> bool:
-        return self.decoder_type in _QKV_BIAS or bool(self.config.get("attention_bias")) or self.decoder_type == "phi"
+        return self.layout.qk_norm
 
     @property
     def q_dim(self) -> int:
@@ -242,7 +243,7 @@ class Architecture:
 
     @cached_property
     def _attention_linears(self) -> tuple[Linear, ...]:
-        h, q, kv, t = self.hidden_size, self.q_dim, self.kv_dim, self.decoder_type
+        h, q, kv = self.hidden_size, self.q_dim, self.kv_dim
         if self.is_mla:
             c = self.config
             rank, rope, v = int(c["kv_lora_rank"]), int(c["qk_rope_head_dim"]), int(c["v_head_dim"])
@@ -252,15 +253,13 @@ class Architecture:
             return qs + (Linear("kv_a_proj_with_mqa", h, rank + rope),
                          Linear("kv_b_proj", rank, self.num_heads * (nope + v)),
                          Linear("o_proj", self.num_heads * v, h))
-        if t == "falcon":
-            bias = bool(self.config.get("bias"))
-            return (Linear("query_key_value", h, q + 2 * kv, bias), Linear("dense", q, h, bias))
-        if t in _FUSED_PHI3:
-            return (Linear("qkv_proj", h, q + 2 * kv), Linear("o_proj", q, h))
-        b = self.attention_bias
-        o_name, o_bias = ("dense", True) if t == "phi" else ("o_proj", t not in _QKV_BIAS and b)
-        return (Linear("q_proj", h, q, b), Linear("k_proj", h, kv, b), Linear("v_proj", h, kv, b),
-                Linear(o_name, q, h, o_bias))
+        f = self.layout
+        qkv_bias, o_bias = flag(f.qkv_bias, self.config), flag(f.o_bias, self.config)
+        if f.attention == "fused_qkv":
+            return (Linear(f.attention_names[0], h, q + 2 * kv, qkv_bias), Linear(f.attention_names[1], q, h, o_bias))
+        names = f.attention_names
+        return (Linear(names[0], h, q, qkv_bias), Linear(names[1], h, kv, qkv_bias), Linear(names[2], h, kv, qkv_bias),
+                Linear(names[3], q, h, o_bias))
 
     @cached_property
     def _dense_linears(self) -> tuple[Linear, ...]:
@@ -271,18 +270,16 @@ class Architecture:
         return self._mlp(moe=True) if self.is_moe else ()
 
     def _mlp(self, moe: bool) -> tuple[Linear, ...]:
-        h, t = self.hidden_size, self.decoder_type
-        if not self.gated_mlp:
-            bias = t == "phi" or bool(self.config.get("bias"))
-            up, down = ("fc1", "fc2") if t == "phi" else ("dense_h_to_4h", "dense_4h_to_h")
-            return (Linear(up, h, self.intermediate_size, bias), Linear(down, self.intermediate_size, h, bias))
+        h, f = self.hidden_size, self.layout
         if not moe:
-            i = self.intermediate_size
-            if t in _FUSED_PHI3:
-                return (Linear("gate_up_proj", h, 2 * i), Linear("down_proj", i, h))
-            return (Linear("gate_proj", h, i), Linear("up_proj", h, i), Linear("down_proj", i, h))
+            i, bias, names = self.intermediate_size, flag(f.mlp_bias, self.config), f.mlp_names
+            if f.mlp == "plain":
+                return (Linear(names[0], h, i, bias), Linear(names[1], i, h, bias))
+            if f.mlp == "fused_gated":
+                return (Linear(names[0], h, 2 * i, bias), Linear(names[1], i, h, bias))
+            return (Linear(names[0], h, i, bias), Linear(names[1], h, i, bias), Linear(names[2], i, h, bias))
         e, i = self.num_experts, self.moe_intermediate_size
-        names = ("w1", "w3", "w2") if t == "mixtral" else ("gate_proj", "up_proj", "down_proj")
+        names = f.expert_names
         out = [Linear("gate", h, e),
                Linear(names[0], h, i, count=e, expert=True), Linear(names[1], h, i, count=e, expert=True),
                Linear(names[2], i, h, count=e, expert=True)]
@@ -302,17 +299,23 @@ class Architecture:
         """Parameters of one norm: RMSNorm h, LayerNorm 2h (weight + bias), non-parametric 0."""
         return {"nonparametric": 0, "layernorm": 2 * self.hidden_size}.get(self.norm_type, self.hidden_size)
 
+    @property
+    def tensors_per_norm(self) -> int:
+        """Weight and bias for a LayerNorm, a weight otherwise, none for a non-parametric norm."""
+        return {"nonparametric": 0, "layernorm": 2}.get(self.norm_type, 1)
+
     def small_params_per_layer(self) -> tuple[int, ...]:
         """Sizes of the individual small tensors of one layer (norm weights, qk-norm, MLA kv norm), for ZeRO-3
         persistence; biases are inside ``Linear``."""
-        sizes = [self.hidden_size] * (self.norms_per_layer * (2 if self.norm_type == "layernorm" else 1)) \
-            if self.norm_type != "nonparametric" else []
+        sizes = [self.hidden_size] * (self.norms_per_layer * self.tensors_per_norm)
         if self.qk_norm == "head":
             sizes += [self.head_dim, self.head_dim]
         elif self.qk_norm == "full":
             sizes += [self.q_dim, self.kv_dim]
         if self.is_mla:
-            sizes.append(int(self.config["kv_lora_rank"]))
+            sizes.append(int(self.config["kv_lora_rank"]))  # kv_a_layernorm
+            if self.config.get("q_lora_rank"):
+                sizes.append(int(self.config["q_lora_rank"]))  # q_a_layernorm
         return tuple(sizes)
 
     def layer_params(self, layer: int) -> int:
@@ -328,7 +331,7 @@ class Architecture:
         """Untied output projection (0 when tied); Phi-2 has a bias."""
         if self.tie_word_embeddings:
             return 0
-        return self.vocab_size * self.hidden_size + (self.vocab_size if self.decoder_type == "phi" else 0)
+        return self.vocab_size * self.hidden_size + (self.vocab_size if self.layout.lm_head_bias else 0)
 
     @property
     def final_norm_params(self) -> int:

@@ -24,7 +24,7 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     `.`-suffix of a module path), and each `unfrozen_parameters` pattern that matches no parameter name (Axolotl's
     `LayerNamePattern`; only for model types whose parameter names axlint writes out exactly)."""
     from axlint.memory.params import (
-        LLAMA_LAYOUT,
+        names_checked,
         regex_matches_nothing,
         unmatched_lora_targets,
         unmatched_modules_to_save,
@@ -32,8 +32,10 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     )
 
     arch, facts = run.arch, run.facts
-    if run.axolotl is None or arch is None:
+    if run.axolotl is None or arch is None or arch.family is None:
         return
+    layout = arch.layout
+    layer, first = (f"{arch.decoder_path}.{layout.layer_path.format(layer=n)}" for n in ("N", 0))
     model = arch.model_id
     targets = facts.lora.target_modules
     if facts.adapter.value in ("lora", "qlora") and isinstance(targets, tuple) and targets:
@@ -47,28 +49,28 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                         "known": ", ".join(sorted({lin.name for lin in (*arch.attention_linears(),
                                                                          *arch.mlp_linears(0))}))}
             yield hit
-    dense_llama = arch.model_type in LLAMA_LAYOUT and not arch.is_moe_layer(0)
+    names_known = names_checked(arch)
     if (facts.adapter.value in ("lora", "qlora") and isinstance(targets, str) and not facts.lora.target_linear
-            and dense_llama and regex_matches_nothing(arch, targets)):
+            and names_known and regex_matches_nothing(arch, targets)):
         hit = _where(run, "lora_target_modules", targets)
         hit.args = {"key": "lora_target_modules", "entry": targets, "model": model,
-                    "known": f"{arch.decoder_path}.layers.0.self_attn.q_proj, {arch.decoder_path}.layers.0.mlp.up_proj,"
-                             " ...",
+                    "known": f"{first}.{layout.attention_module}.{layout.attention_names[0]}, "
+                             f"{first}.{layout.mlp_module}.{layout.mlp_names[-1]}, ...",
                     "effect": "a string is a regular expression that PEFT matches against every full module path, and "
                               "no path matches it: PEFT stops the launch with \"Target modules ... not found in the "
                               "base model\""}
         yield hit
     saved = facts.lora.modules_to_save
-    if facts.adapter.value in ("lora", "qlora") and saved and dense_llama:
+    if facts.adapter.value in ("lora", "qlora") and saved and names_known:
         for entry in unmatched_modules_to_save(arch, saved):
             hit = _where(run, "lora_modules_to_save", entry)
             hit.args = {"key": "lora_modules_to_save", "entry": entry, "model": model,
-                        "known": "embed_tokens, lm_head, norm, ...",
+                        "known": f"{layout.embed_name}, {layout.lm_head_name}, {layout.final_norm_name}, ...",
                         "effect": "PEFT copies only modules whose path ends with the name, finds none and says "
                                   "nothing: the run trains without the copy the config asks for"}
             yield hit
     patterns = facts.unfrozen_parameters
-    if patterns and not facts.adapter.value and dense_llama:
+    if patterns and not facts.adapter.value and names_known:
         missing = unmatched_unfrozen(arch, patterns)
         effect = ("nothing is left to train: the optimizer is built on an empty parameter list and torch raises "
                   "\"optimizer got an empty parameter list\"" if len(missing) == len(patterns)
@@ -76,6 +78,7 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         for entry in missing:
             hit = _where(run, "unfrozen_parameters", entry)
             hit.args = {"key": "unfrozen_parameters", "entry": entry, "model": model, "effect": effect,
-                        "known": f"{arch.decoder_path}.embed_tokens.weight, "
-                                 f"{arch.decoder_path}.layers.N.self_attn.q_proj.weight, ..., lm_head.weight"}
+                        "known": f"{arch.decoder_path}.{layout.embed_name}.weight, "
+                                 f"{layer}.{layout.attention_module}.{layout.attention_names[0]}.weight, ..., "
+                                 f"{layout.lm_head_name}.weight"}
             yield hit

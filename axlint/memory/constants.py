@@ -20,9 +20,11 @@ NF4_DOUBLE_QUANT_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8
 # A norm keeps, besides its output (which the consuming Linear keeps, see below):
 #   HF RMSNorm: the fp32 upcast of its input 4 (pow/mul save it) + the bf16 normalised tensor 2 that
 #   `weight * x` saves for the weight gradient (only when the weight trains); Gemma multiplies by (1 + w) in
-#   fp32: normalised 4; Liger RMSNorm saves its input 2 (+ fp32 rstd per row); nn.LayerNorm its input 2.
-NORM_INPUT_BYTES = {"rmsnorm": 4, "gemma_rmsnorm": 4, "layernorm": 2, "nonparametric": 2, "liger": 2}
-NORM_WEIGHT_GRAD_BYTES = {"rmsnorm": 2, "gemma_rmsnorm": 4}
+#   fp32: normalised 4; Liger RMSNorm saves its input 2 (+ fp32 rstd per row); nn.LayerNorm its input 2;
+#   Cohere's bias-free LayerNorm upcasts like RMSNorm and multiplies in fp32 like Gemma: 4 (+ 4).
+NORM_INPUT_BYTES = {"rmsnorm": 4, "gemma_rmsnorm": 4, "layernorm": 2, "layernorm_nobias": 4, "nonparametric": 2,
+                    "liger": 2}
+NORM_WEIGHT_GRAD_BYTES = {"rmsnorm": 2, "gemma_rmsnorm": 4, "layernorm_nobias": 4}
 # The input of a Linear is kept once (2 bytes per element) when its weight trains, when it is a bitsandbytes
 # layer (MatMul4Bit/MatMul8bitLt keep A whenever the input needs a gradient) or when a LoRA adapter reads it.
 LINEAR_INPUT_BYTES = 2

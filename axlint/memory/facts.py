@@ -113,8 +113,11 @@ def not_modelled(config: Mapping[str, Any]) -> dict[str, str]:
 def unsized_parts(arch: "Architecture") -> dict[str, str]:
     """Parts of the model the estimate cannot size, `base_model: id` -> which: their memory is left out, so the
     estimate is a lower bound and the memory rules stand aside."""
+    key = f"base_model: {arch.model_id}"
+    if arch.unsized_decoder:
+        return {key: f"a {arch.unsized_decoder} decoder, whose layer layout axlint does not know"}
     kind = arch.unsized_vision
-    return {f"base_model: {arch.model_id}": f"a {kind} vision tower, whose layout axlint cannot size yet"} if kind else {}
+    return {key: f"a {kind} vision tower, whose layout axlint cannot size"} if kind else {}
 
 
 def unknown_parts(facts: MemoryFacts) -> dict[str, str]:

@@ -8,9 +8,6 @@ from typing import Iterator
 from axlint.architectures import Architecture, Linear
 from axlint.memory.setup import TrainSetup
 
-_MODULE_PARAMS = ("embed_tokens", "lm_head")
-
-
 @dataclass(frozen=True)
 class Trainable:
     """Trainable parameter counts: ``adapter`` (LoRA A/B, fp32), ``base`` (base-model params in the load dtype:
@@ -26,12 +23,13 @@ class Trainable:
 
 def _layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
     """(HF module path, Linear) of one layer, e.g. ``model.layers.3.self_attn.q_proj``,
-    ``model.layers.3.mlp.experts.w1``."""
-    prefix = f"{arch.decoder_path}.layers.{layer}"
+    ``model.layers.3.mlp.experts.w1``, ``gpt_neox.layers.3.attention.query_key_value``."""
+    f = arch.layout
+    prefix = f"{arch.decoder_path}.{f.layer_path.format(layer=layer)}"
     for lin in arch.attention_linears():
-        yield f"{prefix}.self_attn.{lin.name}", lin
+        yield f"{prefix}.{f.attention_module}.{lin.name}", lin
     for lin in arch.mlp_linears(layer):
-        yield f"{prefix}.mlp.{'experts.' if lin.expert else ''}{lin.name}", lin
+        yield f"{prefix}.{f.mlp_module}.{'experts.' if lin.expert else ''}{lin.name}", lin
 
 
 def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
@@ -86,8 +84,9 @@ def lora_params(arch: Architecture, setup: TrainSetup) -> int:
 def modules_to_save_params(arch: Architecture, setup: TrainSetup) -> int:
     """PEFT ModulesToSaveWrapper keeps a trainable full copy of every module whose path ends with a listed name
     (plain ``str.endswith``, as PEFT 0.19 matches ``modules_to_save``: ``norm`` copies every norm); a tied lm_head
-    is the embedding. The usual embed_tokens / lm_head are counted without walking the module paths."""
-    sizes = {"embed_tokens": arch.embedding_params, "lm_head": arch.lm_head_params or arch.embedding_params}
+    is the embedding. The usual embedding / output projection are counted without walking the module paths."""
+    sizes = {arch.layout.embed_name: arch.embedding_params,
+             arch.layout.lm_head_name: arch.lm_head_params or arch.embedding_params}
     if all(m in sizes for m in setup.modules_to_save):
         return sum(sizes[m] for m in setup.modules_to_save)
     params = dict(_decoder_params(arch))
@@ -99,7 +98,7 @@ def _decoder_params(arch: Architecture) -> Iterator[tuple[str, int]]:
     """``named_parameters``, with a tied lm_head's weight (PEFT copies the module, and with it the shared weight)."""
     yield from named_parameters(arch)
     if not arch.lm_head_params:
-        yield "lm_head.weight", arch.embedding_params
+        yield f"{arch.layout.lm_head_name}.weight", arch.embedding_params
 
 
 def _saved_modules(arch: Architecture, entries: tuple[str, ...]) -> list[str]:
@@ -115,28 +114,37 @@ def unmatched_modules_to_save(arch: Architecture, entries: tuple[str, ...]) -> l
 
 
 def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
-    """(HF parameter name, numel) for the decoder: what ``unfrozen_parameters`` regexes are matched against."""
-    yield f"{arch.decoder_path}.embed_tokens.weight", arch.embedding_params
-    norm_names = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
-                  "post_feedforward_layernorm")[: arch.norms_per_layer]
+    """(HF parameter name, numel) for the decoder, in the family's module paths (``families.Family``): what
+    ``unfrozen_parameters`` regexes are matched against. The MLP's routed experts are listed as Linears, which
+    transformers 5 no longer names that way; ``names_checked`` says when the names are the real ones."""
+    f, root, h = arch.layout, arch.decoder_path, arch.hidden_size
+    tensors = ("weight", "bias")[: arch.tensors_per_norm]
+    yield f"{root}.{f.embed_name}.weight", arch.embedding_params
     for layer in range(arch.num_layers):
         for name, lin in _layer_modules(arch, layer):
             yield f"{name}.weight", lin.count * lin.d_in * lin.d_out
             if lin.bias:
                 yield f"{name}.bias", lin.count * lin.d_out
-        if arch.norm_params:
-            for norm in norm_names:
-                yield f"{arch.decoder_path}.layers.{layer}.{norm}.weight", arch.hidden_size
-    yield f"{arch.decoder_path}.norm.weight", arch.final_norm_params
+        if arch.qk_norm:
+            attention = f"{root}.{f.layer_path.format(layer=layer)}.{f.attention_module}"
+            full = arch.qk_norm == "full"
+            yield f"{attention}.q_norm.weight", arch.q_dim if full else arch.head_dim
+            yield f"{attention}.k_norm.weight", arch.kv_dim if full else arch.head_dim
+        for norm in arch.norm_names:
+            for tensor in tensors:
+                yield f"{root}.{f.layer_path.format(layer=layer)}.{norm}.{tensor}", h
+    for tensor in tensors:
+        yield f"{root}.{f.final_norm_name}.{tensor}", h
     if arch.lm_head_params:
-        yield "lm_head.weight", arch.lm_head_params
+        yield f"{f.lm_head_name}.weight", arch.vocab_size * h
+        if f.lm_head_bias:
+            yield f"{f.lm_head_name}.bias", arch.vocab_size
 
 
-LLAMA_LAYOUT = frozenset({"llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3", "gemma3_text", "phi3",
-                          "olmo2", "granite", "cohere", "starcoder2"})
-"""Dense model types whose HF module paths are ``<decoder>.layers.N.self_attn.*`` / ``<decoder>.layers.N.mlp.*``
-(``Architecture.decoder_path``), the template ``named_parameters`` writes: only for these are full parameter names
-compared with a pattern."""
+def names_checked(arch: Architecture) -> bool:
+    """Whether ``named_parameters`` are the model's real names (a dense model of a known family, checked against
+    transformers in tests/test_families.py), so that name patterns may be judged against them."""
+    return arch.family is not None and not arch.is_moe and not arch.is_mla
 
 
 def unfrozen_regex(pattern: str) -> re.Pattern[str] | None:

@@ -1,0 +1,94 @@
+"""Every row of the family table against the real modelling code: a small model of each family is built by
+transformers on the meta device (no memory, no weights), and axlint's parameter count, from the same config.json,
+must equal its ``numel`` sum; for dense families the parameter names must be the ones axlint writes out."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from axlint.architectures import Architecture
+from axlint.architectures.families import FAMILIES
+from axlint.memory.params import named_parameters, names_checked
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+         "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 128, "pad_token_id": 0,
+         "bos_token_id": 1, "eos_token_id": 2}
+UNREAD = {"falcon": ("intermediate_size",), "gpt_neox": ("num_key_value_heads",)}
+"""Fields of SMALL a family's config.json does not have (Falcon: ffn_hidden_size, 4h by default; GPT-NeoX has
+no grouped-query attention)."""
+MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}
+MLA = {"kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16, "n_routed_experts": 4,
+       "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32, "first_k_dense_replace": 1,
+       "n_group": 1, "topk_group": 1}
+
+CONFIGS: dict[str, list[dict[str, Any]]] = {
+    "llama": [{}, {"attention_bias": True, "mlp_bias": True}],
+    "mistral": [{}],
+    "granite": [{}],
+    "mixtral": [{"num_local_experts": 4, "num_experts_per_tok": 2}],
+    "qwen2": [{}],
+    "qwen2_moe": [{**MOE, "shared_expert_intermediate_size": 96}],
+    "qwen2_vl_text": [{}],
+    "qwen2_5_vl_text": [{}],
+    "qwen3": [{"head_dim": 16}],
+    "qwen3_moe": [{**MOE, "head_dim": 16}],
+    "phi3": [{}],
+    "phi": [{}],
+    "falcon": [{"new_decoder_architecture": False, "multi_query": True},
+               {"new_decoder_architecture": True, "num_kv_heads": 2}, {"bias": True, "multi_query": True}],
+    "gpt_neox": [{}, {"attention_bias": False}],
+    "starcoder2": [{}, {"use_bias": False}],
+    "stablelm": [{}, {"use_qkv_bias": True}],
+    "olmo": [{}],
+    "olmo2": [{}],
+    "olmo3": [{}],
+    "cohere": [{}],
+    "cohere2": [{}],
+    "gemma": [{"head_dim": 16}],
+    "gemma2": [{"head_dim": 16}],
+    "gemma3": [{"head_dim": 16}],
+    "gemma3_text": [{"head_dim": 16}],
+    "deepseek_v2": [{**MLA, "q_lora_rank": None}, {**MLA, "q_lora_rank": 48}],
+}
+"""Per family: config.json fields beside SMALL, one model each (the variants flip the fields a row reads)."""
+
+
+def _hf_config(model_type: str, fields: dict[str, Any]) -> Any:
+    small = {k: v for k, v in SMALL.items() if k not in UNREAD.get(model_type, ())}
+    if model_type == "gemma3":  # the multimodal config nests the decoder
+        return transformers.AutoConfig.for_model("gemma3", text_config={**small, **fields}).text_config
+    return transformers.AutoConfig.for_model(model_type, **{**small, **fields})
+
+
+def _meta_model(config: Any) -> Any:
+    """The CausalLM of ``config`` on the meta device; the bare decoder for a text config that has none."""
+    with torch.device("meta"):
+        try:
+            return transformers.AutoModelForCausalLM.from_config(config)
+        except ValueError:
+            return transformers.AutoModel.from_config(config)
+
+
+def test_every_family_row_has_a_model_built_here():
+    assert set(CONFIGS) == set(FAMILIES)
+
+
+@pytest.mark.parametrize("model_type, fields",
+                         [(t, f) for t, variants in CONFIGS.items() for f in variants],
+                         ids=[f"{t}-{i}" for t, variants in CONFIGS.items() for i in range(len(variants))])
+def test_family_row_matches_transformers(model_type: str, fields: dict[str, Any]) -> None:
+    config = _hf_config(model_type, fields)
+    model = _meta_model(config)
+    real = {name: p.numel() for name, p in model.named_parameters()}
+    written = config.to_dict()  # what save_pretrained writes as config.json
+    arch = Architecture.from_config("test/model", "model-config", written)
+    expected = sum(real.values()) + (0 if any(n.endswith(arch.layout.lm_head_name + ".weight") for n in real)
+                                     or arch.tie_word_embeddings else arch.vocab_size * arch.hidden_size)
+    assert arch.family is FAMILIES[model_type]
+    assert arch.total_params == expected
+    if names_checked(arch) and hasattr(model, arch.layout.lm_head_name):
+        assert dict(named_parameters(arch)) == real
