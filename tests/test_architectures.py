@@ -128,11 +128,17 @@ def test_family_traits():
     ("huggyllama/llama-7b", 6_738_415_616),  # computed
     ("Salesforce/xgen-7b-8k-base", 6_895_702_016),  # computed
     ("agentica-org/DeepCoder-14B-Preview", 14_770_033_664),  # computed
+    ("deepseek-ai/DeepSeek-V2.5", 235_741_342_720),  # computed (published: 236B)
 ])
 def test_added_entries_total(model_id, params):
     entry = catalog_lookup(model_id)
     assert entry["id"] == model_id
     assert Architecture.from_config(model_id, "catalog", entry["config"]).total_params == params
+
+
+def test_deepseek_v2_5_active_parameters():
+    # computed: 6 of 160 routed experts + 2 shared, first layer dense (published: 21B active)
+    assert resolve_architecture("deepseek-ai/DeepSeek-V2.5").active_params == 21_375_708_160
 
 
 def test_qwen1_5_moe_active_parameters():
@@ -145,6 +151,7 @@ def test_qwen1_5_moe_active_parameters():
     ("neuralmagic/Sparse-Llama-3.1-8B-2of4", "meta-llama/Llama-3.1-8B"),
     ("hugging-quants/Meta-Llama-3.1-405B-BNB-NF4-BF16", "meta-llama/Llama-3.1-405B"),
     ("unsloth/codellama-34b-bnb-4bit", "codellama/CodeLlama-34b-hf"),
+    ("axolotl-quants/DeepSeek-V2.5-bnb-nf4-bf16", "deepseek-ai/DeepSeek-V2.5"),
 ])
 def test_added_aliases_resolve(alias, canonical):
     assert catalog_lookup(alias)["id"] == canonical
