@@ -113,3 +113,46 @@ def test_family_traits():
     assert resolve_architecture("microsoft/phi-2").gated_mlp is False
     ds = resolve_architecture("deepseek-ai/DeepSeek-V2-Lite")
     assert ds.is_mla and ds.first_dense_layers == 1 and not ds.is_moe_layer(0) and ds.is_moe_layer(1)
+
+
+# Entries added from copies of the models' config.json (see each entry's "source"). No exact published total was
+# read for these, so each total below is the computed value, pinned so that a change to the catalog numbers or to
+# the parameter layout shows up here.
+@pytest.mark.parametrize("model_id, params", [
+    ("openlm-research/open_llama_3b_v2", 3_426_473_600),  # computed
+    ("codellama/CodeLlama-13b-hf", 13_016_028_160),  # computed
+    ("codellama/CodeLlama-34b-hf", 33_743_970_304),  # computed
+    ("Qwen/Qwen1.5-MoE-A2.7B", 14_315_784_192),  # computed
+    ("microsoft/phi-1_5", 1_418_270_720),  # computed
+    ("mistral-community/Mixtral-8x22B-v0.1", 140_620_634_112),  # computed
+    ("mistralai/Ministral-8B-Instruct-2410", 8_019_808_256),  # computed
+    ("huggyllama/llama-7b", 6_738_415_616),  # computed
+    ("Salesforce/xgen-7b-8k-base", 6_895_702_016),  # computed
+    ("agentica-org/DeepCoder-14B-Preview", 14_770_033_664),  # computed
+    ("deepseek-ai/DeepSeek-V2.5", 235_741_342_720),  # computed (published: 236B)
+])
+def test_added_entries_total(model_id, params):
+    entry = catalog_lookup(model_id)
+    assert entry["id"] == model_id
+    assert Architecture.from_config(model_id, "catalog", entry["config"]).total_params == params
+
+
+def test_deepseek_v2_5_active_parameters():
+    # computed: 6 of 160 routed experts + 2 shared, first layer dense (published: 21B active)
+    assert resolve_architecture("deepseek-ai/DeepSeek-V2.5").active_params == 21_375_708_160
+
+
+def test_qwen1_5_moe_active_parameters():
+    # computed: 4 of 60 routed experts plus the shared expert, every layer sparse
+    assert resolve_architecture("Qwen/Qwen1.5-MoE-A2.7B").active_params == 2_689_173_504
+
+
+@pytest.mark.parametrize("alias, canonical", [
+    ("casperhansen/llama-3-70b-fp16", "meta-llama/Meta-Llama-3-70B"),
+    ("neuralmagic/Sparse-Llama-3.1-8B-2of4", "meta-llama/Llama-3.1-8B"),
+    ("hugging-quants/Meta-Llama-3.1-405B-BNB-NF4-BF16", "meta-llama/Llama-3.1-405B"),
+    ("unsloth/codellama-34b-bnb-4bit", "codellama/CodeLlama-34b-hf"),
+    ("axolotl-quants/DeepSeek-V2.5-bnb-nf4-bf16", "deepseek-ai/DeepSeek-V2.5"),
+])
+def test_added_aliases_resolve(alias, canonical):
+    assert catalog_lookup(alias)["id"] == canonical
