@@ -1,0 +1,220 @@
+"""axlint's memory estimate against published GPU measurements (benchmarks/memory/published.yaml).
+
+Each row is estimated the way ``axlint check`` / ``estimate`` would: a ``config`` dict (and ``ds`` DeepSpeed dict)
+is resolved with ``axlint.facts.resolve_facts`` on the row's hardware; a ``config_file`` row is loaded with
+``axlint.document.load_document`` + ``axlint.run.build_run``. The metric the source measured is compared:
+allocated -> peak_allocated, reserved -> peak_reserved, device -> peak_device; every row's outcome (ran / oom) is
+compared with the estimate's fit call (peak_device <= the GPU's usable memory).
+
+    python benchmarks/memory/published.py            # prints the report and writes benchmarks/memory/published.md
+    python benchmarks/memory/published.py --check    # exit 1 when published.md's figures differ from a fresh run
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import platform
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from axlint.architectures import resolve_architecture  # noqa: E402
+from axlint.document import load_document  # noqa: E402
+from axlint.facts import resolve_facts  # noqa: E402
+from axlint.hardware import parse_hardware  # noqa: E402
+from axlint.memory import estimate_memory  # noqa: E402
+from axlint.run import build_run  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE / "published.yaml"
+REPORT = HERE / "published.md"
+GIB = 2**30
+METRICS = {"allocated": "peak_allocated", "reserved": "peak_reserved", "device": "peak_device"}
+SETS = ("calibration", "check")
+SUMMARY_BEGIN, SUMMARY_END = "<!-- summary:begin -->", "<!-- summary:end -->"
+
+
+@dataclass
+class Result:
+    row: dict[str, Any]
+    estimate: Any
+
+    @property
+    def estimate_gib(self) -> float | None:
+        attr = METRICS.get(self.row["metric"])
+        return getattr(self.estimate, attr) / GIB if attr else None
+
+    @property
+    def error(self) -> float | None:
+        measured = self.row.get("measured_gib")
+        if measured is None or self.estimate_gib is None:
+            return None
+        return self.estimate_gib / measured - 1
+
+    @property
+    def call_right(self) -> bool:
+        return bool(self.estimate.fits) == (self.row["outcome"] == "ran")
+
+
+def load_rows(path: Path = DATA) -> list[dict[str, Any]]:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))["rows"]
+
+
+def estimate_row(row: dict[str, Any]):
+    """The MemoryEstimate axlint gives for the row's setting on the row's hardware."""
+    hw = parse_hardware(row["hardware"])
+    if row.get("config_file"):
+        run = build_run(load_document(ROOT / row["config_file"]), hardware=hw)
+        if run.arch is None:
+            raise ValueError(f"{row['id']}: {row['config_file']} does not resolve to a catalog model")
+        return estimate_memory(run.facts, run.arch, run.hardware)
+    arch = resolve_architecture(row["model"])
+    if arch is None:
+        raise ValueError(f"{row['id']}: {row['model']} does not resolve")
+    config = {k: v for k, v in row["config"].items() if v is not None}
+    facts = resolve_facts(config, row.get("ds"), world_size=hw.count, bf16_capable=hw.bf16 is not False,
+                          hidden_size=arch.hidden_size)
+    return estimate_memory(facts, arch, hw)
+
+
+def evaluate(rows: list[dict[str, Any]] | None = None) -> list[Result]:
+    return [Result(row, estimate_row(row)) for row in (rows if rows is not None else load_rows())]
+
+
+def _percentile(values: list[float], q: float) -> float:
+    """Linear-interpolated percentile (numpy's default), q in [0, 1]."""
+    xs = sorted(values)
+    if not xs:
+        return float("nan")
+    pos = (len(xs) - 1) * q
+    lo = int(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+def summary(results: list[Result]) -> dict[str, dict[str, Any]]:
+    """Per set: rows, rows with a figure, median and p90 |error| in %, fit calls right / total, wrong call ids."""
+    out: dict[str, dict[str, Any]] = {}
+    for name in SETS:
+        rs = [r for r in results if r.row["set"] == name]
+        errs = [abs(r.error) * 100 for r in rs if r.error is not None]
+        out[name] = {
+            "rows": len(rs),
+            "with_figure": len(errs),
+            "median_abs_error_pct": round(_percentile(errs, 0.5), 1),
+            "p90_abs_error_pct": round(_percentile(errs, 0.9), 1),
+            "calls_right": sum(r.call_right for r in rs),
+            "wrong_calls": [r.row["id"] for r in rs if not r.call_right],
+        }
+    return out
+
+
+def summary_lines(s: dict[str, dict[str, Any]]) -> list[str]:
+    lines = ["| set | rows | rows with a figure | median abs error | p90 abs error | fit/OOM calls right |",
+             "|---|---|---|---|---|---|"]
+    for name in SETS:
+        x = s[name]
+        lines.append(f"| {name} | {x['rows']} | {x['with_figure']} | {x['median_abs_error_pct']:.1f} % "
+                     f"| {x['p90_abs_error_pct']:.1f} % | {x['calls_right']} / {x['rows']} |")
+    for name in SETS:
+        wrong = ", ".join(f"`{i}`" for i in s[name]["wrong_calls"]) or "none"
+        lines.append("")
+        lines.append(f"Wrong fit calls ({name}): {wrong}")
+    return lines
+
+
+def _setting(row: dict[str, Any]) -> str:
+    if row.get("config_file"):
+        return f"`{row['config_file'].split('examples/', 1)[-1]}`"
+    c, ds = row["config"], row.get("ds") or {}
+    parts = [c.get("adapter") or "full"]
+    if c.get("lora_r"):
+        parts.append(f"r{c['lora_r']}")
+    parts.append(f"seq {c.get('sequence_len')} × mbs {c.get('micro_batch_size', 1)}")
+    parts.append("GC" if c.get("gradient_checkpointing") else "no GC")
+    if c.get("plugins"):
+        parts.append("Liger")
+    zero = ds.get("zero_optimization") or {}
+    if zero:
+        off = [k.split("_")[1] for k in ("offload_optimizer", "offload_param")
+               if (zero.get(k) or {}).get("device") not in (None, "none")]
+        parts.append(f"ZeRO-{zero.get('stage')}" + (f" offload {'+'.join(off)}" if off else ""))
+    fsdp = c.get("fsdp_config") or {}
+    if fsdp:
+        parts.append(f"FSDP {fsdp.get('fsdp_sharding_strategy', 'FULL_SHARD')}"
+                     + (" offload" if fsdp.get("fsdp_offload_params") else ""))
+    if c.get("activation_offloading"):
+        parts.append("act offload")
+    return ", ".join(parts)
+
+
+def table_lines(results: list[Result], name: str) -> list[str]:
+    lines = ["| id | model | setting | hardware | metric | measured GiB | estimate GiB | error | ran/oom | est. fits |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        if r.row["set"] != name:
+            continue
+        row, m = r.row, r.row.get("measured_gib")
+        est = r.estimate_gib
+        lines.append(
+            f"| {row['id']} | {row['model']} | {_setting(row)} | {row['hardware']} | {row['metric']} "
+            f"| {'' if m is None else f'{m:.2f}'} | {'' if est is None else f'{est:.2f}'} "
+            f"| {'' if r.error is None else f'{r.error:+.1%}'} | {row['outcome']} "
+            f"| {'yes' if r.estimate.fits else 'no'}{'' if r.call_right else ' ✗'} |")
+    return lines
+
+
+def render(results: list[Result]) -> str:
+    s = summary(results)
+    sources = sorted({r.row["source"].split(" ", 1)[0] for r in results if r.row["set"] == "check"})
+    head = [
+        "# axlint memory estimate vs published measurements",
+        "",
+        f"Written by `benchmarks/memory/published.py` from `published.yaml` on {datetime.date.today().isoformat()} "
+        f"({platform.system()} {platform.machine()}, Python {platform.python_version()}; the estimate is analytic, "
+        "no GPU is used). Error = estimate / measured − 1 on the metric the source measured (allocated, reserved "
+        "or device); a fit call is right when the estimate fits ⇔ the run ran.",
+        "",
+        "`calibration`: the points axlint's constants were tuned on (tests/test_memory_calibration.py). `check`: "
+        "published figures axlint was not tuned on. The Liger chart's HF rows are estimated as axlint estimates "
+        "today's stack; the calibration test adds the pre-4.46 shifted-logits copy on top, this table does not.",
+        "",
+        SUMMARY_BEGIN, *summary_lines(s), SUMMARY_END,
+        "",
+        f"Check-set sources ({len(sources)} pages): " + ", ".join(sources),
+    ]
+    body: list[str] = []
+    for name in SETS:
+        body += ["", f"## {name}", "", *table_lines(results, name)]
+    return "\n".join(head + body) + "\n"
+
+
+def written_summary(text: str) -> str:
+    return text.split(SUMMARY_BEGIN, 1)[1].split(SUMMARY_END, 1)[0].strip()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare published.md's summary with a fresh run")
+    args = ap.parse_args(argv)
+    results = evaluate()
+    text = render(results)
+    if args.check:
+        fresh = "\n".join(summary_lines(summary(results))).strip()
+        ok = REPORT.exists() and written_summary(REPORT.read_text(encoding="utf-8")) == fresh
+        print("published.md is up to date" if ok else "published.md is stale: run benchmarks/memory/published.py")
+        return 0 if ok else 1
+    REPORT.write_text(text, encoding="utf-8")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
