@@ -129,7 +129,7 @@ def test_family_traits():
     ("huggyllama/llama-7b", 6_738_415_616),  # computed
     ("Salesforce/xgen-7b-8k-base", 6_895_702_016),  # computed
     ("agentica-org/DeepCoder-14B-Preview", 14_770_033_664),  # computed
-    ("deepseek-ai/DeepSeek-V2.5", 235_741_342_720),  # computed (published: 236B)
+    ("deepseek-ai/DeepSeek-V2.5", 235_741_434_880),  # computed, q_a_layernorm included (published: 236B)
 ])
 def test_added_entries_total(model_id, params):
     entry = catalog_lookup(model_id)
@@ -139,7 +139,7 @@ def test_added_entries_total(model_id, params):
 
 def test_deepseek_v2_5_active_parameters():
     # computed: 6 of 160 routed experts + 2 shared, first layer dense (published: 21B active)
-    assert resolve_architecture("deepseek-ai/DeepSeek-V2.5").active_params == 21_375_708_160
+    assert resolve_architecture("deepseek-ai/DeepSeek-V2.5").active_params == 21_375_800_320
 
 
 def test_qwen1_5_moe_active_parameters():
