@@ -38,10 +38,12 @@ def test_fix_write_leaves_memory_fixes_alone_when_the_gpus_are_assumed(tmp_path)
     result = run(["fix", "--write", "--unsafe-fixes", "--select", "MEM,PERF", "c.yml"], tmp_path)
     assert (tmp_path / "c.yml").read_text() == FFT  # gradient checkpointing etc. were shown, not written
     assert "memory judged for an assumed 8×H100-80GB: set `hardware`" in result.stderr
+    longer = FFT.replace("sequence_len: 8192", "sequence_len: 12288")  # checkpointing is part of every fix
+    (tmp_path / "c.yml").write_text(longer)
     declared = run(["fix", "--write", "--select", "MEM003", "--hardware", "8xH100", "c.yml"], tmp_path)
     assert declared.exit_code == 0, declared.stderr  # declared GPUs: MEM003's safe fix is written
-    assert (tmp_path / "c.yml").read_text() == FFT.replace("gradient_checkpointing: false",
-                                                           "gradient_checkpointing: true")
+    assert (tmp_path / "c.yml").read_text() == longer.replace("gradient_checkpointing: false",
+                                                              "gradient_checkpointing: true")
 
 
 # ------------------------------------------------------------------------------------------- shared DeepSpeed files

@@ -77,14 +77,17 @@ def test_zero_stages_are_monotone():
 def test_json_contract_keys_exactly():
     j = est().to_json("cfg.yml")
     assert list(j) == ["config", "model", "hardware", "assumptions", "per_gpu", "eval_peak_device_gib",
-                       "cpu_offload_gib", "fits", "headroom_gib"]
+                       "eval_required_gib", "cpu_offload_gib", "fits", "headroom_gib"]
     assert list(j["model"]) == ["id", "source", "parameters"] and j["model"]["parameters"] == 8_030_261_248
     assert j["hardware"] == {"gpu": "H100-80GB", "count": 1, "memory_gib": 79.2}
-    assert list(j["per_gpu"]) == ["components_gib", "peak_allocated_gib", "peak_reserved_gib", "peak_device_gib"]
+    assert list(j["per_gpu"]) == ["components_gib", "peak_allocated_gib", "peak_reserved_gib", "peak_device_gib",
+                                  "required_gib"]
     assert list(j["per_gpu"]["components_gib"]) == list(COMPONENTS)
     assert all(isinstance(a, str) for a in j["assumptions"])
     assert sum(j["per_gpu"]["components_gib"].values()) == pytest.approx(j["per_gpu"]["peak_device_gib"], abs=0.06)
-    assert j["headroom_gib"] == pytest.approx(79.2 - j["per_gpu"]["peak_device_gib"], abs=0.02)
+    assert j["headroom_gib"] == pytest.approx(79.2 - j["per_gpu"]["required_gib"], abs=0.02)
+    allocated, context = j["per_gpu"]["peak_allocated_gib"], j["per_gpu"]["components_gib"]["cuda_context"]
+    assert j["per_gpu"]["required_gib"] == pytest.approx(allocated * 1.05 + context, abs=0.02)
 
 
 def test_eval_spike_from_larger_eval_batch():

@@ -22,7 +22,7 @@ def test_solver_finds_a_fitting_config_for_an_obviously_too_large_one():
     for s in suggestions:
         assert s.peak_gib <= 79.2 * 0.95 and s.saving_gib > 0 and s.where == "axolotl"
         fixed = estimate_memory(facts({**TOO_BIG, **s.changes}, None, L8B, hw), L8B, hw)
-        assert max(fixed.peak_device, fixed.eval_peak_device) / 2**30 <= 79.2 * 0.95 + 0.01
+        assert max(fixed.required, fixed.eval_required) / 2**30 <= 79.2 * 0.95 + 0.01
         if "micro_batch_size" in s.changes:  # effective batch kept
             assert s.changes["micro_batch_size"] * s.changes["gradient_accumulation_steps"] == 8
     assert [s.relative_throughput for s in suggestions] == sorted((s.relative_throughput for s in suggestions),
@@ -50,9 +50,9 @@ def test_solver_changes_deepspeed_stage():
 def test_fit_grid_is_monotone():
     hw = parse_hardware("1xH100")
     grid = fit_grid(facts(TOO_BIG, None, L8B, hw), L8B, hw, [1, 2, 4], [1024, 2048, 4096])
-    for row in grid.peak_device_gib:
+    for row in grid.required_gib:
         assert list(row) == sorted(row)
-    for col in zip(*grid.peak_device_gib):
+    for col in zip(*grid.required_gib):
         assert list(col) == sorted(col)
     assert grid.fits(0, 0) and not grid.fits(2, 2)
 

@@ -139,31 +139,25 @@ def oom_predicted(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     e = facts.estimate
     best = facts.suggestions[0] if facts.suggestions else None
     advice = f"fastest fix: {suggestion_text(best, facts.hw)}" if best else scale_out_text(facts.scale_out, facts.hw)
-    args = {"peak": gib(e.peak_device), **gpu_args(facts), "phase": e.phase,
+    args = {"peak": gib(e.required), **gpu_args(facts), "phase": e.phase,
             "top": top_components(e), "advice": advice}
     yield _value_hit(run, _culprit(run, e), args, first_fix(run, facts.suggestions))
 
 
-@register_check("mem_low_headroom",
-                args=("phase", "peak", "spare", "capacity", "percent", "threshold", "hardware", "expandable"))
+@register_check("mem_low_headroom", args=("phase", "peak", "spare", "capacity", "percent", "threshold", "hardware"))
 def low_headroom(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """It fits, with less than LOW_HEADROOM of the GPU to spare: fragmentation alone can break it."""
+    """It fits, with less than LOW_HEADROOM of the GPU to spare: a longer sample or more fragmentation breaks it."""
     facts = modelled_facts(run)
     if facts is None or not facts.exact_tokens or not facts.train_fits or not facts.eval_fits:
         return
     spare = facts.capacity - facts.peak
     if spare >= LOW_HEADROOM * facts.capacity:
         return
-    from axlint.memory.estimate import estimate_setup
-
     e = facts.estimate
-    eval_peak = facts.evaluating and e.eval_peak_device > e.peak_device
-    expandable = estimate_setup(e.setup, facts.arch, facts.hw, expandable_segments=True)
-    with_it = max(expandable.peak_device, expandable.eval_peak_device) if facts.evaluating else expandable.peak_device
+    eval_peak = facts.evaluating and e.eval_required > e.required
     args = {"peak": gib(facts.peak), "phase": "eval" if eval_peak else "training",
             **gpu_args(facts), "spare": gib(spare),
-            "percent": f"{spare / facts.capacity * 100:.1f}", "threshold": f"{LOW_HEADROOM * 100:.0f}",
-            "expandable": gib(with_it)}
+            "percent": f"{spare / facts.capacity * 100:.1f}", "threshold": f"{LOW_HEADROOM * 100:.0f}"}
     yield _value_hit(run, (("micro_batch_size",), ("sequence_len",)), args)
 
 
@@ -187,8 +181,8 @@ def gradient_checkpointing_needed(run: TrainingRun, rule: Rule) -> Iterator[Hit]
     else:
         rest = {k: v for k, v in best.changes.items() if k not in ("gradient_checkpointing", "eval_batch_size")}
         effect = f"not enough alone: also {changes_text(replace(best, changes=rest))}"
-    args = {"tokens": f"{e.setup.micro_batch_size}×{e.setup.sequence_len}", "peak": gib(e.peak_device),
-            "new_peak": gib(on.peak_device), **gpu_args(facts), "effect": effect}
+    args = {"tokens": f"{e.setup.micro_batch_size}×{e.setup.sequence_len}", "peak": gib(e.required),
+            "new_peak": gib(on.required), **gpu_args(facts), "effect": effect}
     doc = run.axolotl
     assert doc is not None
     fix = Fix(doc.path, tuple(edits.set_value(doc, ("gradient_checkpointing",), True)), Applicability.SAFE,
@@ -247,7 +241,7 @@ def micro_batch_too_large(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if found is None:
         return
     facts, fix_ = found
-    args = {"micro_batch_size": str(facts.estimate.setup.micro_batch_size), "peak": gib(facts.estimate.peak_device),
+    args = {"micro_batch_size": str(facts.estimate.setup.micro_batch_size), "peak": gib(facts.estimate.required),
             **gpu_args(facts), "new_micro_batch_size": str(fix_.changes["micro_batch_size"]),
             "new_gradient_accumulation_steps": str(fix_.changes["gradient_accumulation_steps"]),
             "new_peak": f"{fix_.peak_gib:.1f} GiB", "speed": throughput_text(fix_.relative_throughput)}
@@ -272,8 +266,8 @@ def eval_batch_spike(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                   f"set `eval_batch_size: {new}`")
     else:
         advice, fix = "even eval_batch_size 1 does not fit: shorten eval_sequence_len", None
-    args = {"eval_peak": gib(e.eval_peak_device), **gpu_args(facts),
-            "tokens": f"{e.setup.eval_batch_size}×{e.setup.eval_sequence_len}", "train_peak": gib(e.peak_device),
+    args = {"eval_peak": gib(e.eval_required), **gpu_args(facts),
+            "tokens": f"{e.setup.eval_batch_size}×{e.setup.eval_sequence_len}", "train_peak": gib(e.required),
             "advice": advice}
     yield _value_hit(run, (("eval_batch_size",), ("micro_batch_size",)), args, fix)
 
@@ -289,7 +283,7 @@ def zero_stage_too_weak(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     sh = facts.estimate.setup.sharding
     now = f"ZeRO stage {sh.stage}" + (" with optimizer offload" if sh.offload_optimizer else "") \
         if sh.kind is ShardingKind.DEEPSPEED else f"plain data parallelism over {sh.world} GPUs"
-    args = {"now": now, "peak": gib(facts.estimate.peak_device), **gpu_args(facts),
+    args = {"now": now, "peak": gib(facts.estimate.required), **gpu_args(facts),
             "change": description(fix_), "new_peak": f"{fix_.peak_gib:.1f} GiB",
             "speed": throughput_text(fix_.relative_throughput)}
     fix = suggestion_fix(run, fix_)
@@ -324,7 +318,7 @@ def oom_at_full_length(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         assert doc is not None
         fix = Fix(doc.path, tuple(edits.set_value(doc, ("sequence_len",), longest)), Applicability.UNSAFE,
                   f"set `sequence_len: {longest}` (longer samples are dropped)")
-    args = {"tokens": f"{e.setup.micro_batch_size}×{e.setup.sequence_len}", "peak": gib(e.peak_device),
+    args = {"tokens": f"{e.setup.micro_batch_size}×{e.setup.sequence_len}", "peak": gib(e.required),
             **gpu_args(facts),
             "longest": f"samples up to {longest} tokens fit" if longest else "not even 256-token samples fit"}
     yield _value_hit(run, (("sequence_len",),), args, fix)
@@ -342,7 +336,7 @@ def _longest_fitting(facts: MemoryFacts) -> int:
 
     def fits(seq: int) -> bool:
         e = estimate_setup(setup.with_changes(sequence_len=seq, eval_sequence_len=seq), facts.arch, facts.hw)
-        return e.peak_device <= budget
+        return e.required <= budget
 
     # the peak grows with the sequence length: the largest k with a fitting k·step
     return largest_true(lambda k: fits(k * SEQUENCE_STEP), 0, setup.sequence_len // SEQUENCE_STEP) * SEQUENCE_STEP

@@ -96,6 +96,11 @@ NCCL_GIB = 1.0           # 0.5–1.5 GiB per rank once torch.distributed + NCCL 
 # caching-allocator reserved/allocated − 1 near capacity: gpjt 1.14 near full, "typically 10–20 %" [CAL]
 ALLOCATOR_SLACK = 0.15
 ALLOCATOR_SLACK_EXPANDABLE = 0.05  # expandable_segments:True maps pages instead of splitting blocks [CAL]
+# What must stay resident when an allocation fails: the caching allocator first frees every cached block it can and
+# retries (c10/cuda/CUDACachingAllocator.cpp, release_cached_blocks before raising), so only the allocated bytes and
+# the free pieces of segments still in use remain; that fragmentation is taken as the slack left when segments are
+# mapped page by page (expandable segments), the same 5 %.
+RESIDENT_FRAGMENTATION = ALLOCATOR_SLACK_EXPANDABLE
 
 # ---- solver --------------------------------------------------------------------------------------------------
 SAFETY_MARGIN = 0.05          # fit within 95 % of the GPU

@@ -22,6 +22,8 @@ Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
 
   peak_allocated = max(P_fwd_bwd, P_step); reserved = allocated × (1 + slack) + the loss's cached-unreused block
   when the peak is the loss moment (overhead.loss_unreused_bytes); device = reserved + context.
+  required = allocated × (1 + fragmentation) + context (overhead.resident_bytes): what must be resident, since
+  the caching allocator frees its cache and retries before it raises. The run fits when required ≤ GPU memory.
 The reported components are those of the moment that sets the peak; they sum to peak_device_gib.
 """
 from __future__ import annotations
@@ -44,6 +46,7 @@ from axlint.memory.overhead import (
     allocator_slack_bytes,
     context_bytes,
     loss_unreused_bytes,
+    resident_bytes,
 )
 from axlint.memory.params import trainable
 from axlint.memory.setup import TrainSetup, read_setup
@@ -89,6 +92,8 @@ class MemoryEstimate:
     peak_reserved: float
     peak_device: float
     eval_peak_device: float
+    required: float
+    eval_required: float
     cpu_offload: float
     trainable_params: int
     assumptions: tuple[str, ...] = field(default=())
@@ -99,18 +104,20 @@ class MemoryEstimate:
 
     @property
     def fits(self) -> bool:
-        return self.peak_device <= self.capacity
+        """Training fits: what must be resident (``required``) is within the GPU's memory."""
+        return self.required <= self.capacity
 
     @property
     def eval_fits(self) -> bool:
-        return self.eval_peak_device <= self.capacity
+        return self.eval_required <= self.capacity
 
     @property
     def headroom(self) -> float:
-        return self.capacity - self.peak_device
+        return self.capacity - self.required
 
     def to_json(self, config_path: str) -> dict[str, Any]:
-        """Exactly the ``axlint estimate --format json`` object of DESIGN.md."""
+        """The ``axlint estimate --format json`` object of DESIGN.md, with ``required_gib`` / ``eval_required_gib``
+        (what decides ``fits``) added."""
         return {
             "config": str(config_path),
             "model": {"id": self.arch.model_id, "source": self.arch.source, "parameters": self.arch.total_params},
@@ -121,8 +128,10 @@ class MemoryEstimate:
                 "peak_allocated_gib": _gib(self.peak_allocated),
                 "peak_reserved_gib": _gib(self.peak_reserved),
                 "peak_device_gib": _gib(self.peak_device),
+                "required_gib": _gib(self.required),
             },
             "eval_peak_device_gib": _gib(self.eval_peak_device),
+            "eval_required_gib": _gib(self.eval_required),
             "cpu_offload_gib": _gib(self.cpu_offload),
             "fits": self.fits,
             "headroom_gib": _gib(self.headroom),
@@ -180,7 +189,8 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         arch=arch, hw=hw, setup=setup, components={**comps, "cuda_context": ctx, "allocator_slack": slack},
         phase=phase, phases={"forward-backward": p_fwd, "optimizer-step": p_step, "eval": p_eval},
         peak_allocated=allocated, peak_reserved=allocated + slack, peak_device=allocated + slack + ctx,
-        eval_peak_device=eval_device,
+        eval_peak_device=eval_device, required=resident_bytes(allocated, ctx),
+        eval_required=resident_bytes(p_eval, ctx),
         cpu_offload=cpu_offload_bytes(setup, weight_bytes(arch, setup, t), optimizer_state_bytes(setup, t, spec),
                                       master_weight_bytes(setup, t), t.total),
         trainable_params=t.total, assumptions=tuple(notes))

@@ -73,9 +73,10 @@ class MemoryFacts:
 
     @property
     def peak(self) -> float:
-        """The peak that counts: training, or eval when the run evaluates and eval is higher."""
+        """The memory that counts (``MemoryEstimate.required``): training, or eval when the run evaluates and eval
+        needs more."""
         e = self.estimate
-        return max(e.peak_device, e.eval_peak_device) if self.evaluating else e.peak_device
+        return max(e.required, e.eval_required) if self.evaluating else e.required
 
     @cached_property
     def suggestions(self) -> list["Suggestion"]:

@@ -27,6 +27,14 @@ def allocator_slack_bytes(allocated: float, expandable_segments: bool) -> float:
     return allocated * (C.ALLOCATOR_SLACK_EXPANDABLE if expandable_segments else C.ALLOCATOR_SLACK)
 
 
+def resident_bytes(allocated: float, context: float) -> float:
+    """What a GPU must hold at a moment of ``allocated`` bytes for the run not to raise out-of-memory: the allocated
+    bytes, the fragmentation the allocator cannot give back (``RESIDENT_FRAGMENTATION``) and the context. Cached
+    blocks beyond that are released and the allocation retried before PyTorch raises, so reserved memory above
+    this is not needed."""
+    return allocated * (1 + C.RESIDENT_FRAGMENTATION) + context
+
+
 def context_bytes(world: int) -> float:
     """CUDA context + kernels, plus NCCL communicators for a distributed run."""
     return (C.CUDA_CONTEXT_GIB + (C.NCCL_GIB if world > 1 else 0.0)) * C.GIB

@@ -10,7 +10,7 @@ Cost model (relative step time of the same effective batch; throughput = 1 / Π 
   eager -> flash attention ×0.85
   ZeRO stage 0/1 ×1.0, 2 ×1.02, 3 ×1.15; optimizer offload ×1.6; parameter offload ×2.5
   micro batch of T tokens: utilisation ∝ T / (T + 1024) — smaller micro batches use the GPU less well
-A configuration fits when max(train, eval) peak_device ≤ (1 − 5 %) × GPU memory; the eval peak counts only when the
+A configuration fits when max(train, eval) required (what must be resident, MemoryEstimate.required) ≤ (1 − 5 %) × GPU memory; the eval peak counts only when the
 run evaluates (``evaluates``), and a smaller ``eval_batch_size`` is one more knob (no training cost).
 
 The other direction, ``relax``: memory savers a run that fits does not need (gradient checkpointing, ZeRO-3, CPU
@@ -194,7 +194,7 @@ def _zero_options(s: TrainSetup, arch: Architecture) -> list[_Option]:
 
 
 def _peak(e: MemoryEstimate, evaluating: bool) -> float:
-    return max(e.peak_device, e.eval_peak_device) if evaluating else e.peak_device
+    return max(e.required, e.eval_required) if evaluating else e.required
 
 
 def _knobs(facts: RunFacts, setup: TrainSetup, arch: Architecture, evaluating: bool) -> dict[Knob, list[_Option]]:
@@ -271,7 +271,7 @@ def _search(facts: RunFacts, setup: TrainSetup, arch: Architecture, hw: Hardware
             if not chosen:
                 continue
             e = estimate_setup(_apply(setup, chosen), arch, hw, expandable_segments=expandable_segments)
-            if e.peak_device > budget or (host is not None and _host_bytes(e) > host):
+            if e.required > budget or (host is not None and _host_bytes(e) > host):
                 break  # the eval batch changes neither the training peak nor the offload
             if _peak(e, evaluating) <= budget:
                 key, s = frozenset(_steps(chosen)), _suggestion(chosen, e, base_peak, evaluating)
@@ -329,7 +329,7 @@ def single_knob_fixes(facts: RunFacts, arch: Architecture, hw: Hardware, *,
 
 
 def _knob_peak(e: MemoryEstimate, knob: Knob) -> float:
-    return e.eval_peak_device if knob is Knob.EVAL_BATCH else e.peak_device
+    return e.eval_required if knob is Knob.EVAL_BATCH else e.required
 
 
 def _relax_options(s: TrainSetup) -> dict[Saver, _Option]:
@@ -374,25 +374,26 @@ def relax(facts: RunFacts, arch: Architecture, hw: Hardware, *,
 
 @dataclass(frozen=True)
 class FitGrid:
-    """``peak_device_gib[i][j]`` for ``micro_batch_sizes[i]`` × ``sequence_lens[j]``; ``capacity_gib`` per GPU."""
+    """``required_gib[i][j]`` (``MemoryEstimate.required``) for ``micro_batch_sizes[i]`` × ``sequence_lens[j]``;
+    ``capacity_gib`` per GPU."""
 
     micro_batch_sizes: tuple[int, ...]
     sequence_lens: tuple[int, ...]
-    peak_device_gib: tuple[tuple[float, ...], ...]
+    required_gib: tuple[tuple[float, ...], ...]
     capacity_gib: float
 
     def fits(self, i: int, j: int) -> bool:
-        return self.peak_device_gib[i][j] <= self.capacity_gib
+        return self.required_gib[i][j] <= self.capacity_gib
 
 
 def fit_grid(facts: RunFacts, arch: Architecture, hw: Hardware,
              micro_batch_sizes: tuple[int, ...] | list[int], sequence_lens: tuple[int, ...] | list[int], *,
              expandable_segments: bool = False) -> FitGrid:
-    """Training peak_device_gib for every (micro_batch_size, sequence_len) pair, all else as configured."""
+    """Training required_gib for every (micro_batch_size, sequence_len) pair, all else as configured."""
     setup = read_setup(facts, arch)
     rows = tuple(
         tuple(round(estimate_setup(setup.with_changes(micro_batch_size=m, sequence_len=s), arch, hw,
-                                   expandable_segments=expandable_segments).peak_device / C.GIB, 2)
+                                   expandable_segments=expandable_segments).required / C.GIB, 2)
               for s in sequence_lens)
         for m in micro_batch_sizes)
     return FitGrid(tuple(micro_batch_sizes), tuple(sequence_lens), rows, hw.memory_gib)

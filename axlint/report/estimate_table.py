@@ -94,14 +94,18 @@ def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, sugge
     lines += [_row("peak allocated", e.peak_allocated, cap, with_bar=False),
               _row("peak reserved", e.peak_reserved, cap, with_bar=False),
               _row("peak device", e.peak_device, cap, "what nvidia-smi shows"),
-              _row("eval peak device", e.eval_peak_device, cap,
+              _row("required", e.required, cap, "allocated + fragmentation + context: decides the fit"),
+              _row("eval required", e.eval_required, cap,
                    f"eval_batch_size {e.setup.eval_batch_size} × {e.setup.eval_sequence_len} tokens"
                    + ("" if evaluating else "; the run does not evaluate"))]
     lines.append(f"  {'CPU RAM for offload':<{LABEL_WIDTH}} {'':{BAR_WIDTH}} {e.cpu_offload / GIB:8.2f}  "
                  "all ranks of a node together")
-    lines += ["", _verdict("", e.peak_device, cap)]
+    lines += ["", _verdict("", e.required, cap)]
+    if e.fits and e.peak_device > cap:
+        lines.append("  (the allocator's cache would pass the GPU's memory; PyTorch frees it and retries before it "
+                     "raises)")
     if evaluating:
-        lines.append(_verdict("eval: ", e.eval_peak_device, cap))
+        lines.append(_verdict("eval: ", e.eval_required, cap))
     lines += ["", "assumptions"] + [f"  - {note}" for note in [*e.assumptions, *notes]]
     if suggestions:
         lines += ["", f"suggestions, fastest first (each fits within {(1 - SAFETY_MARGIN) * 100:.0f} % of the GPU"
@@ -128,16 +132,16 @@ def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, sugge
 
 
 def render_fit_grid(grid: "FitGrid", config: str, current: tuple[int, int], hardware: str) -> str:
-    """micro_batch_size (rows) × sequence_len (columns): the training peak per GPU in GiB, `OOM` before the peak
-    where it does not fit, the configured cell in brackets."""
+    """micro_batch_size (rows) × sequence_len (columns): the memory a GPU must hold at the training peak in GiB
+    (``MemoryEstimate.required``), `OOM` before it where it does not fit, the configured cell in brackets."""
     width = max(12, *(len(str(s)) + 2 for s in grid.sequence_lens))
     head = f"{GRID_CORNER:>10}" + "".join(f"{s:>{width}}" for s in grid.sequence_lens)
-    lines = [f"axlint estimate --fit: {config}", f"training peak per GPU in GiB on {hardware}, "
+    lines = [f"axlint estimate --fit: {config}", f"GiB each GPU must hold at the training peak on {hardware}, "
              f"{grid.capacity_gib:.1f} GiB each; OOM = does not fit; [ ] = the config", "", head]
     for i, mbs in enumerate(grid.micro_batch_sizes):
         cells = []
         for j, seq in enumerate(grid.sequence_lens):
-            peak = grid.peak_device_gib[i][j]
+            peak = grid.required_gib[i][j]
             text = f"{peak:.1f}" if grid.fits(i, j) else f"OOM {peak:.0f}"
             cells.append(f"{f'[{text}]' if (mbs, seq) == current else text:>{width}}")
         lines.append(f"{mbs:>10}" + "".join(cells))
@@ -148,7 +152,7 @@ def fit_grid_json(grid: "FitGrid", config: str, hardware: Mapping[str, Any]) -> 
     """The grid as one JSON object: axes, capacity and a row of cells per micro batch size."""
     return {"config": config, "hardware": dict(hardware), "micro_batch_sizes": list(grid.micro_batch_sizes),
             "sequence_lens": list(grid.sequence_lens), "capacity_gib": grid.capacity_gib,
-            "peak_device_gib": [list(row) for row in grid.peak_device_gib],
+            "required_gib": [list(row) for row in grid.required_gib],
             "fits": [[grid.fits(i, j) for j in range(len(grid.sequence_lens))]
                      for i in range(len(grid.micro_batch_sizes))]}
 

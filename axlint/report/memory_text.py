@@ -42,8 +42,10 @@ def hardware_text(hw: "Hardware") -> str:
 
 
 def top_components(e: "MemoryEstimate", n: int = 3) -> str:
-    """The `n` largest components of the peak phase: `activations 197.1 GiB, logits + loss 54.8 GiB, ...`."""
-    ranked = sorted(e.components.items(), key=lambda kv: kv[1], reverse=True)[:n]
+    """The `n` largest components of the peak phase: `activations 197.1 GiB, logits + loss 54.8 GiB, ...`; the
+    allocator's cache is left out (it is given back before an out-of-memory error, ``MemoryEstimate.required``)."""
+    ranked = sorted(((k, v) for k, v in e.components.items() if k != "allocator_slack"),
+                    key=lambda kv: kv[1], reverse=True)[:n]
     return ", ".join(f"{LABELS[k]} {gib(v)}" for k, v in ranked)
 
 
