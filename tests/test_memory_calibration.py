@@ -11,6 +11,7 @@ from axlint.memory import estimate_memory
 from axlint.memory.activations import layer_bytes_per_token
 from axlint.memory.overhead import resident_bytes
 from axlint.memory.setup import read_setup
+from benchmarks.memory.old_stack import repeat_kv_sdpa_extra, shifted_logits_extra
 from tests.resolved import facts
 
 GIB, MIB = 2**30, 2**20
@@ -37,26 +38,6 @@ ROWS: list[tuple[str, float, float, float]] = []
 def _record(name, estimate, measured, tolerance):
     ROWS.append((name, estimate, measured, estimate / measured - 1))
     assert estimate == pytest.approx(measured, rel=tolerance), name
-
-
-def repeat_kv_sdpa_extra(arch) -> float:
-    """Bytes per token the older sdpa path kept beyond today's: it repeated K and V to every head (repeat_kv) and
-    copied the transposed output, 10·hq in all (memory-model.md §1.2, "sdpa with repeat_kv, the long-standing
-    default"), where transformers 5 takes the GQA flash path: q, k, v, output and fp32 lse, 4hq + 4hkv + 4a."""
-    hq, hkv, a = arch.q_dim, arch.kv_dim, arch.num_heads
-    return 10 * hq - (4 * hq + 4 * hkv + 4 * a)
-
-
-def shifted_logits_extra(arch, batch: int, tokens: int) -> float:
-    """Reserved bytes the pre-4.46 transformers loss left beyond today's (the Liger chart's stack, 2024-08): the model
-    upcast the logits and made a shifted fp32 copy ``logits[..., :-1, :].contiguous()``, so the log-softmax and both
-    fp32 gradients have (T − b)·V elements; the slice's backward then asks for a full T·V fp32 zero tensor, which none
-    of the cached (T − b)·V blocks can hold once 4·b·V exceeds the allocator's 2 MiB rounding (b = 8: 4.1 MB), and
-    a fifth 4·T·V block is mapped: 18·T·V reserved where today's loss reserves 14·T·V (overhead.loss_unreused_bytes).
-    [INF from the old LlamaForCausalLM.forward and the caching allocator's best-fit; memory-model.md §1.3]"""
-    if 4 * batch * arch.vocab_size <= 2 * MIB:
-        return 0.0
-    return 4 * tokens * arch.vocab_size
 
 
 @pytest.mark.parametrize("model, copies", [

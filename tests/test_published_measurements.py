@@ -39,6 +39,7 @@ def test_row_is_well_formed(row):
         assert isinstance(row["measured_gib"], (int, float)) and row["measured_gib"] > 0
         assert row["outcome"] == "ran", "a measured figure comes from a run that ran"
     assert isinstance(row.get("assumed", []), list)
+    assert row.get("stack") in (None, "transformers<4.46")
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r["id"])
