@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -41,9 +42,11 @@ def assert_no_traceback(done: subprocess.CompletedProcess) -> None:
 
 
 def assert_reported(done: subprocess.CompletedProcess, where: str, code: str) -> None:
-    """A finding `code` at `where` (file:line:col), exit 1, no traceback and no internal error."""
+    """A finding `code` at `where` (file:line:col; file:line: when any column on that line will do), exit 1, no
+    traceback and no internal error."""
     assert_no_traceback(done)
-    assert f"{where}: {code} " in done.stdout, done.stdout + done.stderr
+    assert re.search(re.escape(where) + (r"\d+" if where.endswith(":") else "") + f": {code} ", done.stdout), \
+        done.stdout + done.stderr
     assert "AX999" not in done.stdout
     assert done.returncode == 1
 
@@ -61,7 +64,9 @@ CASES = [
     ("recursive-alias", {"c.yml": b"base_model: x\nloop: &a [*a]\n"}, "c.yml", "c.yml:2:7", "AX000"),
     ("unhashable-key", {"c.yml": b"base_model: x\n{a: 1}: 2\n"}, "c.yml", "c.yml:2:1", "AX000"),
     ("custom-tag", {"c.yml": b"base_model: !include other.yml\n"}, "c.yml", "c.yml:1:13", "AX000"),
-    ("deep-flow-nesting", {"c.yml": b"base_model: " + b"[" * 100_000 + b"]" * 100_000 + b"\n"}, "c.yml", "c.yml:1:212",
+    # refused by axlint at level 201, or earlier by a PyYAML (6.0.4) whose scanner reads ahead and stops at its
+    # own limit: either way a located AX000 on line 1
+    ("deep-flow-nesting", {"c.yml": b"base_model: " + b"[" * 100_000 + b"]" * 100_000 + b"\n"}, "c.yml", "c.yml:1:",
      "AX000"),
     ("deep-block-nesting", {"c.yml": b"base_model: x\nlayers:\n  " + b"- " * 50_000 + b"x\n"}, "c.yml", "c.yml:3:401",
      "AX000"),

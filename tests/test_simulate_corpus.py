@@ -18,7 +18,6 @@ SECONDS = 30.0
 TOLERANCE = 0.10
 KNOWN_GAPS = {
     "examples/llama-3/lora-1b-ray.yml",               # +15 %: ZeRO-3 over 8 ranks, sharded analytically in simulate
-    "examples/archived/falcon/config-7b-lora.yml",   # -41 %: Falcon's activations under checkpointing
     "examples/mistral/lora.yml",                      # -18 %: 0.7 of its 1.8 GiB is the sdpa mask the simulation
     "examples/mistral/qlora.yml",                     # builds for the 4096 sliding window (flash needs none)
     "examples/deepseek-v2/fft-fsdp-16b.yaml",         # +67 %: FSDP's gathered MoE layer against simulate's plain ÷8
