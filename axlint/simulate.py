@@ -2,7 +2,8 @@
 
 The model is built under `FakeTensorMode` (shapes and dtypes only), wrapped as the config says (LoRA, gradient
 checkpointing, attention implementation; sdpa/eager since fake tensors live on the CPU), and trained for a few
-steps with torch AdamW while `MemTracker` attributes every live tensor to a category. The step is the one the HF
+steps with torch AdamW (a stateless SGD for 8-bit and other optimizers whose states are added by size, see below)
+while `MemTracker` attributes every live tensor to a category. The step is the one the HF
 Trainer runs under Axolotl:
 - bf16/fp16 without DeepSpeed: the forward runs under `torch.autocast` (accelerate `Accelerator.prepare_model`
   wraps `model.forward` when `native_amp`, which is every half-precision run that is not DeepSpeed), so fp32
@@ -18,7 +19,10 @@ Trainer runs under Axolotl:
 The per-GPU numbers then apply what one process cannot show:
 - DeepSpeed mixed precision keeps fp32 optimizer states and an fp32 master copy of the trainable weights;
 - ZeRO divides optimizer states (stage ≥ 1), gradients (≥ 2) and parameters (3) by the data-parallel size;
-- QLoRA stores the frozen decoder linears in NF4 with double quantization (≈ 4.127 bits per weight).
+- QLoRA stores the frozen decoder linears in NF4 with double quantization (≈ 4.127 bits per weight);
+- 8-bit (and other non-torch) optimizer states, their number × bytes per trainable weight, are live at every moment
+  after the first step, so they are added to the peak the stateless step found; a paged optimizer's states are
+  CUDA managed memory outside PyTorch's allocator and are left out, as the estimate's allocated peak leaves them.
 torch, transformers and peft are imported inside functions only.
 """
 from __future__ import annotations
@@ -114,7 +118,13 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
     with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), _fused_dropout():
         materialize_fake(model)
         params = [p for p in model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=spec.learning_rate, **adamw_flavour(spec.optimizer))
+        kind = None if deepspeed else optimizer_spec(spec.optimizer)
+        if kind is not None and kind.state_bytes is not None:
+            # states of another size than torch's are added below as a constant: a stateless step keeps the peak
+            # moment the one those states would give (torch AdamW's fp32 states would move it to the step)
+            optimizer = torch.optim.SGD(params, lr=spec.learning_rate, foreach=False)
+        else:
+            optimizer = torch.optim.AdamW(params, lr=spec.learning_rate, **adamw_flavour(spec.optimizer))
         tracker = _tracker_class()()
         tracker.track_external(model, optimizer)
         vocab = int(model.config.get_text_config().vocab_size)
@@ -127,10 +137,13 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
     if deepspeed and spec.dtype != "float32":
         _deepspeed_mixed_precision(process, params)
         notes.append("DeepSpeed mixed precision: fp32 optimizer states and fp32 master weights of trainable parameters")
-    elif (kind := optimizer_spec(spec.optimizer)) is not None and kind.state_bytes is not None:
-        process["optimizer_states"] = int(kind.states * kind.state_bytes * trainable)
+    elif kind is not None and kind.paged:
+        notes.append(f"{spec.optimizer}: paged states live outside PyTorch's allocator and are not counted (the step "
+                     "ran a stateless SGD)")
+    elif kind is not None and kind.state_bytes is not None:
+        process["optimizer_states"] += int(kind.states * kind.state_bytes * trainable)
         notes.append(f"{spec.optimizer}: {kind.states:g} states of {kind.state_bytes:g} byte per trainable parameter "
-                     "(its kernels are CUDA-only; the step ran torch AdamW)")
+                     "added to every moment (its kernels are CUDA-only; the step ran a stateless SGD)")
     if spec.quantization in QUANTIZED_BYTES:
         process["parameters"] -= _quantization_savings(model, QUANTIZED_BYTES[spec.quantization])
         notes.append(f"frozen decoder linears counted in {QUANTIZED_NAMES[spec.quantization]} "

@@ -20,8 +20,10 @@ Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
                FSDP's gathered params are resharded by then (sharding.step_buffer_bytes)
   P_eval     = resident + one layer's forward temporaries + eval logits    (grads freed after the step)
 
-  peak_allocated = max(P_fwd_bwd, P_step); reserved = allocated × (1 + slack) + the loss's cached-unreused block
-  when the peak is the loss moment (overhead.loss_unreused_bytes); device = reserved + context.
+  peak_allocated = max(P_fwd_bwd, P_step), less the states of a paged optimizer (bitsandbytes allocates them as
+  CUDA managed memory, outside PyTorch's allocator, and pages them out to CPU RAM under pressure); reserved =
+  allocated × (1 + slack) + the loss's cached-unreused block when the peak is the loss moment
+  (overhead.loss_unreused_bytes); device = reserved + context + paged states.
   required = allocated × (1 + fragmentation) + context (overhead.resident_bytes): what must be resident, since
   the caching allocator frees its cache and retries before it raises. The run fits when required ≤ GPU memory.
 The reported components are those of the moment that sets the peak; they sum to peak_device_gib.
@@ -147,7 +149,8 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         notes.append(f"optimizer {setup.optimizer!r} unknown: AdamW (2 states, foreach) assumed")
         spec = UNKNOWN_OPTIMIZER
     if spec.paged:
-        notes.append(f"{setup.optimizer}: paged states counted on the GPU (they can be evicted to CPU under pressure)")
+        notes.append(f"{setup.optimizer}: paged states live outside PyTorch's allocator; shown in the device peak, "
+                     "not needed for the fit (bitsandbytes moves them to CPU RAM when the GPU runs short)")
     t = trainable(arch, setup)
     s = setup.sharding
     w = weight_bytes(arch, setup, t) * weight_share(s)
@@ -170,14 +173,15 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
             "activations": 0.0, "logits": 0.0, "sharding_buffers": step_buffer_bytes(setup, buffers)}
     p_fwd, p_step = sum(fwd.values()), sum(step.values())
     phase, comps = ("forward-backward", fwd) if p_fwd >= p_step else ("optimizer-step", step)
-    allocated = max(p_fwd, p_step)
+    paged = o if spec.paged else 0.0
+    allocated = max(p_fwd, p_step) - paged
     slack = allocator_slack_bytes(allocated, expandable_segments)
     if phase == "forward-backward" and comps["logits"] > 0:
         slack += loss_unreused_bytes(arch, setup, setup.tokens)
     ctx = context_bytes(s.world)
-    p_eval = resident + o + persistent_g + eval_activation_bytes(setup.eval_tokens, layers) \
+    p_eval = resident + o - paged + persistent_g + eval_activation_bytes(setup.eval_tokens, layers) \
         + logits_bytes(arch, setup, setup.eval_tokens, training=False)
-    eval_device = p_eval + allocator_slack_bytes(p_eval, expandable_segments) + ctx
+    eval_device = p_eval + allocator_slack_bytes(p_eval, expandable_segments) + ctx + paged
     notes.append(f"peak phase: {phase}; {setup.tokens} tokens per micro batch")
     if arch.source == "catalog":
         notes.append(f"architecture from axlint's catalog ({arch.model_id})")
@@ -187,8 +191,8 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         notes.append(hw.note)
     return MemoryEstimate(
         arch=arch, hw=hw, setup=setup, components={**comps, "cuda_context": ctx, "allocator_slack": slack},
-        phase=phase, phases={"forward-backward": p_fwd, "optimizer-step": p_step, "eval": p_eval},
-        peak_allocated=allocated, peak_reserved=allocated + slack, peak_device=allocated + slack + ctx,
+        phase=phase, phases={"forward-backward": p_fwd - paged, "optimizer-step": p_step - paged, "eval": p_eval},
+        peak_allocated=allocated, peak_reserved=allocated + slack, peak_device=allocated + slack + ctx + paged,
         eval_peak_device=eval_device, required=resident_bytes(allocated, ctx),
         eval_required=resident_bytes(p_eval, ctx),
         cpu_offload=cpu_offload_bytes(setup, weight_bytes(arch, setup, t), optimizer_state_bytes(setup, t, spec),
