@@ -156,3 +156,23 @@ def test_qwen1_5_moe_active_parameters():
 ])
 def test_added_aliases_resolve(alias, canonical):
     assert catalog_lookup(alias)["id"] == canonical
+
+
+# Families with a row whose corpus models were added from copies of their config.json (see each entry's "source").
+# No exact published total was read for these in the session that added them: each total is the computed value,
+# pinned so that a change to the catalog numbers or to the family rows shows up here.
+@pytest.mark.parametrize("model_id, params", [
+    ("EleutherAI/pythia-1.4b-deduped", 1_414_647_808),  # computed
+    ("EleutherAI/pythia-12b-deduped", 11_846_072_320),  # computed
+    ("togethercomputer/RedPajama-INCITE-Chat-3B-v1", 2_775_864_320),  # computed
+    ("bigcode/starcoder2-3b", 3_030_371_328),  # computed (tied embedding: no tie_word_embeddings key)
+    ("stabilityai/stablelm-2-1_6b", 1_644_515_328),  # computed
+    ("CohereForAI/c4ai-command-r7b-12-2024", 8_028_033_024),  # computed (tied embedding)
+    ("deepcogito/cogito-v1-preview-qwen-14B", 14_765_947_904),  # computed (vocab 151665)
+])
+def test_family_row_entries_total(model_id, params):
+    entry = catalog_lookup(model_id)
+    assert entry["id"] == model_id
+    arch = Architecture.from_config(model_id, "catalog", entry["config"])
+    assert arch.unsized_decoder is None
+    assert arch.total_params == params
