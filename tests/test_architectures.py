@@ -136,6 +136,7 @@ def test_family_traits():
     ("ByteDance-Seed/Seed-OSS-36B-Instruct", 36_151_104_512),  # computed
     ("swiss-ai/Apertus-8B-Instruct-2509", 8_053_338_176),  # computed, xIELU's 2 scalars per layer
     ("nvidia/Nemotron-Mini-4B-Instruct", 4_190_509_056),  # computed
+    ("arcee-ai/AFM-4.5B", 4_619_189_760),  # computed
 ])
 def test_added_entries_total(model_id, params):
     entry = catalog_lookup(model_id)
