@@ -130,6 +130,13 @@ def test_family_traits():
     ("Salesforce/xgen-7b-8k-base", 6_895_702_016),  # computed
     ("agentica-org/DeepCoder-14B-Preview", 14_770_033_664),  # computed
     ("deepseek-ai/DeepSeek-V2.5", 235_741_434_880),  # computed, q_a_layernorm included (published: 236B)
+    ("openai/gpt-oss-20b", 20_914_757_184),  # computed, sinks + router / expert biases (published: 21B)
+    ("zai-org/GLM-4.5-Air", 106_852_245_504),  # computed, no MTP layer (published: 106B)
+    ("THUDM/GLM-4-32B-0414", 32_566_081_536),  # computed
+    ("ByteDance-Seed/Seed-OSS-36B-Instruct", 36_151_104_512),  # computed
+    ("swiss-ai/Apertus-8B-Instruct-2509", 8_053_338_176),  # computed, xIELU's 2 scalars per layer
+    ("nvidia/Nemotron-Mini-4B-Instruct", 4_190_509_056),  # computed
+    ("arcee-ai/AFM-4.5B", 4_619_189_760),  # computed
 ])
 def test_added_entries_total(model_id, params):
     entry = catalog_lookup(model_id)
@@ -176,3 +183,15 @@ def test_family_row_entries_total(model_id, params):
     arch = Architecture.from_config(model_id, "catalog", entry["config"])
     assert arch.unsized_decoder is None
     assert arch.total_params == params
+
+
+def test_gpt_oss_20b_active_parameters():
+    # computed: 4 of 32 experts per layer; less the input embedding it is 3.61B (published: 3.6B active)
+    arch = resolve_architecture("openai/gpt-oss-20b")
+    assert arch.active_params == 4_187_440_704
+    assert arch.active_params - arch.embedding_params == 3_608_307_264
+
+
+def test_glm_4_5_air_active_parameters():
+    # computed: 8 of 128 routed experts + the shared one, first layer dense (published: 12B active)
+    assert resolve_architecture("zai-org/GLM-4.5-Air").active_params == 13_424_123_904

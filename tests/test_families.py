@@ -24,6 +24,8 @@ MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}
 MLA = {"kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16, "n_routed_experts": 4,
        "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32, "first_k_dense_replace": 1,
        "n_group": 1, "topk_group": 1}
+GLM_MOE = {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32,
+           "first_k_dense_replace": 1, "head_dim": 16}
 
 CONFIGS: dict[str, list[dict[str, Any]]] = {
     "llama": [{}, {"attention_bias": True, "mlp_bias": True}],
@@ -53,6 +55,18 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
     "gemma3": [{"head_dim": 16}],
     "gemma3_text": [{"head_dim": 16}],
     "deepseek_v2": [{**MLA, "q_lora_rank": None}, {**MLA, "q_lora_rank": 48}],
+    "gpt_oss": [{"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 16},
+                {"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 16, "attention_bias": False}],
+    "glm4": [{}, {"attention_bias": False}],
+    "glm4_moe": [{**GLM_MOE, "use_qk_norm": False}, {**GLM_MOE, "use_qk_norm": True, "attention_bias": True,
+                                                     "first_k_dense_replace": 0, "n_shared_experts": 2}],
+    "seed_oss": [{"head_dim": 16}, {"head_dim": 16, "attention_bias": False, "attention_out_bias": True,
+                                    "mlp_bias": True}],
+    "hunyuan_v1_dense": [{"head_dim": 16}, {"head_dim": 16, "attention_bias": True}],
+    "apertus": [{}, {"hidden_act": "relu2", "attention_bias": True}],
+    "arcee": [{}, {"attention_bias": True, "mlp_bias": True}],
+    "nemotron": [{"head_dim": 16}, {"head_dim": 16, "attention_bias": True, "mlp_bias": True}],
+    "exaone4": [{}],
 }
 """Per family: config.json fields beside SMALL, one model each (the variants flip the fields a row reads)."""
 

@@ -21,6 +21,10 @@ Mlp = Literal["gated", "fused_gated", "plain"]
 Flag = Union[bool, Tuple[str, bool]]
 """A bias that is always there (True), never (False), or set by a config.json key with its default."""
 
+LEARNED_ACTIVATIONS: dict[str, tuple[str, ...]] = {"xielu": ("alpha_p", "alpha_n")}
+"""``hidden_act`` values whose activation module holds parameters (one scalar each, in the MLP's ``act_fn``):
+transformers' ``XIELUActivation`` (activations.py, 5.24), built for any family that names it in config.json."""
+
 NORM_NAMES = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm", "post_feedforward_layernorm")
 
 
@@ -33,7 +37,10 @@ class Family:
     up, down), "fused_gated" (gate_up of width 2I, down) or "plain" (up, down); ``expert_names`` of routed experts.
     ``qkv_bias`` / ``o_bias`` / ``mlp_bias``: see ``Flag``. The norms of one layer, of kind ``norm``, are
     ``norm_names`` (``extra_norm_names`` when ``extra_norm_key`` is set in config.json); ``qk_norm``: None,
-    "head" (over head_dim) or "full" (over all heads). Module paths (transformers 5): ``root`` holds ``embed_name``,
+    "head" (over head_dim) or "full" (over all heads), present when ``qk_norm_when`` holds, named
+    ``qk_norm_names`` inside the attention module. ``attention_sinks``: one learned logit per query head
+    (``sinks``) in each attention module. Routed experts: the router is the Linear ``router_name`` (E x h, a bias
+    with ``router_bias``), the experts' projections carry biases with ``expert_bias``. Module paths (transformers 5): ``root`` holds ``embed_name``,
     ``layer_path`` (with ``attention_module`` and ``mlp_module`` inside) and ``final_norm_name``; the output
     projection is ``lm_head_name``, tied to the embedding when config.json says so (default ``tied_default``).
     """
@@ -51,6 +58,12 @@ class Family:
     extra_norm_key: str | None = None
     extra_norm_names: tuple[str, ...] = ()
     qk_norm: Literal["head", "full"] | None = None
+    qk_norm_when: Flag = True
+    qk_norm_names: tuple[str, str] = ("q_norm", "k_norm")
+    attention_sinks: bool = False
+    router_name: str = "gate"
+    router_bias: bool = False
+    expert_bias: bool = False
     tied_default: bool = False
     lm_head_bias: bool = False
     root: str = "model"
@@ -77,6 +90,8 @@ _GEMMA_3 = Family(norm="gemma_rmsnorm", norm_names=NORM_NAMES, qk_norm="head", t
 _OLMO_2 = Family(qk_norm="full", norm_names=("post_attention_layernorm", "post_feedforward_layernorm"))
 _COHERE = Family(norm="layernorm_nobias", norm_names=NORM_NAMES[:1], tied_default=True)
 _FUSED_QKV = ("query_key_value", "dense")
+_UP_DOWN = ("up_proj", "down_proj")
+_GLM_4_NORMS = ("input_layernorm", "post_attention_layernorm", "post_self_attn_layernorm", "post_mlp_layernorm")
 
 FAMILIES: dict[str, Family] = {
     "llama": _LLAMA,
@@ -118,6 +133,35 @@ FAMILIES: dict[str, Family] = {
     "gemma3": _GEMMA_3,
     "gemma3_text": _GEMMA_3,
     "deepseek_v2": Family(attention="mla", qkv_bias=False, o_bias=False),
+    # models/gpt_oss/modeling_gpt_oss.py: q/k/v/o all biased by attention_bias (default on), a learned sink logit per
+    # head; every layer MoE: a biased router and biased experts (fused gate_up + down, each with a bias).
+    "gpt_oss": Family(qkv_bias=("attention_bias", True), o_bias=("attention_bias", True), attention_sinks=True,
+                      router_name="router", router_bias=True, expert_bias=True),
+    # models/glm4/modeling_glm4.py: q/k/v biased (attention_bias, default on), o not; fused gate_up MLP; four norms
+    # per layer (after the attention and after the MLP beside the two usual ones).
+    "glm4": Family(qkv_bias=("attention_bias", True), o_bias=False, mlp="fused_gated",
+                   mlp_names=("gate_up_proj", "down_proj"), norm_names=_GLM_4_NORMS),
+    # models/glm4_moe/modeling_glm4_moe.py: q/k/v biased by attention_bias (default off), o not; q/k norms only with
+    # use_qk_norm; DeepSeek-style MoE (router weight only, its e_score_correction_bias is a buffer; shared experts
+    # n_shared_experts x moe_intermediate_size; the first first_k_dense_replace layers dense).
+    "glm4_moe": Family(qkv_bias=("attention_bias", False), o_bias=False, qk_norm="head",
+                       qk_norm_when=("use_qk_norm", False)),
+    # models/seed_oss/modeling_seed_oss.py: q/k/v biased by attention_bias (default on), o by attention_out_bias.
+    "seed_oss": Family(qkv_bias=("attention_bias", True), o_bias=("attention_out_bias", False)),
+    # models/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py: llama layer, head-wise q/k norms named
+    # query_layernorm / key_layernorm.
+    "hunyuan_v1_dense": Family(qk_norm="head", qk_norm_names=("query_layernorm", "key_layernorm")),
+    # models/apertus/modeling_apertus.py: up/down MLP without a gate or biases (its xIELU activation holds two
+    # scalars: LEARNED_ACTIVATIONS), head-wise q/k norms, norms named attention_layernorm / feedforward_layernorm.
+    "apertus": Family(mlp="plain", mlp_names=_UP_DOWN, mlp_bias=False, qk_norm="head",
+                      norm_names=("attention_layernorm", "feedforward_layernorm")),
+    # models/arcee/modeling_arcee.py: llama layer with an up/down MLP (no gate).
+    "arcee": Family(mlp="plain", mlp_names=_UP_DOWN),
+    # models/nemotron/modeling_nemotron.py: up/down MLP (no gate); LayerNorm1P norms (weight and bias; 1 + w is
+    # applied in forward only).
+    "nemotron": Family(mlp="plain", mlp_names=_UP_DOWN, norm="layernorm"),
+    # models/exaone4/modeling_exaone4.py: head-wise q/k norms, norms after the attention and after the MLP only.
+    "exaone4": Family(qk_norm="head", norm_names=("post_attention_layernorm", "post_feedforward_layernorm")),
 }
 """``model_type`` -> layout. A new family whose layer is built from these parts is one row here."""
 

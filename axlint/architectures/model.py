@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping
 
-from axlint.architectures.families import Family, family_of, flag
+from axlint.architectures.families import LEARNED_ACTIVATIONS, Family, family_of, flag
 
 VISION_LAYOUTS = frozenset({"siglip_vision_model", "clip_vision_model"})
 """Vision towers whose layout axlint writes out (``vision_linears``); any other is a part it cannot size."""
@@ -24,7 +24,8 @@ VISION_LAYOUTS = frozenset({"siglip_vision_model", "clip_vision_model"})
 
 @dataclass(frozen=True)
 class Linear:
-    """One ``nn.Linear`` of a decoder layer: ``count`` instances (experts) of ``d_in -> d_out``."""
+    """One ``nn.Linear`` of a decoder layer: ``count`` instances (experts) of ``d_in -> d_out``; ``router``: the
+    MoE router (a weight inside a router module in transformers 5, not an ``nn.Linear``)."""
 
     name: str
     d_in: int
@@ -32,6 +33,7 @@ class Linear:
     bias: bool = False
     count: int = 1
     expert: bool = False
+    router: bool = False
 
     @property
     def params(self) -> int:
@@ -210,8 +212,15 @@ class Architecture:
 
     @property
     def qk_norm(self) -> str | None:
-        """None, "head" (norm over head_dim, Qwen3 / Gemma-3) or "full" (over all heads, OLMo-2)."""
-        return self.layout.qk_norm
+        """None, "head" (norm over head_dim, Qwen3 / Gemma-3) or "full" (over all heads, OLMo-2); None where the
+        family's ``qk_norm_when`` key is off in config.json (GLM-4-MoE's ``use_qk_norm``)."""
+        return self.layout.qk_norm if flag(self.layout.qk_norm_when, self.config) else None
+
+    @property
+    def activation_param_names(self) -> tuple[str, ...]:
+        """Scalar parameters of a dense MLP's activation (``families.LEARNED_ACTIVATIONS``: xIELU's alpha_p and
+        alpha_n); none for a MoE model, whose expert activations axlint does not lay out."""
+        return () if self.is_moe else LEARNED_ACTIVATIONS.get(str(self.config.get("hidden_act")), ())
 
     @property
     def q_dim(self) -> int:
@@ -280,9 +289,10 @@ class Architecture:
             return (Linear(names[0], h, i, bias), Linear(names[1], h, i, bias), Linear(names[2], i, h, bias))
         e, i = self.num_experts, self.moe_intermediate_size
         names = f.expert_names
-        out = [Linear("gate", h, e),
-               Linear(names[0], h, i, count=e, expert=True), Linear(names[1], h, i, count=e, expert=True),
-               Linear(names[2], i, h, count=e, expert=True)]
+        bias = f.expert_bias
+        out = [Linear(f.router_name, h, e, f.router_bias, router=True),
+               Linear(names[0], h, i, bias, count=e, expert=True), Linear(names[1], h, i, bias, count=e, expert=True),
+               Linear(names[2], i, h, bias, count=e, expert=True)]
         si = self.shared_expert_intermediate_size
         if si:
             out += [Linear("shared_experts.gate_proj", h, si), Linear("shared_experts.up_proj", h, si),
@@ -305,8 +315,8 @@ class Architecture:
         return {"nonparametric": 0, "layernorm": 2}.get(self.norm_type, 1)
 
     def small_params_per_layer(self) -> tuple[int, ...]:
-        """Sizes of the individual small tensors of one layer (norm weights, qk-norm, MLA kv norm), for ZeRO-3
-        persistence; biases are inside ``Linear``."""
+        """Sizes of the individual small tensors of one layer (norm weights, qk-norm, MLA kv norm, attention sinks,
+        a learned activation's scalars), for ZeRO-3 persistence; biases are inside ``Linear``."""
         sizes = [self.hidden_size] * (self.norms_per_layer * self.tensors_per_norm)
         if self.qk_norm == "head":
             sizes += [self.head_dim, self.head_dim]
@@ -316,6 +326,9 @@ class Architecture:
             sizes.append(int(self.config["kv_lora_rank"]))  # kv_a_layernorm
             if self.config.get("q_lora_rank"):
                 sizes.append(int(self.config["q_lora_rank"]))  # q_a_layernorm
+        if self.layout.attention_sinks:
+            sizes.append(self.num_heads)
+        sizes += [1] * len(self.activation_param_names)
         return tuple(sizes)
 
     def layer_params(self, layer: int) -> int:

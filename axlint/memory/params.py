@@ -38,7 +38,7 @@ def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
     an ``nn.Linear`` (or has "Linear" in its class name) except lm_head; transformers >= 5 stores the experts as 3-D
     parameters and the router as a ``*TopKRouter`` module holding a weight, so neither is one."""
     targets = setup.lora_target_modules
-    if setup.lora_target_linear and not lin.expert and lin.name != "gate":
+    if setup.lora_target_linear and not lin.expert and not lin.router:
         return True
     if isinstance(targets, str):
         return re.fullmatch(targets, name) is not None
@@ -125,11 +125,16 @@ def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
             yield f"{name}.weight", lin.count * lin.d_in * lin.d_out
             if lin.bias:
                 yield f"{name}.bias", lin.count * lin.d_out
+        layer_prefix = f"{root}.{f.layer_path.format(layer=layer)}"
+        attention = f"{layer_prefix}.{f.attention_module}"
         if arch.qk_norm:
-            attention = f"{root}.{f.layer_path.format(layer=layer)}.{f.attention_module}"
             full = arch.qk_norm == "full"
-            yield f"{attention}.q_norm.weight", arch.q_dim if full else arch.head_dim
-            yield f"{attention}.k_norm.weight", arch.kv_dim if full else arch.head_dim
+            yield f"{attention}.{f.qk_norm_names[0]}.weight", arch.q_dim if full else arch.head_dim
+            yield f"{attention}.{f.qk_norm_names[1]}.weight", arch.kv_dim if full else arch.head_dim
+        if f.attention_sinks:
+            yield f"{attention}.sinks", arch.num_heads
+        for name in arch.activation_param_names:
+            yield f"{layer_prefix}.{f.mlp_module}.act_fn.{name}", 1
         for norm in arch.norm_names:
             for tensor in tensors:
                 yield f"{root}.{f.layer_path.format(layer=layer)}.{norm}.{tensor}", h
