@@ -107,6 +107,13 @@ class Architecture:
         kind = str(vc.get("model_type") or "unnamed")
         return None if kind in VISION_LAYOUTS else kind
 
+    @property
+    def remote_modeling(self) -> bool:
+        """Whether config.json maps the model class to the repository's own modelling code (``auto_map``), which
+        transformers runs instead of its own under ``trust_remote_code`` (its module names may differ)."""
+        auto_map = self.raw_config.get("auto_map")
+        return isinstance(auto_map, Mapping) and any(k in auto_map for k in ("AutoModelForCausalLM", "AutoModel"))
+
     # ---- typed accessors -------------------------------------------------------------------------------
     def _get(self, *names: str, default: Any = None) -> Any:
         """The first of ``names`` set in config.json, then in the family's nested ``config_sections``."""
