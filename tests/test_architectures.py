@@ -137,11 +137,24 @@ def test_family_traits():
     ("swiss-ai/Apertus-8B-Instruct-2509", 8_053_338_176),  # computed, xIELU's 2 scalars per layer
     ("nvidia/Nemotron-Mini-4B-Instruct", 4_190_509_056),  # computed
     ("arcee-ai/AFM-4.5B", 4_619_189_760),  # computed
+    # the five below also equal the numel sum of the transformers 5.24 model built from the entry on the meta device
+    ("EleutherAI/gpt-j-6b", 6_050_882_784),  # computed, lm_head bias (model card: 6,053,381,344, not matched)
+    ("mosaicml/mpt-7b", 6_649_286_656),  # computed (published: 6.7B)
+    ("cerebras/Cerebras-GPT-1.3B", 1_315_723_264),  # computed, wpe included
+    ("LnL-AI/dbrx-base-converted-v2", 131_596_523_520),  # computed (published: 132B)
+    ("openai/gpt-oss-120b", 116_829_156_672),  # computed (published: 117B)
 ])
 def test_added_entries_total(model_id, params):
     entry = catalog_lookup(model_id)
     assert entry["id"] == model_id
     assert Architecture.from_config(model_id, "catalog", entry["config"]).total_params == params
+
+
+def test_new_moe_entries_active_parameters():
+    # computed: DBRX 4 of 16 experts (published: 36B active); gpt-oss-120b 4 of 128 (published: 5.1B active, which
+    # leaves out the input embedding: 5.71B - 0.58B)
+    assert resolve_architecture("LnL-AI/dbrx-base-converted-v2").active_params == 36_469_708_800
+    assert resolve_architecture("openai/gpt-oss-120b").active_params == 5_711_982_912
 
 
 def test_deepseek_v2_5_active_parameters():

@@ -17,13 +17,18 @@ transformers = pytest.importorskip("transformers")
 SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
          "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 128, "pad_token_id": 0,
          "bos_token_id": 1, "eos_token_id": 2}
-UNREAD = {"falcon": ("intermediate_size",), "gpt_neox": ("num_key_value_heads",)}
-"""Fields of SMALL a family's config.json does not have (Falcon: ffn_hidden_size, 4h by default; GPT-NeoX has
-no grouped-query attention)."""
+UNREAD = {"falcon": ("intermediate_size",), "gpt_neox": ("num_key_value_heads",),
+          "gpt2": ("intermediate_size", "num_key_value_heads"), "gptj": ("intermediate_size", "num_key_value_heads"),
+          "mpt": ("intermediate_size", "num_key_value_heads"), "dbrx": ("hidden_size", "intermediate_size", "num_key_value_heads")}
+"""Fields of SMALL a family's config.json does not have (Falcon: ffn_hidden_size, 4h by default; GPT-NeoX, GPT-2,
+GPT-J and MPT have no grouped-query attention, GPT-2 / GPT-J an n_inner, 4h by default, MPT a fixed 4h MLP; DBRX
+keeps kv heads and the expert width in attn_config / ffn_config, and its width as d_model: DbrxConfig copies d_model
+into ffn_config before a hidden_size given by name is mapped onto it)."""
 MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}
 MLA = {"kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16, "n_routed_experts": 4,
        "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32, "first_k_dense_replace": 1,
        "n_group": 1, "topk_group": 1}
+DBRX_FFN = {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}
 GLM_MOE = {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32,
            "first_k_dense_replace": 1, "head_dim": 16}
 
@@ -67,6 +72,12 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
     "arcee": [{}, {"attention_bias": True, "mlp_bias": True}],
     "nemotron": [{"head_dim": 16}, {"head_dim": 16, "attention_bias": True, "mlp_bias": True}],
     "exaone4": [{}],
+    "gpt2": [{}, {"n_inner": 96, "tie_word_embeddings": False}],
+    "gptj": [{"rotary_dim": 8}, {"rotary_dim": 8, "n_inner": 96, "tie_word_embeddings": True}],
+    "mpt": [{}, {"no_bias": False, "tie_word_embeddings": False}],
+    "dbrx": [{"d_model": 64, "attn_config": {"kv_n_heads": 2, "rope_theta": 10000.0}, "ffn_config": DBRX_FFN},
+             {"d_model": 64, "attn_config": {"kv_n_heads": 4, "rope_theta": 10000.0},
+              "ffn_config": {**DBRX_FFN, "moe_num_experts": 8, "ffn_hidden_size": 48}}],
 }
 """Per family: config.json fields beside SMALL, one model each (the variants flip the fields a row reads)."""
 

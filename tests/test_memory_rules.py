@@ -230,6 +230,24 @@ def test_a_deepspeed_json_alone_has_no_memory_findings():
     assert lint(ROOT / "fixtures" / "ds_zero3.json") == []
 
 
+DBRX_LORA = """base_model: LnL-AI/dbrx-base-converted-v2
+adapter: lora
+lora_r: 8
+lora_target_modules: [q_proj, k_proj, v_proj, out_proj, layer]
+sequence_len: 512
+micro_batch_size: 1
+"""
+
+
+def test_lora_targets_of_remote_code_are_not_checked(tmp_path):
+    # transformers' DBRX (models/dbrx/modeling_dbrx.py) has one Wqkv, so q/k/v_proj match nothing there; the
+    # checkpoint's auto_map names its own modelling code, which transformers runs under trust_remote_code
+    plain = [d.code for d in lint(write(tmp_path, DBRX_LORA), select=("MEM011",))]
+    trusted = [d.code for d in lint(write(tmp_path, DBRX_LORA + "trust_remote_code: true\n", "trusted.yml"),
+                                     select=("MEM011",))]
+    assert plain == ["MEM011"] * 3 and trusted == []
+
+
 QAT_NVFP4 = "examples/qat_nvfp4/"
 CORPUS_ERRORS = {
     **{(f"{QAT_NVFP4}{name}_{kind}.yml", code): why

@@ -39,7 +39,10 @@ class Family:
     ``norm_names`` (``extra_norm_names`` when ``extra_norm_key`` is set in config.json); ``qk_norm``: None,
     "head" (over head_dim) or "full" (over all heads), present when ``qk_norm_when`` holds, named
     ``qk_norm_names`` inside the attention module. ``attention_sinks``: one learned logit per query head
-    (``sinks``) in each attention module. Routed experts: the router is the Linear ``router_name`` (E x h, a bias
+    (``sinks``) in each attention module. ``norm_bias``: whether a "layernorm" has its bias (see ``Flag``).
+    ``config_sections``: nested objects of config.json whose keys are read as the decoder's (DBRX's
+    ``attn_config`` / ``ffn_config``). ``position_embed_name``: a learned absolute position embedding beside
+    ``embed_name`` (max_position_embeddings x h), None for rotary / ALiBi models. Routed experts: the router is the Linear ``router_name`` (E x h, a bias
     with ``router_bias``), the experts' projections carry biases with ``expert_bias``. Module paths (transformers 5): ``root`` holds ``embed_name``,
     ``layer_path`` (with ``attention_module`` and ``mlp_module`` inside) and ``final_norm_name``; the output
     projection is ``lm_head_name``, tied to the embedding when config.json says so (default ``tied_default``).
@@ -54,6 +57,7 @@ class Family:
     mlp_bias: Flag = ("mlp_bias", False)
     expert_names: tuple[str, ...] = ("gate_proj", "up_proj", "down_proj")
     norm: NormType = "rmsnorm"
+    norm_bias: Flag = True
     norm_names: tuple[str, ...] = NORM_NAMES[:2]
     extra_norm_key: str | None = None
     extra_norm_names: tuple[str, ...] = ()
@@ -66,8 +70,10 @@ class Family:
     expert_bias: bool = False
     tied_default: bool = False
     lm_head_bias: bool = False
+    config_sections: tuple[str, ...] = ()
     root: str = "model"
     embed_name: str = "embed_tokens"
+    position_embed_name: str | None = None
     layer_path: str = "layers.{layer}"
     attention_module: str = "self_attn"
     mlp_module: str = "mlp"
@@ -162,6 +168,35 @@ FAMILIES: dict[str, Family] = {
     "nemotron": Family(mlp="plain", mlp_names=_UP_DOWN, norm="layernorm"),
     # models/exaone4/modeling_exaone4.py: head-wise q/k norms, norms after the attention and after the MLP only.
     "exaone4": Family(qk_norm="head", norm_names=("post_attention_layernorm", "post_feedforward_layernorm")),
+    # models/gpt2/modeling_gpt2.py: Conv1D layers (a Linear's parameters, the weight stored transposed): c_attn
+    # (fused q/k/v) and c_proj, MLP c_fc and c_proj, all biased; LayerNorms ln_1 / ln_2; learned positions wpe;
+    # the output tied by default.
+    "gpt2": Family(attention="fused_qkv", attention_names=("c_attn", "c_proj"), qkv_bias=True, o_bias=True,
+                   mlp="plain", mlp_names=("c_fc", "c_proj"), mlp_bias=True, norm="layernorm",
+                   norm_names=("ln_1", "ln_2"), tied_default=True, root="transformer", embed_name="wte",
+                   position_embed_name="wpe", layer_path="h.{layer}", attention_module="attn",
+                   final_norm_name="ln_f"),
+    # models/gptj/modeling_gptj.py: q/k/v/out_proj without biases, MLP fc_in / fc_out with biases, one LayerNorm
+    # per layer (attention and MLP in parallel), rotary positions; an untied output with a bias.
+    "gptj": Family(attention_names=("q_proj", "k_proj", "v_proj", "out_proj"), qkv_bias=False, o_bias=False,
+                   mlp="plain", mlp_names=("fc_in", "fc_out"), mlp_bias=True, norm="layernorm",
+                   norm_names=("ln_1",), lm_head_bias=True, root="transformer", embed_name="wte",
+                   layer_path="h.{layer}", attention_module="attn", final_norm_name="ln_f"),
+    # models/mpt/modeling_mpt.py: Wqkv + out_proj and up_proj / down_proj (4h wide: expansion_ratio is not read),
+    # no Linear biases and LayerNorms with their bias removed, whatever no_bias says; ALiBi, the output tied.
+    "mpt": Family(attention="fused_qkv", attention_names=("Wqkv", "out_proj"), qkv_bias=False, o_bias=False,
+                  mlp="plain", mlp_names=_UP_DOWN, mlp_bias=False, norm="layernorm", norm_bias=False,
+                  norm_names=("norm_1", "norm_2"), tied_default=True, root="transformer", embed_name="wte",
+                  layer_path="blocks.{layer}", attention_module="attn", mlp_module="ffn", final_norm_name="norm_f"),
+    # models/dbrx/modeling_dbrx.py: sizes in attn_config / ffn_config; Wqkv + out_proj without biases inside
+    # norm_attn_norm, beside two bias-free LayerNorms; every layer MoE: the router an nn.Linear (router.layer), the
+    # experts three (E·I x h) parameters w1 / v1 / w2 in experts.mlp; the output untied.
+    "dbrx": Family(attention="fused_qkv", attention_names=("Wqkv", "out_proj"), qkv_bias=False, o_bias=False,
+                   expert_names=("mlp.w1", "mlp.v1", "mlp.w2"), router_name="router.layer", norm="layernorm",
+                   norm_bias=False, norm_names=("norm_attn_norm.norm_1", "norm_attn_norm.norm_2"),
+                   config_sections=("attn_config", "ffn_config"), root="transformer", embed_name="wte",
+                   layer_path="blocks.{layer}", attention_module="norm_attn_norm.attn", mlp_module="ffn",
+                   final_norm_name="norm_f"),
 }
 """``model_type`` -> layout. A new family whose layer is built from these parts is one row here."""
 

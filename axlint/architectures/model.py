@@ -107,11 +107,22 @@ class Architecture:
         kind = str(vc.get("model_type") or "unnamed")
         return None if kind in VISION_LAYOUTS else kind
 
+    @property
+    def remote_modeling(self) -> bool:
+        """Whether config.json maps the model class to the repository's own modelling code (``auto_map``), which
+        transformers runs instead of its own under ``trust_remote_code`` (its module names may differ)."""
+        auto_map = self.raw_config.get("auto_map")
+        return isinstance(auto_map, Mapping) and any(k in auto_map for k in ("AutoModelForCausalLM", "AutoModel"))
+
     # ---- typed accessors -------------------------------------------------------------------------------
     def _get(self, *names: str, default: Any = None) -> Any:
-        for n in names:
-            if self.config.get(n) is not None:
-                return self.config[n]
+        """The first of ``names`` set in config.json, then in the family's nested ``config_sections``."""
+        sections = [self.config] + [s for k in self.layout.config_sections
+                                    if isinstance(s := self.config.get(k), Mapping)]
+        for section in sections:
+            for n in names:
+                if section.get(n) is not None:
+                    return section[n]
         return default
 
     @cached_property
@@ -124,17 +135,17 @@ class Architecture:
 
     @cached_property
     def num_layers(self) -> int:
-        return int(self._get("num_hidden_layers", "n_layer", "num_layers"))
+        return int(self._get("num_hidden_layers", "n_layer", "num_layers", "n_layers"))
 
     @cached_property
     def num_heads(self) -> int:
-        return int(self._get("num_attention_heads", "n_head"))
+        return int(self._get("num_attention_heads", "n_head", "n_heads"))
 
     @cached_property
     def num_kv_heads(self) -> int:
         if self.decoder_type == "falcon" and not self.config.get("new_decoder_architecture"):
             return 1 if self.config.get("multi_query", True) else self.num_heads
-        return int(self._get("num_key_value_heads", "num_kv_heads", default=self.num_heads))
+        return int(self._get("num_key_value_heads", "num_kv_heads", "kv_n_heads", default=self.num_heads))
 
     @cached_property
     def head_dim(self) -> int:
@@ -154,16 +165,16 @@ class Architecture:
 
     @cached_property
     def max_position_embeddings(self) -> int | None:
-        v = self._get("max_position_embeddings", "n_positions")
+        v = self._get("max_position_embeddings", "n_positions", "max_seq_len")
         return int(v) if v is not None else None
 
     @cached_property
     def num_experts(self) -> int:
-        return int(self._get("num_local_experts", "num_experts", "n_routed_experts", default=0))
+        return int(self._get("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", default=0))
 
     @cached_property
     def experts_per_token(self) -> int:
-        return int(self._get("num_experts_per_tok", "moe_topk", default=0)) if self.num_experts else 0
+        return int(self._get("num_experts_per_tok", "moe_topk", "moe_top_k", default=0)) if self.num_experts else 0
 
     @cached_property
     def moe_intermediate_size(self) -> int:
@@ -191,7 +202,9 @@ class Architecture:
     @property
     def norm_type(self) -> str:
         """"rmsnorm" | "gemma_rmsnorm" (1 + w, fp32) | "layernorm" (weight + bias) | "layernorm_nobias" |
-        "nonparametric"."""
+        "nonparametric"; a "layernorm" whose family's ``norm_bias`` is off is "layernorm_nobias"."""
+        if self.layout.norm == "layernorm" and not flag(self.layout.norm_bias, self.config):
+            return "layernorm_nobias"
         return self.layout.norm
 
     @property
@@ -340,11 +353,18 @@ class Architecture:
         return self.vocab_size * self.hidden_size
 
     @property
-    def lm_head_params(self) -> int:
-        """Untied output projection (0 when tied); Phi-2 has a bias."""
-        if self.tie_word_embeddings:
+    def position_embedding_params(self) -> int:
+        """A learned absolute position embedding (GPT-2's ``wpe``): max_position_embeddings x h; 0 without one."""
+        if not self.layout.position_embed_name:
             return 0
-        return self.vocab_size * self.hidden_size + (self.vocab_size if self.layout.lm_head_bias else 0)
+        return int(self.max_position_embeddings or 0) * self.hidden_size
+
+    @property
+    def lm_head_params(self) -> int:
+        """Untied output projection; Phi-2's and GPT-J's have a bias, which stays the output's own when the weight is
+        tied to the embedding (then only the bias counts here)."""
+        bias = self.vocab_size if self.layout.lm_head_bias else 0
+        return bias if self.tie_word_embeddings else self.vocab_size * self.hidden_size + bias
 
     @property
     def final_norm_params(self) -> int:
@@ -356,8 +376,9 @@ class Architecture:
 
     @cached_property
     def decoder_params(self) -> int:
-        """Language model parameters: embedding + lm_head + layers + final norm."""
-        return self.embedding_params + self.lm_head_params + sum(self.layers_params) + self.final_norm_params
+        """Language model parameters: embedding (and learned positions) + lm_head + layers + final norm."""
+        return (self.embedding_params + self.position_embedding_params + self.lm_head_params
+                + sum(self.layers_params) + self.final_norm_params)
 
     @property
     def total_params(self) -> int:

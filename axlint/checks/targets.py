@@ -22,7 +22,10 @@ def _where(run: TrainingRun, key: str, entry: str) -> Hit:
 def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Each `lora_target_modules` name that matches no module of the model (PEFT's list matching: equal, or a
     `.`-suffix of a module path), and each `unfrozen_parameters` pattern that matches no parameter name (Axolotl's
-    `LayerNamePattern`; only for model types whose parameter names axlint writes out exactly)."""
+    `LayerNamePattern`; only for model types whose parameter names axlint writes out exactly). Nothing is checked
+    when the run trusts remote code and config.json maps the model to the repository's own modelling code: that
+    code, not transformers', names the modules (the Axolotl examples for LnL-AI/dbrx-base-converted-v2 target
+    q_proj / k_proj / v_proj, where transformers' DBRX has one Wqkv)."""
     from axlint.memory.params import (
         names_checked,
         regex_matches_nothing,
@@ -33,6 +36,8 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
     arch, facts = run.arch, run.facts
     if run.axolotl is None or arch is None or arch.family is None:
+        return
+    if run.config.get("trust_remote_code") and arch.remote_modeling:
         return
     layout = arch.layout
     layer, first = (f"{arch.decoder_path}.{layout.layer_path.format(layer=n)}" for n in ("N", 0))

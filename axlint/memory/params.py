@@ -86,7 +86,7 @@ def modules_to_save_params(arch: Architecture, setup: TrainSetup) -> int:
     (plain ``str.endswith``, as PEFT 0.19 matches ``modules_to_save``: ``norm`` copies every norm); a tied lm_head
     is the embedding. The usual embedding / output projection are counted without walking the module paths."""
     sizes = {arch.layout.embed_name: arch.embedding_params,
-             arch.layout.lm_head_name: arch.lm_head_params or arch.embedding_params}
+             arch.layout.lm_head_name: arch.lm_head_params + (arch.embedding_params if arch.tie_word_embeddings else 0)}
     if all(m in sizes for m in setup.modules_to_save):
         return sum(sizes[m] for m in setup.modules_to_save)
     params = dict(_decoder_params(arch))
@@ -97,7 +97,7 @@ def modules_to_save_params(arch: Architecture, setup: TrainSetup) -> int:
 def _decoder_params(arch: Architecture) -> Iterator[tuple[str, int]]:
     """``named_parameters``, with a tied lm_head's weight (PEFT copies the module, and with it the shared weight)."""
     yield from named_parameters(arch)
-    if not arch.lm_head_params:
+    if arch.tie_word_embeddings:
         yield f"{arch.layout.lm_head_name}.weight", arch.embedding_params
 
 
@@ -120,6 +120,8 @@ def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
     f, root, h = arch.layout, arch.decoder_path, arch.hidden_size
     tensors = ("weight", "bias")[: arch.tensors_per_norm]
     yield f"{root}.{f.embed_name}.weight", arch.embedding_params
+    if f.position_embed_name:
+        yield f"{root}.{f.position_embed_name}.weight", arch.position_embedding_params
     for layer in range(arch.num_layers):
         for name, lin in _layer_modules(arch, layer):
             yield f"{name}.weight", lin.count * lin.d_in * lin.d_out
@@ -140,10 +142,10 @@ def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
                 yield f"{root}.{f.layer_path.format(layer=layer)}.{norm}.{tensor}", h
     for tensor in tensors:
         yield f"{root}.{f.final_norm_name}.{tensor}", h
-    if arch.lm_head_params:
+    if not arch.tie_word_embeddings:
         yield f"{f.lm_head_name}.weight", arch.vocab_size * h
-        if f.lm_head_bias:
-            yield f"{f.lm_head_name}.bias", arch.vocab_size
+    if f.lm_head_bias:
+        yield f"{f.lm_head_name}.bias", arch.vocab_size
 
 
 def names_checked(arch: Architecture) -> bool:

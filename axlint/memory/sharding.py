@@ -57,7 +57,7 @@ def buffer_bytes(arch: Architecture, setup: TrainSetup, grad_bytes: float) -> fl
     if s.kind is ShardingKind.DDP:
         return grad_bytes
     if s.kind is ShardingKind.FSDP and s.world > 1 and s.stage >= 2:
-        root = arch.embedding_params + arch.lm_head_params
+        root = arch.embedding_params + arch.position_embedding_params + arch.lm_head_params
         return lp * (root + 3 * arch.largest_layer_params)
     if s.kind != "deepspeed" or s.stage == 0:
         return 0.0
