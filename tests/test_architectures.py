@@ -208,3 +208,18 @@ def test_gpt_oss_20b_active_parameters():
 def test_glm_4_5_air_active_parameters():
     # computed: 8 of 128 routed experts + the shared one, first layer dense (published: 12B active)
     assert resolve_architecture("zai-org/GLM-4.5-Air").active_params == 13_424_123_904
+
+
+@pytest.mark.parametrize("model_id, how", [
+    ("meta-llama/Llama-3.1-8B", "its own entry"),
+    ("NousResearch/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B, a listed mirror or re-upload of it"),
+    ("someone/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B, matched by repository name only (another organisation's "
+                                  "copy); pass --model-config if its config.json differs"),
+])
+def test_the_catalog_says_on_what_evidence_a_model_resolved(model_id, how):
+    from axlint.architectures.resolve import catalog_match
+    from axlint.memory.estimate import catalog_note
+
+    entry, found = catalog_match(model_id)
+    assert entry["id"] == "meta-llama/Llama-3.1-8B" and found == how
+    assert catalog_note(model_id).endswith(f"({model_id})" if how == "its own entry" else how)

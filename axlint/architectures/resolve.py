@@ -63,19 +63,34 @@ def _catalog_index() -> tuple[dict[str, int], dict[str, int]]:
     return full, bare
 
 
-def catalog_lookup(model_id: str) -> dict[str, Any] | None:
-    """Case-insensitive match on the full id, then on the bare name (any org: mirrors such as unsloth/,
-    NousResearch/), with quantized-mirror suffixes (``-bnb-4bit``...) removed."""
+def catalog_match(model_id: str) -> tuple[dict[str, Any], str] | None:
+    """The catalog entry of ``model_id`` and how it was found: case-insensitive on the full id, an alias, then on the
+    bare name (any organisation: mirrors such as unsloth/, NousResearch/), with quantized-mirror suffixes
+    (``-bnb-4bit``...) removed. ``how`` says which, in words for the user."""
     full, bare = _catalog_index()
     key = model_id.strip().strip("/").lower()
     name = key.rsplit("/", 1)[-1]
-    for candidate in (key, _strip_mirror_suffix(key)):
+    catalog = load_catalog()
+    for candidate, stripped in ((key, False), (_strip_mirror_suffix(key), True)):
         if candidate in full:
-            return load_catalog()[full[candidate]]
+            entry = catalog[full[candidate]]
+            if entry["id"].lower() == candidate:
+                how = "its own entry" if not stripped else f"{entry['id']}, the name without its quantization suffix"
+            else:
+                how = f"{entry['id']}, a listed mirror or re-upload of it"
+            return entry, how
     for candidate in (name, _strip_mirror_suffix(name)):
         if candidate in bare:
-            return load_catalog()[bare[candidate]]
+            entry = catalog[bare[candidate]]
+            return entry, (f"{entry['id']}, matched by repository name only (another organisation's copy); pass "
+                           "--model-config if its config.json differs")
     return None
+
+
+def catalog_lookup(model_id: str) -> dict[str, Any] | None:
+    """The catalog entry of ``model_id`` (``catalog_match``), or None."""
+    found = catalog_match(model_id)
+    return found[0] if found else None
 
 
 def hf_cache_dirs() -> list[Path]:

@@ -184,7 +184,7 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     eval_device = p_eval + allocator_slack_bytes(p_eval, expandable_segments) + ctx + paged
     notes.append(f"peak phase: {phase}; {setup.tokens} tokens per micro batch")
     if arch.source == "catalog":
-        notes.append(f"architecture from axlint's catalog ({arch.model_id})")
+        notes.append(catalog_note(arch.model_id))
     if hw.assumed:
         notes.append(f"hardware assumed: {hw.count}x {hw.gpu} (pass --hardware)")
     if hw.note:
@@ -198,6 +198,16 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         cpu_offload=cpu_offload_bytes(setup, weight_bytes(arch, setup, t), optimizer_state_bytes(setup, t, spec),
                                       master_weight_bytes(setup, t), t.total),
         trainable_params=t.total, assumptions=tuple(notes))
+
+
+def catalog_note(model_id: str) -> str:
+    """Which catalog entry sized the model and on what evidence (its own id, a listed alias, or only its name)."""
+    from axlint.architectures.resolve import catalog_match
+
+    found = catalog_match(model_id)
+    how = found[1] if found else "no entry"
+    return f"architecture from axlint's catalog: {how}" if how != "its own entry" else \
+        f"architecture from axlint's catalog ({model_id})"
 
 
 def persistent_gradients(setup: TrainSetup, g: float) -> float:
