@@ -223,3 +223,17 @@ def test_the_catalog_says_on_what_evidence_a_model_resolved(model_id, how):
     entry, found = catalog_match(model_id)
     assert entry["id"] == "meta-llama/Llama-3.1-8B" and found == how
     assert catalog_note(model_id).endswith(f"({model_id})" if how == "its own entry" else how)
+
+
+# Multimodal entries (vision.TOWERS / PROJECTORS): no exact published total was read, so each total is the computed
+# value; each equals the numel sum of the model transformers 5.24 builds from the same config on the meta device.
+@pytest.mark.parametrize("model_id, params, vision", [
+    ("llava-hf/llava-1.5-7b-hf", 7_063_427_072, 324_487_168),  # computed: CLIP ViT-L/14-336 + 2-layer projector
+    ("Qwen/Qwen2.5-VL-7B-Instruct", 8_292_166_656, 676_550_144),  # computed: flat config, tower + merger
+    ("Qwen/Qwen2-VL-7B-Instruct", 8_291_375_616, 675_759_104),  # computed: flat config, tower + merger
+])
+def test_multimodal_entries_total(model_id, params, vision):
+    arch = resolve_architecture(model_id)
+    assert arch.source == "catalog" and arch.unsized_vision is None and arch.unsized_decoder is None
+    assert arch.total_params == params and arch.extra_parameters == vision
+    assert arch.multimodal and arch.decoder_path == "model.language_model"

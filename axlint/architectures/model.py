@@ -16,10 +16,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Mapping
 
+from axlint.architectures import vision
 from axlint.architectures.families import LEARNED_ACTIVATIONS, Family, family_of, flag
-
-VISION_LAYOUTS = frozenset({"siglip_vision_model", "clip_vision_model"})
-"""Vision towers whose layout axlint writes out (``vision_linears``); any other is a part it cannot size."""
 
 
 @dataclass(frozen=True)
@@ -55,20 +53,30 @@ class Architecture:
     @classmethod
     def from_config(cls, model_id: str, source: str, config: Mapping[str, Any],
                     published_parameters: int | None = None) -> "Architecture":
-        """Build from a full config.json; a multimodal ``text_config`` becomes the decoder config."""
+        """Build from a full config.json; a multimodal model's decoder config (its ``text_config``, or the top-level
+        fields of a flat Qwen2-VL config: ``vision.decoder_config``) becomes the decoder config, and its vision tower
+        and projector (``vision.Vision``) the ``extra_parameters``."""
         model_type = str(config.get("model_type", "llama"))
-        text = config.get("text_config")
-        decoder = dict(text) if isinstance(text, Mapping) else dict(config)
+        decoder = vision.decoder_config(config)
         family = family_of(str(decoder.get("model_type", model_type)))
         decoder.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", family and family.tied_default))
-        extra = vision_params(config.get("vision_config"), int(decoder.get("hidden_size", 0))) if text else 0
+        tower = vision.vision_of(config, int(decoder.get("hidden_size") or 0))
+        extra = tower.params if tower else 0
         return cls(model_id, source, model_type, decoder, extra, published_parameters, dict(config))
+
+    @property
+    def multimodal(self) -> bool:
+        """A decoder with a vision tower beside it (``vision.is_multimodal``)."""
+        return vision.is_multimodal(self.raw_config)
 
     @property
     def decoder_path(self) -> str:
         """Where the decoder's modules sit (transformers 5): the family's root (``model``: ``model.layers.N``,
-        ``model.embed_tokens``), ``model.language_model`` inside a multimodal model."""
-        return "model.language_model" if isinstance(self.raw_config.get("text_config"), Mapping) else self.layout.root
+        ``model.embed_tokens``), inside a multimodal model its projector row's (``model.language_model``)."""
+        if not self.multimodal:
+            return self.layout.root
+        row = vision.projector_of(self.raw_config)
+        return row.decoder_path if row else "model.language_model"
 
     @cached_property
     def family(self) -> Family | None:
@@ -90,22 +98,23 @@ class Architecture:
     def build_config(self) -> dict[str, Any]:
         """The config a model is built from: the decoder config, inside its multimodal config when it has one
         (so that a decoder cut to fewer layers is built that way, vision tower and all)."""
-        if isinstance(self.raw_config.get("text_config"), Mapping):
+        if self.multimodal:
             return {**self.raw_config, "text_config": dict(self.config)}
         return dict(self.config)
 
-    def vision_linears(self) -> tuple[Linear, ...]:
-        """The Linear modules of the vision tower (SigLIP / CLIP layout, ``count`` = its layers); none without one."""
-        return vision_linears(self.raw_config.get("vision_config")) if self.extra_parameters else ()
+    @cached_property
+    def vision_part(self) -> vision.Vision | None:
+        """The laid-out vision tower and projector; None without one, or for one axlint cannot size."""
+        return vision.vision_of(self.raw_config, self.hidden_size) if self.multimodal else None
+
+    def vision_linears(self) -> tuple[vision.VisionLinear, ...]:
+        """Every ``nn.Linear`` of the vision tower and projector, at its module path; none without a sized one."""
+        return self.vision_part.linears() if self.vision_part else ()
 
     @property
     def unsized_vision(self) -> str | None:
-        """The model type of a vision tower whose layout axlint cannot size (not SigLIP / CLIP); None otherwise."""
-        vc = self.raw_config.get("vision_config")
-        if not isinstance(vc, Mapping) or not isinstance(self.raw_config.get("text_config"), Mapping):
-            return None
-        kind = str(vc.get("model_type") or "unnamed")
-        return None if kind in VISION_LAYOUTS else kind
+        """The model type of a vision tower (or "<type> projector") that axlint cannot size; None otherwise."""
+        return vision.unsized_part(self.raw_config)
 
     @property
     def remote_modeling(self) -> bool:
@@ -417,27 +426,3 @@ class Architecture:
         """Params of the Linear weights inside decoder layers (what bitsandbytes quantizes; not biases)."""
         return sum(lin.count * lin.d_in * lin.d_out for i in range(self.num_layers) for lin in self.linears(i))
 
-
-def vision_linears(vc: Any) -> tuple[Linear, ...]:
-    """The Linears of a ViT tower (SigLIP / CLIP layout): per layer the attention's ``q_proj, k_proj, v_proj,
-    out_proj`` and the MLP's ``fc1, fc2``, all with biases (transformers ``SiglipEncoderLayer``); none for another
-    layout, which axlint cannot size."""
-    if not isinstance(vc, Mapping) or not vc.get("hidden_size") or vc.get("model_type") not in VISION_LAYOUTS:
-        return ()
-    vh, vi, vl = int(vc["hidden_size"]), int(vc["intermediate_size"]), int(vc["num_hidden_layers"])
-    attention = tuple(Linear(name, vh, vh, bias=True, count=vl) for name in ("q_proj", "k_proj", "v_proj", "out_proj"))
-    return attention + (Linear("fc1", vh, vi, bias=True, count=vl), Linear("fc2", vi, vh, bias=True, count=vl))
-
-
-def vision_params(vc: Any, text_hidden: int) -> int:
-    """ViT tower (SigLIP / CLIP layout) + Gemma-3 style projector: patch conv, positions, the layers' Linears
-    (``vision_linears``) and 2 LayerNorms each, post LayerNorm, projector norm + ``vh × text_h`` matrix."""
-    linears = vision_linears(vc)
-    if not linears:
-        return 0
-    vh, vl = int(vc["hidden_size"]), int(vc["num_hidden_layers"])
-    patch, ch = int(vc.get("patch_size", 14)), int(vc.get("num_channels", 3))
-    positions = (int(vc.get("image_size", 224)) // patch) ** 2
-    norms = vl * 4 * vh
-    return (patch * patch * ch * vh + vh) + positions * vh + sum(lin.params for lin in linears) + norms \
-        + 2 * vh + vh * (text_hidden + 1)

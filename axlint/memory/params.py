@@ -58,16 +58,11 @@ def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linea
     return out
 
 
-VISION_LAYER = "model.vision_tower.encoder.layers.{layer}"
-"""Where a vision tower's layers sit in a multimodal model (transformers 5, e.g. Gemma-3's SigLIP tower)."""
-
-
 def _vision_modules(arch: Architecture) -> Iterator[tuple[str, Linear]]:
-    """(module path, Linear of one layer) of every layer of the vision tower."""
+    """(module path, Linear) of every ``nn.Linear`` of the vision tower (each layer's) and projector
+    (``vision.Vision.linears``, paths checked against transformers in tests/test_vision.py)."""
     for lin in arch.vision_linears():
-        part = "self_attn" if lin.name.endswith("proj") else "mlp"
-        for layer in range(lin.count):
-            yield f"{VISION_LAYER.format(layer=layer)}.{part}.{lin.name}", Linear(lin.name, lin.d_in, lin.d_out, lin.bias)
+        yield lin.path, Linear(lin.name, lin.d_in, lin.d_out, lin.bias)
 
 
 def lora_params(arch: Architecture, setup: TrainSetup) -> int:

@@ -1,0 +1,331 @@
+"""Vision towers and projectors of multimodal models: one row per layout, sized from config.json.
+
+A multimodal config.json holds a decoder (``text_config``, or the decoder fields at the top level for Qwen2-VL's
+flat configs) and a ``vision_config``. The decoder is laid out by ``families.FAMILIES``; this module lays out the
+rest: the vision tower (``TOWERS``, keyed by the vision ``model_type``) and the projector that maps its output
+into the decoder's width (``PROJECTORS``, keyed by the multimodal ``model_type``). A tower or projector without a
+row is a part axlint cannot size (``Architecture.unsized_vision``), and the memory verdict is then unknown.
+
+Each row was read from the ``__init__`` of the family's modules in transformers 5.24 and is checked against a
+model built on the meta device in tests/test_vision.py (parameter totals, and the Linears' module paths):
+
+- ``siglip_vision_model``: models/siglip/modeling_siglip.py (embeddings, encoder layer, post-norm, pooling head)
+- ``clip_vision_model``: models/clip/modeling_clip.py (class token, pre-norm ``pre_layrnorm``, post-norm)
+- ``pixtral``: models/pixtral/modeling_pixtral.py (no position table: 2-D rotary positions)
+- ``qwen2_vl`` / ``qwen2_5_vl``: models/qwen2_vl/modeling_qwen2_vl.py, models/qwen2_5_vl/modeling_qwen2_5_vl.py
+  (3-D patch convolution over ``temporal_patch_size`` frames, fused qkv, the ``merger`` inside the tower)
+- ``smolvlm_vision`` / ``idefics3_vision``: models/smolvlm/modeling_smolvlm.py, models/idefics3/modeling_idefics3.py
+- projectors: models/gemma3/modeling_gemma3.py, models/llava/modeling_llava.py, models/mistral3/modeling_mistral3.py
+  (RMSNorm, patch merger, two-layer MLP), the Qwen merger above, models/smolvlm (pixel-shuffle connector).
+
+Only parameters are laid out here. The activations of the image tokens inside the tower are not estimated (see
+``Architecture`` and the memory estimate's notes): their number depends on the image sizes of the data set.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import Any, Literal, Mapping
+
+Size = Literal["hidden", "layers", "intermediate", "patch", "image", "channels", "temporal"]
+
+
+@dataclass(frozen=True)
+class Tower:
+    """The layout of one vision tower.
+
+    ``sizes``: where config.json's ``vision_config`` holds each size, with the config class's default (transformers
+    5.24) for a key the published file leaves out; ``mlp_ratio`` stands in for an intermediate size that is
+    ``hidden × ratio``. Module paths: the tower sits at ``path`` of the multimodal model (a projector row may name
+    another), its layers at ``layer_path``; each layer holds the Linears ``attention_names`` (fused: one qkv Linear of
+    width 3h, then the output) inside ``attention_module`` and ``mlp_names`` (gated: gate, up, down; plain: in, out)
+    inside ``mlp_module``, and two norms of kind ``norm``. Outside the layers: the patch convolution (with a bias per
+    ``patch_bias``, over ``temporal`` frames when that size is read), a learned position table (``positions``: one row
+    per patch, plus one for a class token with ``class_token``), ``pre_norm`` / ``post_norm`` when named, and the
+    attention-pooling ``head`` when ``head_key`` is true (SigLIP's ``vision_use_head``).
+    """
+
+    sizes: Mapping[str, tuple[str, int]]
+    path: str = "model.vision_tower"
+    layer_path: str = "encoder.layers.{layer}"
+    attention: Literal["split", "fused_qkv"] = "split"
+    attention_module: str = "self_attn"
+    attention_names: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "out_proj")
+    attention_bias: bool = True
+    mlp: Literal["plain", "gated"] = "plain"
+    mlp_module: str = "mlp"
+    mlp_names: tuple[str, ...] = ("fc1", "fc2")
+    mlp_bias: bool = True
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    patch_bias: bool = True
+    positions: bool = True
+    class_token: bool = False
+    pre_norm: str | None = None
+    post_norm: str | None = "post_layernorm"
+    head_key: tuple[str, bool] | None = None
+
+
+VIT = {"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 12), "intermediate": ("intermediate_size", 3072),
+       "channels": ("num_channels", 3)}
+
+TOWERS: dict[str, Tower] = {
+    "siglip_vision_model": Tower({**VIT, "patch": ("patch_size", 16), "image": ("image_size", 224)},
+                                 head_key=("vision_use_head", True)),
+    "clip_vision_model": Tower({**VIT, "patch": ("patch_size", 32), "image": ("image_size", 224)}, patch_bias=False,
+                               class_token=True, pre_norm="pre_layrnorm"),
+    "pixtral": Tower({"hidden": ("hidden_size", 1024), "layers": ("num_hidden_layers", 24),
+                      "intermediate": ("intermediate_size", 4096), "channels": ("num_channels", 3),
+                      "patch": ("patch_size", 16)},
+                     layer_path="transformer.layers.{layer}", attention_module="attention",
+                     attention_names=("q_proj", "k_proj", "v_proj", "o_proj"), attention_bias=False, mlp="gated",
+                     mlp_module="feed_forward", mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False,
+                     norm="rmsnorm", patch_bias=False, positions=False, pre_norm="ln_pre", post_norm=None),
+    "qwen2_vl": Tower({"hidden": ("embed_dim", 1280), "layers": ("depth", 32), "intermediate": ("mlp_ratio", 4),
+                       "channels": ("in_channels", 3), "patch": ("patch_size", 14), "temporal": ("temporal_patch_size", 2)},
+                      path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv", attention_module="attn",
+                      attention_names=("qkv", "proj"), patch_bias=False, positions=False, post_norm=None),
+    "qwen2_5_vl": Tower({"hidden": ("hidden_size", 3584), "layers": ("depth", 32),
+                         "intermediate": ("intermediate_size", 3420), "channels": ("in_channels", 3),
+                         "patch": ("patch_size", 14), "temporal": ("temporal_patch_size", 2)},
+                        path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv", attention_module="attn",
+                        attention_names=("qkv", "proj"), mlp="gated", mlp_names=("gate_proj", "up_proj", "down_proj"),
+                        norm="rmsnorm", patch_bias=False, positions=False, post_norm=None),
+    "smolvlm_vision": Tower({"hidden": ("hidden_size", 1152), "layers": ("num_hidden_layers", 12),
+                             "intermediate": ("intermediate_size", 3072), "channels": ("num_channels", 3),
+                             "patch": ("patch_size", 32), "image": ("image_size", 224)}, path="model.vision_model"),
+}
+TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
+TOWER_ALIASES = {"qwen2_vl_vision": "qwen2_vl", "qwen2_5_vl_vision": "qwen2_5_vl"}
+"""transformers 5's names for the Qwen towers (the published configs say ``qwen2_vl`` / ``qwen2_5_vl``)."""
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One module of a projector at ``name`` (below the projector's path): a "linear" (``nn.Linear``, a bias per
+    ``bias``: True, False, or a top-level config.json key and its default), a bare "matrix" parameter, or a norm
+    ("rmsnorm": weight; "layernorm": weight and bias) of width ``d_in``. Widths are products of ``Projector``
+    factors."""
+
+    name: str
+    kind: Literal["linear", "matrix", "rmsnorm", "layernorm"]
+    d_in: tuple[str, ...]
+    d_out: tuple[str, ...] = ()
+    bias: bool | tuple[str, bool] = False
+
+
+@dataclass(frozen=True)
+class Projector:
+    """The projector of one multimodal ``model_type`` and where the model keeps its parts.
+
+    Factors of the ``pieces``' widths: "vision" (the tower's hidden size), "text" (the decoder's), "features"
+    (how many tower layers are concatenated: the length of a list ``vision_feature_layer``, else 1), "merge" (the
+    square of ``merge``'s size: patches merged into one token) and "out" (``out``'s size, the merger's output
+    width). ``merge`` / ``out``: (where: "config" or "vision", key, default). ``tower``: the vision model_type when
+    vision_config names none; ``tower_path``: where the tower sits, when not the row's own; ``decoder_path``: where
+    the decoder sits; ``text_type``: the decoder's model_type when config.json is flat (the decoder fields at the
+    top level, as Qwen2-VL's are published and transformers 5 reads them as ``text_config``)."""
+
+    path: str
+    pieces: tuple[Piece, ...]
+    tower: str
+    merge: tuple[str, str, int] | None = None
+    out: tuple[str, str, int] | None = None
+    tower_path: str | None = None
+    decoder_path: str = "model.language_model"
+    text_type: str | None = None
+
+
+LLAVA_MLP = (Piece("linear_1", "linear", ("vision", "features"), ("text",), ("multimodal_projector_bias", True)),
+             Piece("linear_2", "linear", ("text",), ("text",), ("multimodal_projector_bias", True)))
+QWEN_MERGER = (Piece("mlp.0", "linear", ("vision", "merge"), ("vision", "merge"), True),
+               Piece("mlp.2", "linear", ("vision", "merge"), ("out",), True))
+
+PROJECTORS: dict[str, Projector] = {
+    "gemma3": Projector("model.multi_modal_projector", (Piece("mm_soft_emb_norm", "rmsnorm", ("vision",)),
+                                                        Piece("mm_input_projection_weight", "matrix", ("vision",),
+                                                              ("text",))), tower="siglip_vision_model"),
+    "llava": Projector("model.multi_modal_projector", LLAVA_MLP, tower="clip_vision_model"),
+    "mistral3": Projector("model.multi_modal_projector",
+                          (Piece("norm", "rmsnorm", ("vision",)),
+                           Piece("patch_merger.merging_layer", "linear", ("vision", "merge"), ("vision",)),
+                           Piece("linear_1", "linear", ("vision", "features"), ("text",),
+                                 ("multimodal_projector_bias", False)),
+                           Piece("linear_2", "linear", ("text",), ("text",), ("multimodal_projector_bias", False))),
+                          tower="pixtral", merge=("config", "spatial_merge_size", 2)),
+    "qwen2_vl": Projector("model.visual.merger", (Piece("ln_q", "layernorm", ("vision",)), *QWEN_MERGER),
+                          tower="qwen2_vl", merge=("vision", "spatial_merge_size", 2),
+                          out=("vision", "hidden_size", 3584), text_type="qwen2_vl_text"),
+    "qwen2_5_vl": Projector("model.visual.merger", (Piece("ln_q", "rmsnorm", ("vision",)), *QWEN_MERGER),
+                            tower="qwen2_5_vl", merge=("vision", "spatial_merge_size", 2),
+                            out=("vision", "out_hidden_size", 3584), text_type="qwen2_5_vl_text"),
+    "smolvlm": Projector("model.connector", (Piece("modality_projection.proj", "linear", ("vision", "merge"),
+                                                   ("text",)),),
+                         tower="smolvlm_vision", merge=("config", "scale_factor", 2), decoder_path="model.text_model"),
+}
+PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
+
+
+@dataclass(frozen=True)
+class VisionLinear:
+    """One ``nn.Linear`` of the tower or projector at module path ``path`` (``d_in -> d_out``)."""
+
+    path: str
+    d_in: int
+    d_out: int
+    bias: bool
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit(".", 1)[-1]
+
+    @property
+    def params(self) -> int:
+        return self.d_in * self.d_out + (self.d_out if self.bias else 0)
+
+
+def projector_of(config: Mapping[str, Any]) -> Projector | None:
+    """The projector row of a multimodal config.json; None for another model type."""
+    return PROJECTORS.get(str(config.get("model_type")))
+
+
+def is_multimodal(config: Mapping[str, Any]) -> bool:
+    """A config with a vision tower beside its decoder: a nested ``text_config`` and a ``vision_config``, or a flat
+    config of a type whose row names its decoder type."""
+    if not isinstance(config.get("vision_config"), Mapping):
+        return False
+    row = projector_of(config)
+    return isinstance(config.get("text_config"), Mapping) or bool(row and row.text_type)
+
+
+def decoder_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The decoder's config: ``text_config``, or a flat multimodal config's top-level fields under the decoder type
+    its row names."""
+    text = config.get("text_config")
+    if isinstance(text, Mapping):
+        return dict(text)
+    row = projector_of(config)
+    if row and row.text_type and isinstance(config.get("vision_config"), Mapping):
+        return {**{k: v for k, v in config.items() if k != "vision_config"}, "model_type": row.text_type}
+    return dict(config)
+
+
+def tower_type(config: Mapping[str, Any]) -> str:
+    """The vision model_type of a multimodal config (its row's default when vision_config names none)."""
+    vc, row = config.get("vision_config") or {}, projector_of(config)
+    kind = str(vc.get("model_type") or (row.tower if row else "unnamed"))
+    return TOWER_ALIASES.get(kind, kind)
+
+
+def unsized_part(config: Mapping[str, Any]) -> str | None:
+    """What of a multimodal config axlint cannot lay out: the tower's model_type, or "<model_type> projector"; None
+    when both have rows (or the config is not multimodal)."""
+    if not is_multimodal(config):
+        return None
+    kind = tower_type(config)
+    if kind not in TOWERS:
+        return kind
+    return None if projector_of(config) else f"{config.get('model_type')} projector"
+
+
+class Vision:
+    """The tower and projector of one multimodal config.json, with the decoder's hidden size ``text_hidden``."""
+
+    def __init__(self, config: Mapping[str, Any], text_hidden: int) -> None:
+        self.config, self.vc = config, dict(config.get("vision_config") or {})
+        self.row = projector_of(config)
+        self.tower = TOWERS[tower_type(config)]
+        self.text_hidden = text_hidden
+
+    def size(self, name: str) -> int:
+        key, default = self.tower.sizes[name]
+        value = self.vc.get(key)
+        value = int(default if value is None else value)
+        return self.size("hidden") * value if name == "intermediate" and key == "mlp_ratio" else value
+
+    def _read(self, spec: tuple[str, str, int] | None) -> int:
+        if spec is None:
+            return 1
+        where, key, default = spec
+        value = (self.vc if where == "vision" else self.config).get(key)
+        return int(default if value is None else value)
+
+    def _factor(self, name: str) -> int:
+        if name == "vision":
+            return self.size("hidden")
+        if name == "text":
+            return self.text_hidden
+        if name == "merge":
+            return self._read(self.row.merge) ** 2
+        if name == "out":
+            return self._read(self.row.out)
+        layers = self.config.get("vision_feature_layer")
+        return len(layers) if isinstance(layers, list) else 1  # "features"
+
+    @property
+    def tower_path(self) -> str:
+        return self.row.tower_path or self.tower.path
+
+    def layer_linears(self, layer: int) -> tuple[VisionLinear, ...]:
+        """The Linears of one tower layer, at their module paths."""
+        t, h, i = self.tower, self.size("hidden"), self.size("intermediate")
+        prefix = f"{self.tower_path}.{t.layer_path.format(layer=layer)}"
+        att, mlp = f"{prefix}.{t.attention_module}", f"{prefix}.{t.mlp_module}"
+        if t.attention == "fused_qkv":
+            out = [VisionLinear(f"{att}.{t.attention_names[0]}", h, 3 * h, t.attention_bias),
+                   VisionLinear(f"{att}.{t.attention_names[1]}", h, h, t.attention_bias)]
+        else:
+            out = [VisionLinear(f"{att}.{n}", h, h, t.attention_bias) for n in t.attention_names]
+        ins = t.mlp_names[:-1]
+        out += [VisionLinear(f"{mlp}.{n}", h, i, t.mlp_bias) for n in ins]
+        out.append(VisionLinear(f"{mlp}.{t.mlp_names[-1]}", i, h, t.mlp_bias))
+        return tuple(out)
+
+    def head(self) -> bool:
+        key = self.tower.head_key
+        return bool(key and self.vc.get(key[0], key[1]))
+
+    def linears(self) -> tuple[VisionLinear, ...]:
+        """Every ``nn.Linear`` of the tower (all layers, SigLIP's pooling head) and of the projector."""
+        h, i = self.size("hidden"), self.size("intermediate")
+        out = [lin for layer in range(self.size("layers")) for lin in self.layer_linears(layer)]
+        if self.head():  # MultiheadAttentionPoolingHead: its attention's out_proj is a Linear, in_proj a matrix
+            head = f"{self.tower_path}.head"
+            out += [VisionLinear(f"{head}.attention.out_proj", h, h, True),
+                    VisionLinear(f"{head}.mlp.fc1", h, i, True), VisionLinear(f"{head}.mlp.fc2", i, h, True)]
+        for p in self.row.pieces:
+            if p.kind == "linear":
+                bias = p.bias if isinstance(p.bias, bool) else bool(self.config.get(p.bias[0], p.bias[1]))
+                out.append(VisionLinear(f"{self.row.path}.{p.name}", self._width(p.d_in), self._width(p.d_out), bias))
+        return tuple(out)
+
+    def _width(self, factors: tuple[str, ...]) -> int:
+        return prod(self._factor(f) for f in factors)
+
+    @property
+    def params(self) -> int:
+        """Tower + projector parameters."""
+        t, h = self.tower, self.size("hidden")
+        norm = 2 * h if t.norm == "layernorm" else h
+        patch = h * self.size("channels") * self.size("patch") ** 2 * (self.size("temporal") if "temporal" in t.sizes
+                                                                        else 1)
+        total = patch + (h if t.patch_bias else 0)
+        if t.positions:
+            total += ((self.size("image") // self.size("patch")) ** 2 + int(t.class_token)) * h
+        total += h if t.class_token else 0
+        total += norm * (2 * self.size("layers") + bool(t.pre_norm) + bool(t.post_norm))
+        if self.head():  # probe, the attention's fused in-projection (3h x h + 3h), its LayerNorm
+            total += h + 3 * h * h + 3 * h + 2 * h
+        for p in self.row.pieces:
+            if p.kind in ("rmsnorm", "layernorm"):
+                total += self._width(p.d_in) * (2 if p.kind == "layernorm" else 1)
+            elif p.kind == "matrix":
+                total += self._width(p.d_in) * self._width(p.d_out)
+        return total + sum(lin.params for lin in self.linears())
+
+
+def vision_of(config: Mapping[str, Any], text_hidden: int) -> Vision | None:
+    """The laid-out vision part of a multimodal config.json; None when it has none or axlint cannot size it."""
+    if not is_multimodal(config) or unsized_part(config):
+        return None
+    return Vision(config, text_hidden)
+

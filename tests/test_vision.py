@@ -1,0 +1,112 @@
+"""Every vision tower and projector row against transformers 5.24: a tiny full multimodal model of each family is
+built on the meta device (no memory, no weights), and axlint's total from the same config.json (decoder +
+``extra_parameters``) must equal its ``numel`` sum; every Linear axlint lays out for the tower and projector (what
+LoRA targets are matched against) must be an ``nn.Linear`` at that path in the real model, and every
+``nn.Linear`` of the real tower and projector must be among them."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from axlint.architectures import Architecture
+from axlint.architectures.vision import PROJECTORS, TOWER_ALIASES, TOWERS
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+        "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 128, "head_dim": 16,
+        "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}
+VIT = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 3, "num_attention_heads": 2,
+       "image_size": 32, "patch_size": 8}
+
+CASES: dict[str, list[dict[str, Any]]] = {
+    "gemma3": [dict(text_config={**TEXT, "model_type": "gemma3_text"}, mm_tokens_per_image=4,
+                    vision_config={**VIT, "model_type": "siglip_vision_model", "vision_use_head": False}),
+               dict(text_config={**TEXT, "model_type": "gemma3_text"}, mm_tokens_per_image=4,
+                    vision_config={**VIT, "model_type": "siglip_vision_model", "vision_use_head": True})],
+    "llava": [dict(text_config={**TEXT, "model_type": "llama"}, vision_config={**VIT, "model_type": "clip_vision_model"}),
+              dict(text_config={**TEXT, "model_type": "llama"}, vision_feature_layer=[-2, -1],
+                   multimodal_projector_bias=False, vision_config={**VIT, "model_type": "clip_vision_model"}),
+              dict(text_config={**TEXT, "model_type": "mistral"}, vision_feature_layer=-1,
+                   vision_config={**VIT, "model_type": "pixtral", "head_dim": 16})],
+    "mistral3": [dict(text_config={**TEXT, "model_type": "mistral"}, tie_word_embeddings=False,
+                      vision_config={**VIT, "model_type": "pixtral", "head_dim": 16}),
+                 dict(text_config={**TEXT, "model_type": "mistral"}, tie_word_embeddings=False,
+                      multimodal_projector_bias=True, spatial_merge_size=3,
+                      vision_config={**VIT, "model_type": "pixtral", "head_dim": 16})],
+    "qwen2_vl": [dict(text_config={**TEXT, "model_type": "qwen2_vl_text"},
+                      vision_config={"depth": 2, "embed_dim": 32, "hidden_size": 64, "mlp_ratio": 3, "num_heads": 2})],
+    "qwen2_5_vl": [dict(text_config={**TEXT, "model_type": "qwen2_5_vl_text"},
+                        vision_config={"depth": 2, "hidden_size": 32, "intermediate_size": 48, "num_heads": 2,
+                                       "out_hidden_size": 64, "fullatt_block_indexes": [1]})],
+    "smolvlm": [dict(text_config={**TEXT, "model_type": "llama"}, vision_config={**VIT, "model_type": "smolvlm_vision"})],
+    "idefics3": [dict(text_config={**TEXT, "model_type": "llama"},
+                      vision_config={**VIT, "model_type": "idefics3_vision"})],
+}
+"""Per multimodal model_type: tiny configs, one model each (the variants flip what a row reads)."""
+
+VISION_ROOTS = ("model.vision_tower", "model.visual", "model.vision_model", "model.multi_modal_projector",
+                "model.connector")
+
+
+def _build(model_type: str, fields: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    config = transformers.AutoConfig.for_model(model_type, **fields)
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(config)
+    return model, config.to_dict()
+
+
+def _cases() -> list[tuple[str, dict[str, Any]]]:
+    return [(t, f) for t, variants in CASES.items() for f in variants]
+
+
+def test_every_row_has_a_model_built_here():
+    built_towers = {TOWER_ALIASES.get(f["vision_config"].get("model_type", t), f["vision_config"].get("model_type", t))
+                    for t, f in _cases()}
+    assert set(CASES) == set(PROJECTORS)
+    assert built_towers == set(TOWERS)
+
+
+@pytest.mark.parametrize("model_type, fields", _cases(),
+                         ids=[f"{t}-{i}" for t, variants in CASES.items() for i in range(len(variants))])
+def test_vision_rows_match_transformers(model_type: str, fields: dict[str, Any]) -> None:
+    model, written = _build(model_type, fields)
+    arch = Architecture.from_config("test/model", "model-config", written)
+    assert arch.unsized_vision is None and arch.unsized_decoder is None
+    real = sum(p.numel() for p in model.parameters())
+    assert arch.total_params == real
+    modules = dict(model.named_modules())
+    laid_out = {lin.path: lin for lin in arch.vision_linears()}
+    for path, lin in laid_out.items():
+        module = modules.get(path)
+        assert isinstance(module, torch.nn.Linear), path
+        assert (module.in_features, module.out_features, module.bias is not None) == (lin.d_in, lin.d_out, lin.bias)
+    real_linears = {p for p, m in modules.items() if isinstance(m, torch.nn.Linear) and p.startswith(VISION_ROOTS)}
+    assert real_linears == set(laid_out)
+    assert f"{arch.decoder_path}.layers.0.self_attn.q_proj" in modules
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl"])
+def test_flat_qwen_configs_read_as_transformers_reads_them(model_type: str) -> None:
+    """Qwen2-VL's published config.json is flat (the decoder's fields at the top level); transformers 5 takes them
+    as its text_config, and so does axlint: the same total as the nested form, and as the model built from it."""
+    fields = CASES[model_type][0]
+    flat = {**fields["text_config"], "model_type": model_type, "vision_config": fields["vision_config"]}
+    config = transformers.AutoConfig.for_model(model_type, **{k: v for k, v in flat.items() if k != "model_type"})
+    assert config.text_config.model_type == f"{model_type}_text"
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(config)
+    arch = Architecture.from_config("test/model", "model-config", flat)
+    assert arch.decoder_type == f"{model_type}_text" and arch.multimodal
+    assert arch.total_params == sum(p.numel() for p in model.parameters())
+
+
+@pytest.mark.parametrize("tower", sorted(TOWERS))
+def test_tower_defaults_are_the_config_class_defaults(tower: str) -> None:
+    """A published vision_config leaves out the keys at their default: the row's defaults are transformers'."""
+    kind = {v: k for k, v in TOWER_ALIASES.items()}.get(tower, tower)
+    defaults = transformers.AutoConfig.for_model(kind).to_dict()
+    for key, default in TOWERS[tower].sizes.values():
+        assert defaults[key] == default, (tower, key)
