@@ -143,6 +143,7 @@ def test_family_traits():
     ("cerebras/Cerebras-GPT-1.3B", 1_315_723_264),  # computed, wpe included
     ("LnL-AI/dbrx-base-converted-v2", 131_596_523_520),  # computed (published: 132B)
     ("openai/gpt-oss-120b", 116_829_156_672),  # computed (published: 117B)
+    ("zai-org/GLM-4.7-Flash", 29_943_390_976),  # computed, meta device too; no MTP layer (published: 30B)
 ])
 def test_added_entries_total(model_id, params):
     entry = catalog_lookup(model_id)
@@ -155,6 +156,14 @@ def test_new_moe_entries_active_parameters():
     # leaves out the input embedding: 5.71B - 0.58B)
     assert resolve_architecture("LnL-AI/dbrx-base-converted-v2").active_params == 36_469_708_800
     assert resolve_architecture("openai/gpt-oss-120b").active_params == 5_711_982_912
+
+
+def test_glm_4_7_flash_active_parameters():
+    # computed: 4 of 64 routed experts + the shared one, first layer dense; 3.26B less the embedding and the output
+    # (published: about 3B active)
+    arch = resolve_architecture("zai-org/GLM-4.7-Flash")
+    assert arch.active_params == 3_896_763_136
+    assert arch.active_params - arch.embedding_params - arch.lm_head_params == 3_262_374_656
 
 
 def test_deepseek_v2_5_active_parameters():

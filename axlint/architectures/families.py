@@ -95,6 +95,7 @@ _GEMMA_2 = Family(norm="gemma_rmsnorm", norm_names=NORM_NAMES, tied_default=True
 _GEMMA_3 = Family(norm="gemma_rmsnorm", norm_names=NORM_NAMES, qk_norm="head", tied_default=True)
 _OLMO_2 = Family(qk_norm="full", norm_names=("post_attention_layernorm", "post_feedforward_layernorm"))
 _COHERE = Family(norm="layernorm_nobias", norm_names=NORM_NAMES[:1], tied_default=True)
+_MLA = Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False))
 _FUSED_QKV = ("query_key_value", "dense")
 _UP_DOWN = ("up_proj", "down_proj")
 _GLM_4_NORMS = ("input_layernorm", "post_attention_layernorm", "post_self_attn_layernorm", "post_mlp_layernorm")
@@ -138,7 +139,16 @@ FAMILIES: dict[str, Family] = {
     "gemma2": _GEMMA_2,
     "gemma3": _GEMMA_3,
     "gemma3_text": _GEMMA_3,
-    "deepseek_v2": Family(attention="mla", qkv_bias=False, o_bias=False),
+    # models/deepseek_v2/modeling_deepseek_v2.py: MLA attention (model.py), attention_bias (default off) biases
+    # q_a_proj, kv_a_proj_with_mqa and o_proj; routed + shared experts after the first first_k_dense_replace layers.
+    "deepseek_v2": _MLA,
+    # models/deepseek_v3/modeling_deepseek_v3.py: the same layer; the sigmoid router's e_score_correction_bias is a
+    # buffer (not a parameter), so the router is its E x h weight alone.
+    "deepseek_v3": _MLA,
+    # models/glm4_moe_lite/modeling_glm4_moe_lite.py (GLM-4.7-Flash): DeepSeek-V3's MLA attention and MoE (router
+    # weight only, e_score_correction_bias a buffer; shared experts n_shared_experts x moe_intermediate_size); which
+    # layers are MoE is config.json's mlp_layer_types ("dense" / "sparse"), by default the first layer dense.
+    "glm4_moe_lite": _MLA,
     # models/gpt_oss/modeling_gpt_oss.py: q/k/v/o all biased by attention_bias (default on), a learned sink logit per
     # head; every layer MoE: a biased router and biased experts (fused gate_up + down, each with a bias).
     "gpt_oss": Family(qkv_bias=("attention_bias", True), o_bias=("attention_bias", True), attention_sinks=True,
@@ -152,6 +162,10 @@ FAMILIES: dict[str, Family] = {
     # n_shared_experts x moe_intermediate_size; the first first_k_dense_replace layers dense).
     "glm4_moe": Family(qkv_bias=("attention_bias", False), o_bias=False, qk_norm="head",
                        qk_norm_when=("use_qk_norm", False)),
+    # models/minimax_m2/modeling_minimax_m2.py: q/k/v/o without biases, RMSNorm q/k norms over all heads (q_norm
+    # heads x head_dim, k_norm kv heads x head_dim); every layer MoE: router weight only (e_score_correction_bias is a
+    # buffer), experts intermediate_size wide, no shared expert.
+    "minimax_m2": Family(qkv_bias=False, o_bias=False, qk_norm="full"),
     # models/seed_oss/modeling_seed_oss.py: q/k/v biased by attention_bias (default on), o by attention_out_bias.
     "seed_oss": Family(qkv_bias=("attention_bias", True), o_bias=("attention_out_bias", False)),
     # models/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py: llama layer, head-wise q/k norms named

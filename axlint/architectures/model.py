@@ -259,7 +259,11 @@ class Architecture:
     # ---- parameter structure ---------------------------------------------------------------------------
     def is_moe_layer(self, layer: int) -> bool:
         """DeepSeek: ``layer >= first_k_dense_replace and layer % moe_layer_freq == 0``; Qwen-MoE:
-        ``layer not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0``."""
+        ``layer not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0``; a ``mlp_layer_types`` list
+        ("dense" / "sparse" per layer, GLM-4.7-Flash) decides alone."""
+        kinds = self.config.get("mlp_layer_types")
+        if self.is_moe and isinstance(kinds, list) and len(kinds) == self.num_layers:
+            return kinds[layer] == "sparse"
         if not self.is_moe or layer < self.first_dense_layers or layer in (self.config.get("mlp_only_layers") or []):
             return False
         if self.config.get("moe_layer_freq"):
@@ -279,11 +283,15 @@ class Architecture:
             c = self.config
             rank, rope, v = int(c["kv_lora_rank"]), int(c["qk_rope_head_dim"]), int(c["v_head_dim"])
             nope = int(c["qk_nope_head_dim"])
-            qs = ((Linear("q_a_proj", h, int(c["q_lora_rank"])), Linear("q_b_proj", int(c["q_lora_rank"]), q))
-                  if c.get("q_lora_rank") else (Linear("q_proj", h, q),))
-            return qs + (Linear("kv_a_proj_with_mqa", h, rank + rope),
+            # the row's qkv_bias is the bias of the two down-projections (q_a_proj, kv_a_proj_with_mqa), o_bias
+            # o_proj's; q_proj, q_b_proj and kv_b_proj have none (models/deepseek_v3/modeling_deepseek_v3.py)
+            a_bias, o_bias = flag(self.layout.qkv_bias, c), flag(self.layout.o_bias, c)
+            q_rank = int(c.get("q_lora_rank") or 0)
+            qs = ((Linear("q_a_proj", h, q_rank, a_bias), Linear("q_b_proj", q_rank, q)) if q_rank
+                  else (Linear("q_proj", h, q),))
+            return qs + (Linear("kv_a_proj_with_mqa", h, rank + rope, a_bias),
                          Linear("kv_b_proj", rank, self.num_heads * (nope + v)),
-                         Linear("o_proj", self.num_heads * v, h))
+                         Linear("o_proj", self.num_heads * v, h, o_bias))
         f = self.layout
         qkv_bias, o_bias = flag(f.qkv_bias, self.config), flag(f.o_bias, self.config)
         if f.attention == "fused_qkv":
