@@ -240,6 +240,7 @@ def test_the_catalog_says_on_what_evidence_a_model_resolved(model_id, how):
     ("llava-hf/llava-1.5-7b-hf", 7_063_427_072, 324_487_168),  # computed: CLIP ViT-L/14-336 + 2-layer projector
     ("Qwen/Qwen2.5-VL-7B-Instruct", 8_292_166_656, 676_550_144),  # computed: flat config, tower + merger
     ("Qwen/Qwen2-VL-7B-Instruct", 8_291_375_616, 675_759_104),  # computed: flat config, tower + merger
+    ("mistralai/Mistral-Small-3.1-24B-Instruct-2503", 24_011_361_280, 438_958_080),  # computed: Pixtral + mistral3 projector
 ])
 def test_multimodal_entries_total(model_id, params, vision):
     arch = resolve_architecture(model_id)
