@@ -247,3 +247,32 @@ def test_multimodal_entries_total(model_id, params, vision):
     assert arch.source == "catalog" and arch.unsized_vision is None and arch.unsized_decoder is None
     assert arch.total_params == params and arch.extra_parameters == vision
     assert arch.multimodal and arch.decoder_path == "model.language_model"
+
+
+# Llama 4 (text: models/llama4 in transformers 5.24, vision tower + projector rows): no exact published total was
+# read (the Hub rounds to 109B / 400B), so each is computed; each equals the numel sum of the
+# Llama4ForConditionalGeneration transformers 5.24 builds from the entry on the meta device.
+@pytest.mark.parametrize("model_id, params, vision, active", [
+    ("meta-llama/Llama-4-Scout-17B-16E", 108_641_793_536, 871_932_416, 18_044_827_136),  # computed
+    ("meta-llama/Llama-4-Maverick-17B-128E", 401_583_781_376, 871_932_416, 18_056_623_616),  # computed
+])
+def test_llama_4_entries_total_and_active(model_id, params, vision, active):
+    arch = resolve_architecture(model_id)
+    assert arch.source == "catalog" and arch.unsized_vision is None and arch.unsized_decoder is None
+    assert arch.total_params == params and arch.extra_parameters == vision and arch.active_params == active
+    assert arch.decoder_path == "language_model.model"
+
+
+def test_llama_4_maverick_alternates_dense_and_moe_layers():
+    arch = resolve_architecture("meta-llama/Llama-4-Maverick-17B-128E")
+    assert [arch.is_moe_layer(i) for i in range(4)] == [False, True, False, True]
+    assert {lin.name: lin.d_out for lin in arch.mlp_linears(0)}["gate_proj"] == 16384
+
+
+@pytest.mark.parametrize("alias, canonical", [
+    ("meta-llama/Llama-4-Scout-17B-16E-Instruct", "meta-llama/Llama-4-Scout-17B-16E"),
+    ("axolotl-quants/Llama-4-Scout-17B-16E-Linearized-bnb-nf4-bf16", "meta-llama/Llama-4-Scout-17B-16E"),
+    ("meta-llama/Llama-4-Maverick-17B-128E-Instruct", "meta-llama/Llama-4-Maverick-17B-128E"),
+])
+def test_llama_4_aliases_resolve(alias, canonical):
+    assert catalog_lookup(alias)["id"] == canonical

@@ -29,6 +29,10 @@ MLA = {"kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_hea
        "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32, "first_k_dense_replace": 1,
        "n_group": 1, "topk_group": 1}
 DBRX_FFN = {"ffn_hidden_size": 32, "moe_num_experts": 4, "moe_top_k": 2}
+LLAMA4 = {"intermediate_size": 32, "intermediate_size_mlp": 96, "num_local_experts": 4, "num_experts_per_tok": 1,
+          "head_dim": 16}
+"""Llama 4: experts and the shared expert intermediate_size wide, dense layers intermediate_size_mlp; the variants
+pick the MoE layers by interleave_moe_layer_step (every 2nd) and by a moe_layers list, and default (every layer)."""
 GLM_MOE = {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32,
            "first_k_dense_replace": 1, "head_dim": 16}
 
@@ -81,6 +85,9 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
     "gpt2": [{}, {"n_inner": 96, "tie_word_embeddings": False}],
     "gptj": [{"rotary_dim": 8}, {"rotary_dim": 8, "n_inner": 96, "tie_word_embeddings": True}],
     "mpt": [{}, {"no_bias": False, "tie_word_embeddings": False}],
+    "llama4_text": [{**LLAMA4, "interleave_moe_layer_step": 2},
+                    {**LLAMA4, "moe_layers": [0, 2], "num_hidden_layers": 3, "attention_bias": True},
+                    {**LLAMA4, "num_local_experts": 3, "use_qk_norm": False}],
     "dbrx": [{"d_model": 64, "attn_config": {"kv_n_heads": 2, "rope_theta": 10000.0}, "ffn_config": DBRX_FFN},
              {"d_model": 64, "attn_config": {"kv_n_heads": 4, "rope_theta": 10000.0},
               "ffn_config": {**DBRX_FFN, "moe_num_experts": 8, "ffn_hidden_size": 48}}],

@@ -21,6 +21,11 @@ TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "nu
 VIT = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 3, "num_attention_heads": 2,
        "image_size": 32, "patch_size": 8}
 
+LLAMA4_TEXT = {**TEXT, "model_type": "llama4_text", "intermediate_size": 32, "intermediate_size_mlp": 96,
+               "num_local_experts": 4, "num_experts_per_tok": 1}
+LLAMA4_VISION = {"model_type": "llama4_vision_model", "vision_output_dim": 40, "projector_input_dim": 24,
+                 "projector_output_dim": 40, "pixel_shuffle_ratio": 0.5}
+
 CASES: dict[str, list[dict[str, Any]]] = {
     "gemma3": [dict(text_config={**TEXT, "model_type": "gemma3_text"}, mm_tokens_per_image=4,
                     vision_config={**VIT, "model_type": "siglip_vision_model", "vision_use_head": False}),
@@ -44,11 +49,15 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "smolvlm": [dict(text_config={**TEXT, "model_type": "llama"}, vision_config={**VIT, "model_type": "smolvlm_vision"})],
     "idefics3": [dict(text_config={**TEXT, "model_type": "llama"},
                       vision_config={**VIT, "model_type": "idefics3_vision"})],
+    "llama4": [dict(text_config=LLAMA4_TEXT, vision_config={**VIT, **LLAMA4_VISION}),
+               dict(text_config={**LLAMA4_TEXT, "interleave_moe_layer_step": 2},
+                    vision_config={**VIT, **LLAMA4_VISION, "patch_size": 16, "projector_input_dim": 20,
+                                   "projector_output_dim": 36, "vision_output_dim": 36})],
 }
 """Per multimodal model_type: tiny configs, one model each (the variants flip what a row reads)."""
 
 VISION_ROOTS = ("model.vision_tower", "model.visual", "model.vision_model", "model.multi_modal_projector",
-                "model.connector")
+                "model.connector", "vision_model.", "multi_modal_projector.")
 
 
 def _build(model_type: str, fields: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

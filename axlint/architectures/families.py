@@ -43,8 +43,12 @@ class Family:
     ``config_sections``: nested objects of config.json whose keys are read as the decoder's (DBRX's
     ``attn_config`` / ``ffn_config``). ``position_embed_name``: a learned absolute position embedding beside
     ``embed_name`` (max_position_embeddings x h), None for rotary / ALiBi models. Routed experts: the router is the Linear ``router_name`` (E x h, a bias
-    with ``router_bias``), the experts' projections carry biases with ``expert_bias``. Module paths (transformers 5): ``root`` holds ``embed_name``,
-    ``layer_path`` (with ``attention_module`` and ``mlp_module`` inside) and ``final_norm_name``; the output
+    with ``router_bias``; ``router_linear``: the router module is itself an ``nn.Linear``, which LoRA's
+    ``lora_target_linear`` reaches), the experts' projections carry biases with ``expert_bias``. Shared experts sit
+    at ``shared_expert_name`` (a gated MLP of n_shared_experts x the expert width; ``shared_experts_default`` of them
+    when config.json has no n_shared_experts). ``dense_width_key``: the config.json key holding the width of the
+    dense (non-MoE) layers' MLP when it is not intermediate_size (the experts' then is). Module paths
+    (transformers 5): ``root`` holds ``embed_name``, ``layer_path`` (with ``attention_module`` and ``mlp_module`` inside) and ``final_norm_name``; the output
     projection is ``lm_head_name``, tied to the embedding when config.json says so (default ``tied_default``).
     """
 
@@ -67,6 +71,10 @@ class Family:
     attention_sinks: bool = False
     router_name: str = "gate"
     router_bias: bool = False
+    router_linear: bool = False
+    shared_expert_name: str = "shared_experts"
+    shared_experts_default: int = 0
+    dense_width_key: str | None = None
     expert_bias: bool = False
     tied_default: bool = False
     lm_head_bias: bool = False
@@ -166,6 +174,13 @@ FAMILIES: dict[str, Family] = {
     # heads x head_dim, k_norm kv heads x head_dim); every layer MoE: router weight only (e_score_correction_bias is a
     # buffer), experts intermediate_size wide, no shared expert.
     "minimax_m2": Family(qkv_bias=False, o_bias=False, qk_norm="full"),
+    # models/llama4/modeling_llama4.py (transformers 5.24): q/k/v/o biased by attention_bias (default off); the qk
+    # L2 norm holds no parameters; the MLP module is feed_forward: in MoE layers (moe_layers, else every
+    # interleave_moe_layer_step-th) the router (Llama4Router, an nn.Linear E x h without bias), experts
+    # intermediate_size wide and one shared_expert of the same width; dense layers intermediate_size_mlp wide.
+    "llama4_text": Family(mlp_module="feed_forward", router_name="router", router_linear=True,
+                          shared_expert_name="shared_expert", shared_experts_default=1,
+                          dense_width_key="intermediate_size_mlp"),
     # models/seed_oss/modeling_seed_oss.py: q/k/v biased by attention_bias (default on), o by attention_out_bias.
     "seed_oss": Family(qkv_bias=("attention_bias", True), o_bias=("attention_out_bias", False)),
     # models/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py: llama layer, head-wise q/k norms named

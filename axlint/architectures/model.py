@@ -23,7 +23,8 @@ from axlint.architectures.families import LEARNED_ACTIVATIONS, Family, family_of
 @dataclass(frozen=True)
 class Linear:
     """One ``nn.Linear`` of a decoder layer: ``count`` instances (experts) of ``d_in -> d_out``; ``router``: the
-    MoE router (a weight inside a router module in transformers 5, not an ``nn.Linear``)."""
+    MoE router when it is a weight inside a router module (transformers 5), not an ``nn.Linear`` (Llama 4's is one:
+    ``Family.router_linear``)."""
 
     name: str
     d_in: int
@@ -191,10 +192,21 @@ class Architecture:
 
     @property
     def shared_expert_intermediate_size(self) -> int:
-        """Width of the shared-expert MLP: DeepSeek ``n_shared_experts × moe_I``; Qwen2-MoE its own field."""
+        """Width of the shared-expert MLP: DeepSeek ``n_shared_experts × moe_I``; Qwen2-MoE its own field; a family's
+        ``shared_experts_default`` experts when config.json has neither (Llama 4: one)."""
         if self.config.get("shared_expert_intermediate_size"):
             return int(self.config["shared_expert_intermediate_size"])
-        return int(self._get("n_shared_experts", default=0)) * self.moe_intermediate_size
+        shared = self._get("n_shared_experts", default=self.layout.shared_experts_default)
+        return int(shared or 0) * self.moe_intermediate_size
+
+    @property
+    def dense_intermediate_size(self) -> int:
+        """Width of a dense layer's MLP: intermediate_size, or the family's ``dense_width_key`` (Llama 4's
+        intermediate_size_mlp) when config.json sets it."""
+        key = self.layout.dense_width_key
+        if key and self.config.get(key) is not None:
+            return int(self.config[key])
+        return self.intermediate_size
 
     @property
     def first_dense_layers(self) -> int:
@@ -260,10 +272,15 @@ class Architecture:
     def is_moe_layer(self, layer: int) -> bool:
         """DeepSeek: ``layer >= first_k_dense_replace and layer % moe_layer_freq == 0``; Qwen-MoE:
         ``layer not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0``; a ``mlp_layer_types`` list
-        ("dense" / "sparse" per layer, GLM-4.7-Flash) decides alone."""
+        ("dense" / "sparse" per layer, GLM-4.7-Flash) decides alone, and so does a ``moe_layers`` list of MoE layer
+        indices (Llama 4; without it every ``interleave_moe_layer_step``-th layer, counting from 1)."""
         kinds = self.config.get("mlp_layer_types")
         if self.is_moe and isinstance(kinds, list) and len(kinds) == self.num_layers:
             return kinds[layer] == "sparse"
+        if self.is_moe and isinstance(self.config.get("moe_layers"), list):
+            return layer in self.config["moe_layers"]
+        if self.is_moe and self.config.get("interleave_moe_layer_step"):
+            return (layer + 1) % int(self.config["interleave_moe_layer_step"]) == 0
         if not self.is_moe or layer < self.first_dense_layers or layer in (self.config.get("mlp_only_layers") or []):
             return False
         if self.config.get("moe_layer_freq"):
@@ -311,7 +328,7 @@ class Architecture:
     def _mlp(self, moe: bool) -> tuple[Linear, ...]:
         h, f = self.hidden_size, self.layout
         if not moe:
-            i, bias, names = self.intermediate_size, flag(f.mlp_bias, self.config), f.mlp_names
+            i, bias, names = self.dense_intermediate_size, flag(f.mlp_bias, self.config), f.mlp_names
             if f.mlp == "plain":
                 return (Linear(names[0], h, i, bias), Linear(names[1], i, h, bias))
             if f.mlp == "fused_gated":
@@ -320,13 +337,14 @@ class Architecture:
         e, i = self.num_experts, self.moe_intermediate_size
         names = f.expert_names
         bias = f.expert_bias
-        out = [Linear(f.router_name, h, e, f.router_bias, router=True),
+        out = [Linear(f.router_name, h, e, f.router_bias, router=not f.router_linear),
                Linear(names[0], h, i, bias, count=e, expert=True), Linear(names[1], h, i, bias, count=e, expert=True),
                Linear(names[2], i, h, bias, count=e, expert=True)]
         si = self.shared_expert_intermediate_size
         if si:
-            out += [Linear("shared_experts.gate_proj", h, si), Linear("shared_experts.up_proj", h, si),
-                    Linear("shared_experts.down_proj", si, h)]
+            shared = f.shared_expert_name
+            out += [Linear(f"{shared}.gate_proj", h, si), Linear(f"{shared}.up_proj", h, si),
+                    Linear(f"{shared}.down_proj", si, h)]
             if self.config.get("shared_expert_intermediate_size"):
                 out.append(Linear("shared_expert_gate", h, 1))
         return tuple(out)

@@ -15,8 +15,10 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
 - ``qwen2_vl`` / ``qwen2_5_vl``: models/qwen2_vl/modeling_qwen2_vl.py, models/qwen2_5_vl/modeling_qwen2_5_vl.py
   (3-D patch convolution over ``temporal_patch_size`` frames, fused qkv, the ``merger`` inside the tower)
 - ``smolvlm_vision`` / ``idefics3_vision``: models/smolvlm/modeling_smolvlm.py, models/idefics3/modeling_idefics3.py
+- ``llama4_vision_model``: models/llama4/modeling_llama4.py (patch Linear, class token, pixel-shuffle adapter)
 - projectors: models/gemma3/modeling_gemma3.py, models/llava/modeling_llava.py, models/mistral3/modeling_mistral3.py
-  (RMSNorm, patch merger, two-layer MLP), the Qwen merger above, models/smolvlm (pixel-shuffle connector).
+  (RMSNorm, patch merger, two-layer MLP), the Qwen merger above, models/smolvlm (pixel-shuffle connector),
+  models/llama4/modeling_llama4.py (one Linear).
 
 Only parameters are laid out here. The activations of the image tokens inside the tower are not estimated (see
 ``Architecture`` and the memory estimate's notes): their number depends on the image sizes of the data set.
@@ -27,7 +29,22 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any, Literal, Mapping
 
-Size = Literal["hidden", "layers", "intermediate", "patch", "image", "channels", "temporal"]
+Size = Literal["hidden", "layers", "intermediate", "patch", "image", "channels", "temporal", "vision_out", "adapter_in",
+               "adapter_out"]
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One module of a projector at ``name`` (below the projector's path): a "linear" (``nn.Linear``, a bias per
+    ``bias``: True, False, or a top-level config.json key and its default), a bare "matrix" parameter, or a norm
+    ("rmsnorm": weight; "layernorm": weight and bias) of width ``d_in``. Widths are products of ``Projector``
+    factors."""
+
+    name: str
+    kind: Literal["linear", "matrix", "rmsnorm", "layernorm"]
+    d_in: tuple[str, ...]
+    d_out: tuple[str, ...] = ()
+    bias: bool | tuple[str, bool] = False
 
 
 @dataclass(frozen=True)
@@ -42,7 +59,10 @@ class Tower:
     inside ``mlp_module``, and two norms of kind ``norm``. Outside the layers: the patch convolution (with a bias per
     ``patch_bias``, over ``temporal`` frames when that size is read), a learned position table (``positions``: one row
     per patch, plus one for a class token with ``class_token``), ``pre_norm`` / ``post_norm`` when named, and the
-    attention-pooling ``head`` when ``head_key`` is true (SigLIP's ``vision_use_head``).
+    attention-pooling ``head`` when ``head_key`` is true (SigLIP's ``vision_use_head``). ``patch_linear``: the patch
+    embedding is an ``nn.Linear`` at this path (over channels x patch² inputs) instead of a convolution. ``pieces``:
+    further modules of the tower below its path (Llama 4's pixel-shuffle adapter), sized as a projector's are, with
+    the tower's ``sizes`` as factors too.
     """
 
     sizes: Mapping[str, tuple[str, int]]
@@ -63,6 +83,8 @@ class Tower:
     pre_norm: str | None = None
     post_norm: str | None = "post_layernorm"
     head_key: tuple[str, bool] | None = None
+    patch_linear: str | None = None
+    pieces: tuple[Piece, ...] = ()
 
 
 VIT = {"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 12), "intermediate": ("intermediate_size", 3072),
@@ -93,24 +115,26 @@ TOWERS: dict[str, Tower] = {
     "smolvlm_vision": Tower({"hidden": ("hidden_size", 1152), "layers": ("num_hidden_layers", 12),
                              "intermediate": ("intermediate_size", 3072), "channels": ("num_channels", 3),
                              "patch": ("patch_size", 32), "image": ("image_size", 224)}, path="model.vision_model"),
+    # models/llama4/modeling_llama4.py (Llama4VisionModel): the patch embedding an unfold + bias-free Linear, a class
+    # token and a position table of (image / patch)² + 1 rows, LayerNorms layernorm_pre / layernorm_post, the
+    # layers at model.layers.N (biased q/k/v/o_proj, fc1 / fc2), and after them the pixel-shuffle adapter
+    # vision_adapter.mlp: fc1 intermediate_size -> projector_input_dim, fc2 projector_output_dim square, no biases.
+    "llama4_vision_model": Tower({**VIT, "hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 34),
+                                  "intermediate": ("intermediate_size", 5632), "patch": ("patch_size", 14),
+                                  "image": ("image_size", 448), "vision_out": ("vision_output_dim", 7680),
+                                  "adapter_in": ("projector_input_dim", 4096),
+                                  "adapter_out": ("projector_output_dim", 4096)},
+                                 path="vision_model", layer_path="model.layers.{layer}",
+                                 attention_names=("q_proj", "k_proj", "v_proj", "o_proj"), patch_bias=False,
+                                 class_token=True, pre_norm="layernorm_pre", post_norm="layernorm_post",
+                                 patch_linear="patch_embedding.linear",
+                                 pieces=(Piece("vision_adapter.mlp.fc1", "linear", ("intermediate",), ("adapter_in",)),
+                                         Piece("vision_adapter.mlp.fc2", "linear", ("adapter_out",),
+                                               ("adapter_out",)))),
 }
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
 TOWER_ALIASES = {"qwen2_vl_vision": "qwen2_vl", "qwen2_5_vl_vision": "qwen2_5_vl"}
 """transformers 5's names for the Qwen towers (the published configs say ``qwen2_vl`` / ``qwen2_5_vl``)."""
-
-
-@dataclass(frozen=True)
-class Piece:
-    """One module of a projector at ``name`` (below the projector's path): a "linear" (``nn.Linear``, a bias per
-    ``bias``: True, False, or a top-level config.json key and its default), a bare "matrix" parameter, or a norm
-    ("rmsnorm": weight; "layernorm": weight and bias) of width ``d_in``. Widths are products of ``Projector``
-    factors."""
-
-    name: str
-    kind: Literal["linear", "matrix", "rmsnorm", "layernorm"]
-    d_in: tuple[str, ...]
-    d_out: tuple[str, ...] = ()
-    bias: bool | tuple[str, bool] = False
 
 
 @dataclass(frozen=True)
@@ -162,6 +186,11 @@ PROJECTORS: dict[str, Projector] = {
                                                    ("text",)),),
                          tower="smolvlm_vision", merge=("config", "scale_factor", 2), decoder_path="model.text_model"),
 }
+# models/llama4/modeling_llama4.py (Llama4ForConditionalGeneration): vision_model, multi_modal_projector (one
+# bias-free Linear vision_output_dim -> text hidden) and language_model (a Llama4ForCausalLM: its decoder at
+# language_model.model, its output at language_model.lm_head), all at the top level.
+PROJECTORS["llama4"] = Projector("multi_modal_projector", (Piece("linear_1", "linear", ("vision_out",), ("text",)),),
+                                 tower="llama4_vision_model", decoder_path="language_model.model")
 PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
 
 
@@ -258,6 +287,8 @@ class Vision:
             return self._read(self.row.merge) ** 2
         if name == "out":
             return self._read(self.row.out)
+        if name in self.tower.sizes:
+            return self.size(name)
         layers = self.config.get("vision_feature_layer")
         return len(layers) if isinstance(layers, list) else 1  # "features"
 
@@ -292,11 +323,23 @@ class Vision:
             head = f"{self.tower_path}.head"
             out += [VisionLinear(f"{head}.attention.out_proj", h, h, True),
                     VisionLinear(f"{head}.mlp.fc1", h, i, True), VisionLinear(f"{head}.mlp.fc2", i, h, True)]
-        for p in self.row.pieces:
+        if self.tower.patch_linear:
+            out.insert(0, VisionLinear(f"{self.tower_path}.{self.tower.patch_linear}", self._patch_inputs(),
+                                       self.size("hidden"), self.tower.patch_bias))
+        for path, p in self._pieces():
             if p.kind == "linear":
                 bias = p.bias if isinstance(p.bias, bool) else bool(self.config.get(p.bias[0], p.bias[1]))
-                out.append(VisionLinear(f"{self.row.path}.{p.name}", self._width(p.d_in), self._width(p.d_out), bias))
+                out.append(VisionLinear(f"{path}.{p.name}", self._width(p.d_in), self._width(p.d_out), bias))
         return tuple(out)
+
+    def _pieces(self) -> list[tuple[str, Piece]]:
+        """The tower's extra modules and the projector's, each with the path it sits below."""
+        return ([(self.tower_path, p) for p in self.tower.pieces] + [(self.row.path, p) for p in self.row.pieces])
+
+    def _patch_inputs(self) -> int:
+        """Inputs of one patch: channels x patch² (x frames for a 3-D patch)."""
+        frames = self.size("temporal") if "temporal" in self.tower.sizes else 1
+        return self.size("channels") * self.size("patch") ** 2 * frames
 
     def _width(self, factors: tuple[str, ...]) -> int:
         return prod(self._factor(f) for f in factors)
@@ -306,16 +349,15 @@ class Vision:
         """Tower + projector parameters."""
         t, h = self.tower, self.size("hidden")
         norm = 2 * h if t.norm == "layernorm" else h
-        patch = h * self.size("channels") * self.size("patch") ** 2 * (self.size("temporal") if "temporal" in t.sizes
-                                                                        else 1)
-        total = patch + (h if t.patch_bias else 0)
+        # a patch Linear is among linears(); a convolution is counted here
+        total = 0 if t.patch_linear else h * self._patch_inputs() + (h if t.patch_bias else 0)
         if t.positions:
             total += ((self.size("image") // self.size("patch")) ** 2 + int(t.class_token)) * h
         total += h if t.class_token else 0
         total += norm * (2 * self.size("layers") + bool(t.pre_norm) + bool(t.post_norm))
         if self.head():  # probe, the attention's fused in-projection (3h x h + 3h), its LayerNorm
             total += h + 3 * h * h + 3 * h + 2 * h
-        for p in self.row.pieces:
+        for _, p in self._pieces():
             if p.kind in ("rmsnorm", "layernorm"):
                 total += self._width(p.d_in) * (2 if p.kind == "layernorm" else 1)
             elif p.kind == "matrix":

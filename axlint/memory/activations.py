@@ -81,9 +81,9 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     plus the shared experts as a gated MLP (Qwen2-MoE's sigmoid gate keeps the shared output 2h)."""
     gated = C.MLP_GATED_LIGER if setup.liger_glu else C.MLP_GATED
     if not arch.gated_mlp:
-        return C.MLP_PLAIN * arch.intermediate_size
+        return C.MLP_PLAIN * arch.dense_intermediate_size
     if not arch.is_moe_layer(layer):
-        return gated * arch.intermediate_size
+        return gated * arch.dense_intermediate_size
     h, i, k = arch.hidden_size, arch.moe_intermediate_size, arch.experts_per_token
     per_choice = C.ROUTING_BYTES_PER_CHOICE + (C.MOE_GATE_UP_BYTES + C.MOE_ACT_BYTES) * i + C.MOE_DOWN_OUT_BYTES * h
     if base_trains(setup):
@@ -183,12 +183,12 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
     6·I_moe + 2h, + the shared experts' 6I)."""
     h = arch.hidden_size
     if not arch.gated_mlp:
-        mlp = C.BACKWARD_MLP_PLAIN * arch.intermediate_size
+        mlp = C.BACKWARD_MLP_PLAIN * arch.dense_intermediate_size
     elif arch.is_moe_layer(layer):
         mlp = (arch.experts_per_token * (C.BACKWARD_MLP_GATED * arch.moe_intermediate_size + C.BF16 * h)
                + C.BACKWARD_MLP_GATED * arch.shared_expert_intermediate_size)
     else:
-        mlp = C.BACKWARD_MLP_GATED * arch.intermediate_size
+        mlp = C.BACKWARD_MLP_GATED * arch.dense_intermediate_size
     return (C.BACKWARD_OUTPUT_GRAD_BYTES * h + mlp) * setup.param_bytes / C.BF16
 
 
