@@ -169,6 +169,7 @@ class RunFacts:
     adapter: Fact[str | None]
     quantization: Fact[str | None]   # "nf4" | "int8" | None
     double_quant: bool
+    quantize_experts: bool           # Axolotl's quantize_moe_experts: routed experts stored quantized too
     lora: Lora
     unfrozen_parameters: tuple[str, ...]
     optimizer: Fact[str]
@@ -338,6 +339,14 @@ def _quantization(raw: Mapping[str, Any], adapter: str | None) -> Fact[str | Non
     if adapter == "lora" and _flag(raw, "load_in_8bit"):
         return Fact("int8", ("load_in_8bit",), Origin.DERIVED)
     return Fact(None)
+
+
+def _quantizes_experts(raw: Mapping[str, Any], adapter: str | None) -> bool:
+    """A 4/8-bit load stores the routed experts quantized too: transformers 5 keeps them as 3-D parameters, which
+    bitsandbytes does not replace, unless Axolotl quantizes them on load (``quantize_moe_experts``) or swaps them for
+    per-expert ``nn.Linear`` modules (``llama4_linearized_experts``)."""
+    return _quantization(raw, adapter).value is not None and (
+        _flag(raw, "quantize_moe_experts") or _flag(raw, "llama4_linearized_experts"))
 
 
 def _evaluates(raw: Mapping[str, Any]) -> bool:
@@ -537,6 +546,7 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         adapter=adapter,
         quantization=_quantization(raw, adapter.value),
         double_quant=lax_bool(bnb.get("bnb_4bit_use_double_quant", True)) is not False,
+        quantize_experts=_quantizes_experts(raw, adapter.value),
         lora=Lora(r=lax_int(raw.get("lora_r")) or 8, alpha=lax_int(raw.get("lora_alpha")) or 8,
                   dropout=lax_float(raw.get("lora_dropout")) or 0.0,
                   target_modules=targets if isinstance(targets, str) else _strings(targets),

@@ -235,3 +235,26 @@ def test_hf_loss_leaves_its_bf16_logits_block_cached(loss, unreused):
     plain = 0.15 * e.peak_allocated
     assert e.components["allocator_slack"] - plain == pytest.approx(unreused * 4096 * L8B.vocab_size)
     assert e.peak_reserved == pytest.approx(e.peak_allocated + e.components["allocator_slack"])
+
+
+@pytest.mark.parametrize("key", ["quantize_moe_experts", "llama4_linearized_experts"])
+def test_a_4bit_load_leaves_fused_experts_in_bf16_unless_axolotl_quantizes_them(key):
+    """transformers 5 stores routed experts as 3-D parameters (MixtralExperts), which bitsandbytes' replacement of
+    nn.Linear modules does not touch: a 4-bit Mixtral keeps ~45 B expert weights in bf16 unless Axolotl quantizes them
+    on load (quantize_moe_experts) or swaps them for per-expert nn.Linear modules (llama4_linearized_experts)."""
+    from axlint.memory.setup import read_setup
+    from axlint.memory.states import weight_bytes
+    from axlint.memory.params import trainable
+
+    mixtral = resolve_architecture("mistralai/Mixtral-8x7B-v0.1")
+    qlora = {"adapter": "qlora", "load_in_4bit": True, "lora_r": 16, "lora_target_modules": ["q_proj", "v_proj"]}
+
+    def weights(config):
+        setup = read_setup(facts(config, None, mixtral, H100), mixtral)
+        return weight_bytes(mixtral, setup, trainable(mixtral, setup))
+
+    experts = mixtral.expert_params
+    assert experts > 0.95 * 45e9 and mixtral.quantizable_params + experts < mixtral.total_params
+    plain, quantized = weights(qlora), weights({**qlora, key: True})
+    assert plain - quantized == pytest.approx(experts * (2 - 4.127 / 8), rel=0.01)
+    assert weights({"adapter": "lora", "lora_r": 16, key: True}) == weights({"adapter": "lora", "lora_r": 16})

@@ -449,6 +449,17 @@ class Architecture:
 
     @property
     def quantizable_params(self) -> int:
-        """Params of the Linear weights inside decoder layers (what bitsandbytes quantizes; not biases)."""
-        return sum(lin.count * lin.d_in * lin.d_out for i in range(self.num_layers) for lin in self.linears(i))
+        """Weights of the decoder layers' ``nn.Linear`` modules, what bitsandbytes replaces when a model loads in 4 or
+        8 bits (transformers 5.24 ``integrations/bitsandbytes.py`` ``replace_with_bnb_linear``: ``nn.Linear`` and
+        Conv1D only; biases stay). Routed experts are 3-D parameters in transformers 5, not ``nn.Linear``:
+        ``expert_params``."""
+        return sum(lin.count * lin.d_in * lin.d_out for i in range(self.num_layers) for lin in self.linears(i)
+                   if not lin.expert)
+
+    @property
+    def expert_params(self) -> int:
+        """Weights of the routed experts, which a 4/8-bit load leaves in the load dtype unless Axolotl's
+        ``quantize_moe_experts`` stores them quantized."""
+        return sum(lin.count * lin.d_in * lin.d_out for i in range(self.num_layers) for lin in self.linears(i)
+                   if lin.expert)
 

@@ -19,6 +19,7 @@ class TrainSetup:
     param_bytes: int                 # model load dtype: 2 (bf16/fp16) or 4 (fp32)
     quantization: str | None         # "nf4" | "int8" | None
     double_quant: bool
+    quantize_experts: bool           # routed experts quantized too (Axolotl's quantize_moe_experts)
     adapter: str | None              # "lora" | "qlora" | None
     lora_r: int
     lora_dropout: float
@@ -66,6 +67,10 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
     if facts.loss.value is LossKernel.CCE and not cce_supports(arch.model_type):
         notes.append(f"Cut Cross-Entropy has no patch for model_type {arch.model_type!r}; "
                      "Axolotl's generic (experimental) patch assumed to apply")
+    if facts.quantization.value and arch.expert_params and not facts.quantize_experts:
+        notes.append(f"routed experts ({arch.expert_params / 1e9:.1f} B weights) stay in the load dtype under "
+                     f"{facts.quantization.value}: transformers 5 quantizes nn.Linear modules only; "
+                     "`quantize_moe_experts: true` stores them quantized")
     packed = facts.sample_packing.value or facts.pad_to_sequence_len.value
     seq, mbs = facts.sequence_len.value, facts.micro_batch_size.value
     if not packed:
@@ -75,6 +80,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         param_bytes=C.FP32 if facts.dtype.value == "float32" else C.BF16,
         quantization=facts.quantization.value,
         double_quant=facts.double_quant,
+        quantize_experts=facts.quantize_experts,
         adapter=facts.adapter.value,
         lora_r=facts.lora.r,
         lora_dropout=facts.lora.dropout,

@@ -138,11 +138,12 @@ def trainable_base_bytes(setup: TrainSetup) -> int:
 
 def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     """W = quantized linears × (0.516 NF4+DQ | 0.5625 NF4 | 1 int8) + the rest (embeddings, lm_head, norms,
-    biases, vision tower) × load dtype, + LoRA adapters × 4 (fp32) + modules_to_save copies × load dtype.
+    biases, vision tower, routed experts unless ``quantize_moe_experts``) × load dtype, + LoRA adapters × 4 (fp32)
+    + modules_to_save copies × load dtype.
     Axolotl casts embeddings/norms back to the load dtype after PEFT's fp32 upcast (Axolotl 0.18.0
     `loaders/model.py`, `_convert_embedding_modules_dtype`)."""
     if setup.quantization:
-        q = arch.quantizable_params
+        q = arch.quantizable_params + (arch.expert_params if setup.quantize_experts else 0)
         base = q * _quantized_bytes(setup) + (arch.total_params - q) * setup.param_bytes
     else:
         base = arch.total_params * setup.param_bytes

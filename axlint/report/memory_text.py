@@ -79,7 +79,8 @@ def host_text(s: "Suggestion", hw: "Hardware") -> str:
         return ""
     have = (f"the host has {hw.host_memory_gib:.0f} GiB" if hw.host_memory_gib
             else "pass --host-memory to have it checked")
-    return f", needs {s.host_gib:.0f} GiB of CPU RAM per host ({have})"
+    amount = f"{s.host_gib:.0f}" if s.host_gib >= 10 else f"{s.host_gib:.1f}"
+    return f", needs {amount} GiB of CPU RAM per host ({have})"
 
 
 def scale_out_text(found: "ScaleOut | None", hw: "Hardware") -> str:
