@@ -99,3 +99,18 @@ def test_host_memory_sizes_and_the_local_reading(tmp_path):
     meminfo.write_text("MemTotal:       131072000 kB\nMemFree:  1 kB\n")
     assert local_host_memory_gib(str(meminfo)) == 125.0
     assert local_host_memory_gib(str(tmp_path / "missing")) is None
+
+
+def test_a_4bit_moe_whose_experts_stay_bf16_is_offered_quantize_moe_experts():
+    """Mixtral-8x7B QLoRA on one H100: the bf16 experts (85 GiB) do not fit; storing them quantized does. Axolotl
+    refuses quantize_moe_experts beside lora_target_linear, so it is not offered there."""
+    mixtral = resolve_architecture("mistralai/Mixtral-8x7B-v0.1")
+    hw = parse_hardware("1xH100")
+    config = {"adapter": "qlora", "load_in_4bit": True, "lora_r": 16, "lora_target_modules": ["q_proj", "v_proj"],
+              "sequence_len": 4096, "sample_packing": True, "micro_batch_size": 1, "gradient_checkpointing": True}
+    assert not estimate_memory(facts(config, None, mixtral, hw), mixtral, hw).fits
+    best = suggest(facts(config, None, mixtral, hw), mixtral, hw)[0]
+    assert best.changes == {"quantize_moe_experts": True} and best.peak_gib < 79.2 * 0.95
+    linear = {**config, "lora_target_linear": True}
+    del linear["lora_target_modules"]
+    assert all("quantize_moe_experts" not in s.changes for s in suggest(facts(linear, None, mixtral, hw), mixtral, hw))

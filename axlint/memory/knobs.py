@@ -18,6 +18,7 @@ class Knob(str, Enum):
     MICRO_BATCH = "micro_batch"
     ZERO = "zero"
     EVAL_BATCH = "eval_batch"
+    EXPERTS = "experts"
 
 
 class Saver(str, Enum):
@@ -36,6 +37,7 @@ class Change(str, Enum):
     LIGER_FLCE = "liger_flce"
     CUT_CROSS_ENTROPY = "cut_cross_entropy"
     FLASH_ATTENTION = "flash_attention"
+    QUANTIZE_EXPERTS = "quantize_experts"
     MICRO_BATCH = "micro_batch"              # old / new: (micro_batch_size, gradient_accumulation_steps)
     EVAL_BATCH = "eval_batch"                # old / new: eval_batch_size
     ZERO_STAGE = "zero_stage"                # old / new: the ZeRO stage

@@ -121,6 +121,16 @@ def _attention_options(s: TrainSetup) -> list[_Option]:
                            step=Step(Change.FLASH_ATTENTION))]
 
 
+def _expert_options(s: TrainSetup, arch: Architecture) -> list[_Option]:
+    """Axolotl's ``quantize_moe_experts`` for a 4/8-bit LoRA whose routed experts stay in the load dtype (transformers
+    5 quantizes nn.Linear modules only). Axolotl refuses it beside ``lora_target_linear``, so it is not offered
+    there. Its cost in step time is not modelled (1.0)."""
+    if not s.quantization or not arch.expert_params or s.quantize_experts or s.lora_target_linear:
+        return [_KEEP]
+    return [_KEEP, _Option({"quantize_experts": True}, {"quantize_moe_experts": True},
+                           step=Step(Change.QUANTIZE_EXPERTS))]
+
+
 MAX_MICRO_BATCH_OPTION = 1024
 """The largest micro batch the solver proposes."""
 
@@ -204,6 +214,7 @@ def _knobs(facts: RunFacts, setup: TrainSetup, arch: Architecture, evaluating: b
             Knob.ATTENTION: _attention_options(setup),
             Knob.MICRO_BATCH: _micro_batch_options(setup, facts.eval_batch_size.origin is Origin.DEFAULT),
             Knob.ZERO: _zero_options(setup, arch),
+            Knob.EXPERTS: _expert_options(setup, arch),
             Knob.EVAL_BATCH: _eval_batch_options(setup, evaluating)}
 
 

@@ -70,7 +70,10 @@ def changes_text(s: "Suggestion") -> str:
 
 
 def suggestion_text(s: "Suggestion", hw: "Hardware") -> str:
-    return f"{changes_text(s)} -> {s.peak_gib:.1f} GiB, {throughput_text(s.relative_throughput)}{host_text(s, hw)}"
+    speed = throughput_text(s.relative_throughput)
+    if any(step.change is Change.QUANTIZE_EXPERTS for step in s.steps):
+        speed += " (not counting the experts' dequantization, which axlint does not time)"
+    return f"{changes_text(s)} -> {s.peak_gib:.1f} GiB, {speed}{host_text(s, hw)}"
 
 
 def host_text(s: "Suggestion", hw: "Hardware") -> str:
@@ -112,6 +115,7 @@ _STEP_WORDS = {Change.CHECKPOINTING_ON: "turn on gradient checkpointing",
                Change.LIGER_FLCE: "use Liger's fused linear cross-entropy",
                Change.CUT_CROSS_ENTROPY: "use Cut Cross-Entropy",
                Change.FLASH_ATTENTION: "use flash_attention_2 instead of eager attention",
+               Change.QUANTIZE_EXPERTS: "store the MoE experts quantized too (quantize_moe_experts)",
                Change.OFFLOAD_OPTIMIZER: "offload the optimizer to CPU",
                Change.OFFLOAD_ALL: "offload the optimizer and the parameters to CPU",
                Change.STOP_OFFLOAD: "stop offloading to CPU"}
