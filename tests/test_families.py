@@ -33,6 +33,10 @@ LLAMA4 = {"intermediate_size": 32, "intermediate_size_mlp": 96, "num_local_exper
           "head_dim": 16}
 """Llama 4: experts and the shared expert intermediate_size wide, dense layers intermediate_size_mlp; the variants
 pick the MoE layers by interleave_moe_layer_step (every 2nd) and by a moe_layers list, and default (every layer)."""
+GEMMA4 = {"head_dim": 16, "global_head_dim": 32, "hidden_size_per_layer_input": 0}
+"""Gemma 4 without per-layer embeddings (the 26B-A4B and 31B): full-attention layers 32-wide heads; the variants flip
+attention_k_eq_v (then num_global_key_value_heads, no v_proj), attention_bias and the MoE block beside the MLP."""
+GEMMA4_MOE = {"enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32}
 GLM_MOE = {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32,
            "first_k_dense_replace": 1, "head_dim": 16}
 
@@ -88,6 +92,13 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
     "llama4_text": [{**LLAMA4, "interleave_moe_layer_step": 2},
                     {**LLAMA4, "moe_layers": [0, 2], "num_hidden_layers": 3, "attention_bias": True},
                     {**LLAMA4, "num_local_experts": 3, "use_qk_norm": False}],
+    "gemma4_text": [{**GEMMA4, "layer_types": ["sliding_attention", "full_attention"]},
+                    {**GEMMA4, "num_hidden_layers": 3, "attention_k_eq_v": True, "num_global_key_value_heads": 1,
+                     "attention_bias": True, "layer_types": ["sliding_attention", "full_attention", "full_attention"]},
+                    {**GEMMA4, **GEMMA4_MOE, "attention_k_eq_v": True, "num_global_key_value_heads": 1,
+                     "layer_types": ["sliding_attention", "full_attention"]},
+                    {**GEMMA4, **GEMMA4_MOE, "num_hidden_layers": 3, "tie_word_embeddings": False,
+                     "layer_types": ["full_attention", "sliding_attention", "full_attention"]}],
     "dbrx": [{"d_model": 64, "attn_config": {"kv_n_heads": 2, "rope_theta": 10000.0}, "ffn_config": DBRX_FFN},
              {"d_model": 64, "attn_config": {"kv_n_heads": 4, "rope_theta": 10000.0},
               "ffn_config": {**DBRX_FFN, "moe_num_experts": 8, "ffn_hidden_size": 48}}],
@@ -130,3 +141,24 @@ def test_family_row_matches_transformers(model_type: str, fields: dict[str, Any]
     assert arch.total_params == expected
     if names_checked(arch) and hasattr(model, arch.layout.lm_head_name):
         assert dict(named_parameters(arch)) == real
+
+
+@pytest.mark.parametrize("fields", CONFIGS["gemma4_text"], ids=lambda f: f"gemma4_text-published-{len(f)}")
+def test_gemma4_published_keys_size_the_same_model(fields: dict[str, Any]) -> None:
+    """A published Gemma 4 config.json names global_head_dim / num_global_key_value_heads; save_pretrained (5.24)
+    writes per_layer_config instead. Both read the same sizes: the model built from the published keys."""
+    config = _hf_config("gemma4_text", fields)
+    model = _meta_model(config)
+    written = {k: v for k, v in config.to_dict().items() if k != "per_layer_config"}
+    written.update({k: fields[k] for k in ("global_head_dim", "num_global_key_value_heads") if k in fields})
+    arch = Architecture.from_config("test/model", "model-config", written)
+    assert arch.total_params == sum(p.numel() for p in model.parameters())
+
+
+def test_gemma4_per_layer_embeddings_and_shared_kv_are_unsized() -> None:
+    """The E2B / E4B layout (per-layer input embeddings, kv-shared layers) is not laid out: no row, verdict unknown;
+    hidden_size_per_layer_input absent means Gemma4TextConfig's default 256, so also unsized."""
+    for fields in ({"hidden_size_per_layer_input": 256}, {"num_kv_shared_layers": 2, "hidden_size_per_layer_input": 0},
+                   {}):
+        arch = Architecture.from_config("t", "model-config", {**SMALL, "model_type": "gemma4_text", **fields})
+        assert arch.family is None and arch.unsized_decoder == "gemma4_text"

@@ -50,6 +50,16 @@ class Family:
     dense (non-MoE) layers' MLP when it is not intermediate_size (the experts' then is). Module paths
     (transformers 5): ``root`` holds ``embed_name``, ``layer_path`` (with ``attention_module`` and ``mlp_module`` inside) and ``final_norm_name``; the output
     projection is ``lm_head_name``, tied to the embedding when config.json says so (default ``tied_default``).
+
+    Per-layer attention (``layer_type_attention``, Gemma 4): the ``full_attention`` layers of config.json's
+    ``layer_types`` have heads of ``global_head_dim`` (default 512) and, when ``attention_k_eq_v`` is set,
+    ``num_global_key_value_heads`` kv heads and no v_proj (the keys are the values); the other layers are sized by
+    head_dim and num_key_value_heads. ``moe_switch``: a config.json key that must be true for the experts to be
+    built. ``moe_beside_mlp``: a MoE layer keeps its dense MLP (``mlp_module``) and adds the router and the experts
+    at the layer itself (``router_name``, ``experts``), with the norms ``moe_norm_names`` beside the usual ones;
+    ``router_scales``: the router holds a learned h-wide input scale and one scale per expert. ``unsized_when``:
+    (key, default) pairs of config.json whose truthy value (the default when the key is absent) leaves the decoder
+    one axlint cannot size (Gemma 4's per-layer embeddings and shared kv layers).
     """
 
     attention: Attention = "split"
@@ -87,6 +97,12 @@ class Family:
     mlp_module: str = "mlp"
     final_norm_name: str = "norm"
     lm_head_name: str = "lm_head"
+    layer_type_attention: bool = False
+    moe_switch: str | None = None
+    moe_beside_mlp: bool = False
+    moe_norm_names: tuple[str, ...] = ()
+    router_scales: bool = False
+    unsized_when: tuple[tuple[str, Any], ...] = ()
 
 
 def flag(value: Flag, config: Mapping[str, Any]) -> bool:
@@ -181,6 +197,20 @@ FAMILIES: dict[str, Family] = {
     "llama4_text": Family(mlp_module="feed_forward", router_name="router", router_linear=True,
                           shared_expert_name="shared_expert", shared_experts_default=1,
                           dense_width_key="intermediate_size_mlp"),
+    # models/gemma4/modeling_gemma4.py (transformers 5.24, Gemma4TextAttention / Gemma4TextDecoderLayer): q/k/v/o
+    # biased by attention_bias; per layer type head dims and kv heads (global_head_dim, num_global_key_value_heads
+    # with attention_k_eq_v, then no v_proj); q_norm / k_norm over the head dim (v_norm has no weight); four norms
+    # (Gemma4RMSNorm: x * w in fp32, no 1 + w; the fp32 product is what gemma_rmsnorm models); with enable_moe_block
+    # every layer adds Gemma4TextRouter (router.proj E x h, router.scale h, router.per_expert_scale E), experts
+    # moe_intermediate_size wide (gate_up_proj fused, down_proj) and three more norms, beside the dense MLP. The
+    # per-layer embeddings (hidden_size_per_layer_input, 256 when absent) and kv-shared layers
+    # (num_kv_shared_layers, with use_double_wide_mlp) of the E2B / E4B models are not laid out: unsized.
+    "gemma4_text": Family(norm="gemma_rmsnorm", norm_names=NORM_NAMES, qk_norm="head", tied_default=True,
+                          layer_type_attention=True, moe_switch="enable_moe_block", moe_beside_mlp=True,
+                          moe_norm_names=("post_feedforward_layernorm_1", "post_feedforward_layernorm_2",
+                                          "pre_feedforward_layernorm_2"),
+                          router_name="router.proj", router_linear=True, router_scales=True,
+                          unsized_when=(("hidden_size_per_layer_input", 256), ("num_kv_shared_layers", 0))),
     # models/seed_oss/modeling_seed_oss.py: q/k/v biased by attention_bias (default on), o by attention_out_bias.
     "seed_oss": Family(qkv_bias=("attention_bias", True), o_bias=("attention_out_bias", False)),
     # models/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py: llama layer, head-wise q/k norms named

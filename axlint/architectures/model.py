@@ -81,8 +81,12 @@ class Architecture:
 
     @cached_property
     def family(self) -> Family | None:
-        """The layout row of the decoder's model type (``families.FAMILIES``); None when axlint has none."""
-        return family_of(self.decoder_type)
+        """The layout row of the decoder's model type (``families.FAMILIES``); None when axlint has none, or when
+        config.json turns on a part the row does not lay out (``Family.unsized_when``)."""
+        row = family_of(self.decoder_type)
+        if row and any(self.config[k] if k in self.config else d for k, d in row.unsized_when):
+            return None
+        return row
 
     @property
     def layout(self) -> Family:
@@ -180,11 +184,16 @@ class Architecture:
 
     @cached_property
     def num_experts(self) -> int:
+        switch = self.layout.moe_switch
+        if switch and not self.config.get(switch):
+            return 0
         return int(self._get("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts", default=0))
 
     @cached_property
     def experts_per_token(self) -> int:
-        return int(self._get("num_experts_per_tok", "moe_topk", "moe_top_k", default=0)) if self.num_experts else 0
+        if not self.num_experts:
+            return 0
+        return int(self._get("num_experts_per_tok", "moe_topk", "moe_top_k", "top_k_experts", default=0))
 
     @cached_property
     def moe_intermediate_size(self) -> int:
@@ -240,6 +249,62 @@ class Architecture:
     def norms_per_layer(self) -> int:
         return len(self.norm_names)
 
+    def layer_norm_names(self, layer: int) -> tuple[str, ...]:
+        """The norms of one layer: ``norm_names``, and in a MoE layer the family's ``moe_norm_names`` (Gemma 4)."""
+        return self.norm_names + (self.layout.moe_norm_names if self.is_moe_layer(layer) else ())
+
+    # ---- per-layer attention (Family.layer_type_attention) ----------------------------------------------
+    def attention_type(self, layer: int) -> str | None:
+        """"full" or "sliding" from config.json's ``layer_types`` for a family whose full-attention layers are
+        sized apart (Gemma 4); None for the others (every layer the same)."""
+        if not self.layout.layer_type_attention:
+            return None
+        types = self.config.get("layer_types")
+        if isinstance(types, list) and len(types) == self.num_layers:
+            return "full" if types[layer] == "full_attention" else "sliding"
+        # Gemma4TextConfig's default: every sixth layer full, and the last one full whatever the pattern
+        return "full" if (layer + 1) % 6 == 0 or layer == self.num_layers - 1 else "sliding"
+
+    def _layer_overrides(self, layer: int) -> Mapping[str, Any] | None:
+        """A config.json written by transformers 5.24 (``save_pretrained``) holds the full-attention layers' sizes as
+        ``per_layer_config`` ({layer index: {head_dim, num_key_value_heads}}, configuration_utils.py's heterogeneous
+        configs) instead of the published global_head_dim / num_global_key_value_heads; None without one."""
+        table = self.config.get("per_layer_config")
+        if not isinstance(table, Mapping):
+            return None
+        row = table.get(str(layer), table.get(layer))  # type: ignore[call-overload]
+        return row if isinstance(row, Mapping) else {}
+
+    def layer_head_dim(self, layer: int) -> int:
+        overrides = self._layer_overrides(layer)
+        if overrides is not None:
+            return int(overrides.get("head_dim") or self.head_dim)
+        if self.attention_type(layer) == "full":
+            return int(self.config.get("global_head_dim") or 512)
+        return self.head_dim
+
+    def layer_kv_heads(self, layer: int) -> int:
+        overrides = self._layer_overrides(layer)
+        if overrides is not None:
+            return int(overrides.get("num_key_value_heads") or self.num_kv_heads)
+        if self.keys_are_values(layer):
+            return int(self.config.get("num_global_key_value_heads") or self.num_kv_heads)
+        return self.num_kv_heads
+
+    def keys_are_values(self, layer: int) -> bool:
+        """A full-attention layer of a model with ``attention_k_eq_v``: no v_proj, the keys serve as values."""
+        return self.attention_type(layer) == "full" and bool(self.config.get("attention_k_eq_v"))
+
+    def layer_q_dim(self, layer: int) -> int:
+        return self.num_heads * self.layer_head_dim(layer) if self.attention_type(layer) else self.q_dim
+
+    def layer_kv_dim(self, layer: int) -> int:
+        return self.layer_kv_heads(layer) * self.layer_head_dim(layer) if self.attention_type(layer) else self.kv_dim
+
+    def layer_kind(self, layer: int) -> tuple[bool, str | None]:
+        """What sets a layer's parameters and activations apart from another's: MoE or dense, attention type."""
+        return self.is_moe_layer(layer), self.attention_type(layer)
+
     @property
     def gated_mlp(self) -> bool:
         return self.layout.mlp != "plain"
@@ -287,8 +352,19 @@ class Architecture:
             return layer % int(self.config["moe_layer_freq"]) == 0
         return (layer + 1) % int(self.config.get("decoder_sparse_step") or 1) == 0
 
-    def attention_linears(self) -> tuple[Linear, ...]:
-        return self._attention_linears
+    def attention_linears(self, layer: int = 0) -> tuple[Linear, ...]:
+        if not self.layout.layer_type_attention:
+            return self._attention_linears
+        return self._typed_attention_linears(self.attention_type(layer), self.keys_are_values(layer),
+                                             self.layer_q_dim(layer), self.layer_kv_dim(layer))
+
+    def _typed_attention_linears(self, kind: str | None, k_eq_v: bool, q: int, kv: int) -> tuple[Linear, ...]:
+        h, names = self.hidden_size, self.layout.attention_names
+        qkv_bias, o_bias = flag(self.layout.qkv_bias, self.config), flag(self.layout.o_bias, self.config)
+        out = [Linear(names[0], h, q, qkv_bias), Linear(names[1], h, kv, qkv_bias)]
+        if not k_eq_v:
+            out.append(Linear(names[2], h, kv, qkv_bias))
+        return tuple(out + [Linear(names[3], q, h, o_bias)])
 
     def mlp_linears(self, layer: int) -> tuple[Linear, ...]:
         return self._moe_linears if self.is_moe_layer(layer) else self._dense_linears
@@ -337,7 +413,8 @@ class Architecture:
         e, i = self.num_experts, self.moe_intermediate_size
         names = f.expert_names
         bias = f.expert_bias
-        out = [Linear(f.router_name, h, e, f.router_bias, router=not f.router_linear),
+        beside = self._mlp(moe=False) if f.moe_beside_mlp else ()
+        out = [*beside, Linear(f.router_name, h, e, f.router_bias, router=not f.router_linear),
                Linear(names[0], h, i, bias, count=e, expert=True), Linear(names[1], h, i, bias, count=e, expert=True),
                Linear(names[2], i, h, bias, count=e, expert=True)]
         si = self.shared_expert_intermediate_size
@@ -350,7 +427,7 @@ class Architecture:
         return tuple(out)
 
     def linears(self, layer: int) -> tuple[Linear, ...]:
-        return self.attention_linears() + self.mlp_linears(layer)
+        return self.attention_linears(layer) + self.mlp_linears(layer)
 
     @property
     def norm_params(self) -> int:
@@ -362,12 +439,12 @@ class Architecture:
         """Weight and bias for a LayerNorm, a weight otherwise, none for a non-parametric norm."""
         return {"nonparametric": 0, "layernorm": 2}.get(self.norm_type, 1)
 
-    def small_params_per_layer(self) -> tuple[int, ...]:
+    def small_params_per_layer(self, layer: int = 0) -> tuple[int, ...]:
         """Sizes of the individual small tensors of one layer (norm weights, qk-norm, MLA kv norm, attention sinks,
-        a learned activation's scalars), for ZeRO-3 persistence; biases are inside ``Linear``."""
-        sizes = [self.hidden_size] * (self.norms_per_layer * self.tensors_per_norm)
+        a learned activation's scalars, a router's scales), for ZeRO-3 persistence; biases are inside ``Linear``."""
+        sizes = [self.hidden_size] * (len(self.layer_norm_names(layer)) * self.tensors_per_norm)
         if self.qk_norm == "head":
-            sizes += [self.head_dim, self.head_dim]
+            sizes += [self.layer_head_dim(layer)] * 2
         elif self.qk_norm == "full":
             sizes += [self.q_dim, self.kv_dim]
         if self.is_mla:
@@ -377,10 +454,12 @@ class Architecture:
         if self.layout.attention_sinks:
             sizes.append(self.num_heads)
         sizes += [1] * len(self.activation_param_names)
+        if self.layout.router_scales and self.is_moe_layer(layer):
+            sizes += [self.hidden_size, self.num_experts]
         return tuple(sizes)
 
     def layer_params(self, layer: int) -> int:
-        return sum(lin.params for lin in self.linears(layer)) + sum(self.small_params_per_layer())
+        return sum(lin.params for lin in self.linears(layer)) + sum(self.small_params_per_layer(layer))
 
     # ---- totals ----------------------------------------------------------------------------------------
     @property
@@ -422,7 +501,7 @@ class Architecture:
     @property
     def norm_params_total(self) -> int:
         """All norm-like small tensors (kept unquantized, upcast by PEFT)."""
-        return self.num_layers * sum(self.small_params_per_layer()) + self.final_norm_params
+        return sum(sum(self.small_params_per_layer(i)) for i in range(self.num_layers)) + self.final_norm_params
 
     @cached_property
     def active_params(self) -> int:

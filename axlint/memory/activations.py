@@ -63,10 +63,11 @@ def norm_bytes(arch: Architecture, setup: TrainSetup, width: int, trains: bool) 
     return (C.NORM_INPUT_BYTES[kind] + weight_grad) * width
 
 
-def attention_bytes(arch: Architecture, setup: TrainSetup) -> float:
+def attention_bytes(arch: Architecture, setup: TrainSetup, layer: int = 0) -> float:
     """sdpa / flash: 4hq + 4hkv + 4a (q, k, v, output, fp32 lse); eager: 6hq + 6·a·s; qk-norm: norm internals over
-    hq + hkv. Linear inputs are counted by ``input_bytes``."""
-    hq, hkv, a = arch.q_dim, arch.kv_dim, arch.num_heads
+    hq + hkv. Linear inputs are counted by ``input_bytes``. hq and hkv are the layer's (Gemma 4's full-attention
+    layers have wider heads)."""
+    hq, hkv, a = arch.layer_q_dim(layer), arch.layer_kv_dim(layer), arch.num_heads
     if setup.attention == "eager":
         out = C.ATTN_EAGER_Q * hq + C.EAGER_SCORES_BYTES * a * setup.sequence_len
     else:
@@ -89,6 +90,8 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     if base_trains(setup):
         per_choice += C.LINEAR_INPUT_BYTES * (h + i)
     shared = gated * arch.shared_expert_intermediate_size
+    if arch.layout.moe_beside_mlp:  # Gemma 4: the dense MLP runs beside the experts
+        shared += gated * arch.dense_intermediate_size
     if arch.config.get("shared_expert_intermediate_size"):
         shared += C.LINEAR_INPUT_BYTES * h
     return C.ROUTER_BYTES_PER_EXPERT * arch.num_experts + k * per_choice + shared
@@ -99,11 +102,11 @@ def input_groups(arch: Architecture, layer: int) -> list[tuple[int, tuple[Linear
     with the MLP in parallel-attention layers), the attention output, the MLP norm output, and one group per other
     Linear (down projections, MLA's low-rank up projections). Routed experts are in ``mlp_bytes``."""
     h = arch.hidden_size
-    attn_in = tuple(lin for lin in arch.attention_linears() if lin.d_in == h and lin.name not in _O_NAMES)
+    attn_in = tuple(lin for lin in arch.attention_linears(layer) if lin.d_in == h and lin.name not in _O_NAMES)
     mlp = tuple(lin for lin in arch.mlp_linears(layer) if not lin.expert)
     mlp_in = tuple(lin for lin in mlp if lin.d_in == h)
     groups = [(h, attn_in + mlp_in)] if arch.norms_per_layer == 1 else [(h, attn_in), (h, mlp_in)]
-    groups += [(lin.d_in, (lin,)) for lin in arch.attention_linears() if lin.d_in != h or lin.name in _O_NAMES]
+    groups += [(lin.d_in, (lin,)) for lin in arch.attention_linears(layer) if lin.d_in != h or lin.name in _O_NAMES]
     groups += [(lin.d_in, (lin,)) for lin in mlp if lin.d_in != h]
     return groups
 
@@ -131,8 +134,8 @@ def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tupl
 
 def layer_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = ()) -> float:
     """A for one decoder layer (module docstring); ``adapted``: the LoRA-adapted Linears of this layer."""
-    out = (arch.norms_per_layer * norm_bytes(arch, setup, arch.hidden_size, base_trains(setup))
-           + attention_bytes(arch, setup) + mlp_bytes(arch, setup, layer) + input_bytes(arch, setup, layer, adapted))
+    out = (len(arch.layer_norm_names(layer)) * norm_bytes(arch, setup, arch.hidden_size, base_trains(setup))
+           + attention_bytes(arch, setup, layer) + mlp_bytes(arch, setup, layer) + input_bytes(arch, setup, layer, adapted))
     return out * setup.param_bytes / C.BF16
 
 
@@ -142,7 +145,7 @@ def per_layer_bytes_per_token(arch: Architecture, setup: TrainSetup) -> list[flo
     memo: dict[tuple, float] = {}
     out = []
     for i in range(arch.num_layers):
-        key = (arch.is_moe_layer(i), adapted.get(i, ()))
+        key = (arch.layer_kind(i), adapted.get(i, ()))
         if key not in memo:
             memo[key] = layer_bytes_per_token(arch, setup, i, key[1])
         out.append(memo[key])
@@ -187,6 +190,8 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
     elif arch.is_moe_layer(layer):
         mlp = (arch.experts_per_token * (C.BACKWARD_MLP_GATED * arch.moe_intermediate_size + C.BF16 * h)
                + C.BACKWARD_MLP_GATED * arch.shared_expert_intermediate_size)
+        if arch.layout.moe_beside_mlp:  # Gemma 4's dense MLP beside the experts
+            mlp += C.BACKWARD_MLP_GATED * arch.dense_intermediate_size
     else:
         mlp = C.BACKWARD_MLP_GATED * arch.dense_intermediate_size
     return (C.BACKWARD_OUTPUT_GRAD_BYTES * h + mlp) * setup.param_bytes / C.BF16

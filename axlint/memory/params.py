@@ -26,10 +26,14 @@ def _layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear
     ``model.layers.3.mlp.experts.w1``, ``gpt_neox.layers.3.attention.query_key_value``."""
     f = arch.layout
     prefix = f"{arch.decoder_path}.{f.layer_path.format(layer=layer)}"
-    for lin in arch.attention_linears():
+    for lin in arch.attention_linears(layer):
         yield f"{prefix}.{f.attention_module}.{lin.name}", lin
     for lin in arch.mlp_linears(layer):
-        yield f"{prefix}.{f.mlp_module}.{'experts.' if lin.expert else ''}{lin.name}", lin
+        if f.moe_beside_mlp and (lin.expert or lin.router or lin.name == f.router_name):
+            # Gemma 4: the router and the experts sit at the layer, beside its dense MLP
+            yield f"{prefix}.{'experts.' if lin.expert else ''}{lin.name}", lin
+        else:
+            yield f"{prefix}.{f.mlp_module}.{'experts.' if lin.expert else ''}{lin.name}", lin
 
 
 def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
@@ -48,10 +52,10 @@ def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
 def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linear, ...]]:
     """Layer index -> the Linears of that layer that get a LoRA adapter. A list of names matches the same
     modules in every layer of one kind (dense / MoE), so only a regex needs every layer's paths."""
-    by_kind: dict[bool, tuple[Linear, ...]] = {}
+    by_kind: dict[tuple, tuple[Linear, ...]] = {}
     out: dict[int, tuple[Linear, ...]] = {}
     for layer in range(arch.num_layers):
-        kind = arch.is_moe_layer(layer)
+        kind = arch.layer_kind(layer)
         if isinstance(setup.lora_target_modules, str) or kind not in by_kind:
             by_kind[kind] = tuple(lin for name, lin in _layer_modules(arch, layer) if _targeted(name, lin, setup))
         out[layer] = by_kind[kind]
@@ -126,13 +130,17 @@ def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
         attention = f"{layer_prefix}.{f.attention_module}"
         if arch.qk_norm:
             full = arch.qk_norm == "full"
-            yield f"{attention}.{f.qk_norm_names[0]}.weight", arch.q_dim if full else arch.head_dim
-            yield f"{attention}.{f.qk_norm_names[1]}.weight", arch.kv_dim if full else arch.head_dim
+            yield f"{attention}.{f.qk_norm_names[0]}.weight", arch.q_dim if full else arch.layer_head_dim(layer)
+            yield f"{attention}.{f.qk_norm_names[1]}.weight", arch.kv_dim if full else arch.layer_head_dim(layer)
+        if f.router_scales and arch.is_moe_layer(layer):
+            router = f"{layer_prefix}.{f.router_name.rsplit('.', 1)[0]}"
+            yield f"{router}.scale", h
+            yield f"{router}.per_expert_scale", arch.num_experts
         if f.attention_sinks:
             yield f"{attention}.sinks", arch.num_heads
         for name in arch.activation_param_names:
             yield f"{layer_prefix}.{f.mlp_module}.act_fn.{name}", 1
-        for norm in arch.norm_names:
+        for norm in arch.layer_norm_names(layer):
             for tensor in tensors:
                 yield f"{root}.{f.layer_path.format(layer=layer)}.{norm}.{tensor}", h
     for tensor in tensors:
