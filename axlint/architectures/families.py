@@ -36,20 +36,21 @@ class Family:
     low-rank attention, laid out by ``Architecture``); ``attention_names`` in that order. ``mlp``: "gated" (gate,
     up, down), "fused_gated" (gate_up of width 2I, down) or "plain" (up, down); ``expert_names`` of routed experts.
     ``qkv_bias`` / ``o_bias`` / ``mlp_bias``: see ``Flag``. The norms of one layer, of kind ``norm``, are
-    ``norm_names`` (``extra_norm_names`` when ``extra_norm_key`` is set in config.json); ``qk_norm``: None,
-    "head" (over head_dim) or "full" (over all heads), present when ``qk_norm_when`` holds, named
-    ``qk_norm_names`` inside the attention module. ``attention_sinks``: one learned logit per query head
-    (``sinks``) in each attention module. ``norm_bias``: whether a "layernorm" has its bias (see ``Flag``).
-    ``config_sections``: nested objects of config.json whose keys are read as the decoder's (DBRX's
-    ``attn_config`` / ``ffn_config``). ``position_embed_name``: a learned absolute position embedding beside
-    ``embed_name`` (max_position_embeddings x h), None for rotary / ALiBi models. Routed experts: the router is the Linear ``router_name`` (E x h, a bias
-    with ``router_bias``; ``router_linear``: the router module is itself an ``nn.Linear``, which LoRA's
+    ``norm_names`` (``extra_norm_names`` when ``extra_norm_key`` is set in config.json); ``qk_norm``: None, "head"
+    (over head_dim) or "full" (over all heads), present when ``qk_norm_when`` holds, named ``qk_norm_names`` inside
+    the attention module. ``attention_sinks``: one learned logit per query head (``sinks``) in each attention
+    module. ``norm_bias``: whether a "layernorm" has its bias (see ``Flag``). ``config_sections``: nested objects of
+    config.json whose keys are read as the decoder's (DBRX's ``attn_config`` / ``ffn_config``).
+    ``position_embed_name``: a learned absolute position embedding beside ``embed_name`` (max_position_embeddings x
+    h), None for rotary / ALiBi models. Routed experts: the router is the Linear ``router_name`` (E x h, a bias with
+    ``router_bias``; ``router_linear``: the router module is itself an ``nn.Linear``, which LoRA's
     ``lora_target_linear`` reaches), the experts' projections carry biases with ``expert_bias``. Shared experts sit
-    at ``shared_expert_name`` (a gated MLP of n_shared_experts x the expert width; ``shared_experts_default`` of them
-    when config.json has no n_shared_experts). ``dense_width_key``: the config.json key holding the width of the
-    dense (non-MoE) layers' MLP when it is not intermediate_size (the experts' then is). Module paths
-    (transformers 5): ``root`` holds ``embed_name``, ``layer_path`` (with ``attention_module`` and ``mlp_module`` inside) and ``final_norm_name``; the output
-    projection is ``lm_head_name``, tied to the embedding when config.json says so (default ``tied_default``).
+    at ``shared_expert_name`` (a gated MLP of n_shared_experts x the expert width; ``shared_experts_default`` of
+    them when config.json has no n_shared_experts). ``dense_width_key``: the config.json key holding the width of
+    the dense (non-MoE) layers' MLP when it is not intermediate_size (the experts' then is). Module paths
+    (transformers 5): ``root`` holds ``embed_name``, ``layer_path`` (with ``attention_module`` and ``mlp_module``
+    inside) and ``final_norm_name``; the output projection is ``lm_head_name``, tied to the embedding when
+    config.json says so (default ``tied_default``).
 
     Per-layer attention (``layer_type_attention``, Gemma 4): the ``full_attention`` layers of config.json's
     ``layer_types`` have heads of ``global_head_dim`` (default 512) and, when ``attention_k_eq_v`` is set,

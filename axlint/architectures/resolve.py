@@ -154,7 +154,8 @@ def resolve_architecture(model_id: str, *, model_config: Path | str | None = Non
 
     1. ``model_config`` (an explicit config.json path, or a folder holding one) — source "model-config";
     2. ``model_id`` is a local folder with config.json — "local";
-    3. the local HF cache (``search_paths`` first, then HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub) — "hf-cache";
+    3. the local HF cache (``search_paths`` first, then HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub) —
+       "hf-cache";
     4. the shipped catalog — "catalog";
     5. the Hub, only when ``online`` — "online".
     Returns None when nothing matches. Never touches the network unless ``online`` is true.

@@ -135,7 +135,8 @@ def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tupl
 def layer_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = ()) -> float:
     """A for one decoder layer (module docstring); ``adapted``: the LoRA-adapted Linears of this layer."""
     out = (len(arch.layer_norm_names(layer)) * norm_bytes(arch, setup, arch.hidden_size, base_trains(setup))
-           + attention_bytes(arch, setup, layer) + mlp_bytes(arch, setup, layer) + input_bytes(arch, setup, layer, adapted))
+           + attention_bytes(arch, setup, layer) + mlp_bytes(arch, setup, layer)
+           + input_bytes(arch, setup, layer, adapted))
     return out * setup.param_bytes / C.BF16
 
 

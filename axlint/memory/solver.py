@@ -10,8 +10,9 @@ Cost model (relative step time of the same effective batch; throughput = 1 / Π 
   eager -> flash attention ×0.85
   ZeRO stage 0/1 ×1.0, 2 ×1.02, 3 ×1.15; optimizer offload ×1.6; parameter offload ×2.5
   micro batch of T tokens: utilisation ∝ T / (T + 1024) — smaller micro batches use the GPU less well
-A configuration fits when max(train, eval) required (what must be resident, MemoryEstimate.required) ≤ (1 − 5 %) × GPU memory; the eval peak counts only when the
-run evaluates (``evaluates``), and a smaller ``eval_batch_size`` is one more knob (no training cost).
+A configuration fits when max(train, eval) required (what must stay resident, MemoryEstimate.required)
+≤ (1 − 5 %) × GPU memory; the eval peak counts only when the run evaluates (``evaluates``), and a smaller
+``eval_batch_size`` is one more knob (no training cost).
 
 The other direction, ``relax``: memory savers a run that fits does not need (gradient checkpointing, ZeRO-3, CPU
 offload), each dropped alone while the run still fits within a wider margin.
