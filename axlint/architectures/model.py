@@ -335,6 +335,15 @@ class Architecture:
 
     # ---- parameter structure ---------------------------------------------------------------------------
     def is_moe_layer(self, layer: int) -> bool:
+        """Whether ``layer`` is a MoE layer (``moe_layer_flags``)."""
+        return self.moe_layer_flags[layer] if 0 <= layer < self.num_layers else self._moe_layer(layer)
+
+    @cached_property
+    def moe_layer_flags(self) -> tuple[bool, ...]:
+        """``_moe_layer`` of every layer, computed once (the estimate asks per layer, many times)."""
+        return tuple(self._moe_layer(i) for i in range(self.num_layers))
+
+    def _moe_layer(self, layer: int) -> bool:
         """DeepSeek: ``layer >= first_k_dense_replace and layer % moe_layer_freq == 0``; Qwen-MoE:
         ``layer not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0``; a ``mlp_layer_types`` list
         ("dense" / "sparse" per layer, GLM-4.7-Flash) decides alone, and so does a ``moe_layers`` list of MoE layer
@@ -526,7 +535,7 @@ class Architecture:
         """Largest decoder layer (FSDP wrap unit)."""
         return max(self.layers_params)
 
-    @property
+    @cached_property
     def quantizable_params(self) -> int:
         """Weights of the decoder layers' ``nn.Linear`` modules, what bitsandbytes replaces when a model loads in 4 or
         8 bits (transformers 5.24 ``integrations/bitsandbytes.py`` ``replace_with_bnb_linear``: ``nn.Linear`` and
@@ -535,7 +544,7 @@ class Architecture:
         return sum(lin.count * lin.d_in * lin.d_out for i in range(self.num_layers) for lin in self.linears(i)
                    if not lin.expert)
 
-    @property
+    @cached_property
     def expert_params(self) -> int:
         """Weights of the routed experts, which a 4/8-bit load leaves in the load dtype unless Axolotl's
         ``quantize_moe_experts`` stores them quantized."""

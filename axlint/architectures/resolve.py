@@ -144,7 +144,13 @@ def _fetch_hub_config(model_id: str) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def _from_catalog(model_id: str, entry: Mapping[str, Any]) -> Architecture:
+@lru_cache(maxsize=256)
+def _from_catalog(model_id: str) -> Architecture | None:
+    """The catalog's Architecture of ``model_id``, built once per id (it is immutable, and its per-layer figures
+    are cached on it)."""
+    entry = catalog_lookup(model_id)
+    if entry is None:
+        return None
     return Architecture.from_config(model_id, "catalog", entry["config"], entry.get("published_parameters"))
 
 
@@ -171,9 +177,8 @@ def resolve_architecture(model_id: str, *, model_config: Path | str | None = Non
     cached = _cached_config(model_id, [*map(Path, search_paths), *hf_cache_dirs()])
     if cached is not None and (data := _read_json(cached)) is not None:
         return Architecture.from_config(model_id, "hf-cache", data)
-    entry = catalog_lookup(model_id)
-    if entry is not None:
-        return _from_catalog(model_id, entry)
+    if (arch := _from_catalog(model_id)) is not None:
+        return arch
     if online and (data := _fetch_hub_config(model_id)) is not None:
         return Architecture.from_config(model_id, "online", data)
     return None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from axlint.architectures import Architecture, Linear
 from axlint.memory.setup import TrainSetup
@@ -186,8 +186,31 @@ def unmatched_lora_targets(arch: Architecture, targets: tuple[str, ...]) -> list
     """The ``lora_target_modules`` names that are neither a module path nor a ``.``-separated suffix of one, in any
     layer (PEFT's matching of a list). Every module counts, the containers too (``mlp``, ``self_attn``: PEFT matches
     them and then refuses them for their type, another error), and the norms, embed_tokens and lm_head."""
-    suffixes = {".".join(parts[i:]) for parts in (m.split(".") for m in module_paths(arch)) for i in range(len(parts))}
-    return [t for t in targets if t not in suffixes]
+    paths = module_paths(arch)
+    plain = {_after_index(p) for p in paths}  # a target without an index part matches within what follows the index
+    plain_suffixes = _suffixes(plain)
+    unmatched = [t for t in targets if _has_index(t) or t not in plain_suffixes]
+    if any(_has_index(t) for t in unmatched):
+        every = _suffixes(paths)
+        return [t for t in unmatched if t not in every]
+    return unmatched
+
+
+def _has_index(name: str) -> bool:
+    return any(part.isdigit() for part in name.split("."))
+
+
+def _after_index(path: str) -> str:
+    """The part of a module path after its last index component (``model.layers.3.mlp.up_proj`` -> ``mlp.up_proj``):
+    layers of one kind share it, so checking a target without an index against these is checking every layer."""
+    parts = path.split(".")
+    last = max((i for i, part in enumerate(parts) if part.isdigit()), default=-1)
+    return ".".join(parts[last + 1:]) if last < len(parts) - 1 else path
+
+
+def _suffixes(paths: Iterable[str]) -> set[str]:
+    """Every ``.``-separated suffix of every path (PEFT's list matching: equal, or ending in ``.`` + the name)."""
+    return {".".join(parts[i:]) for parts in (p.split(".") for p in paths) for i in range(len(parts))}
 
 
 def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
