@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from axlint.report.memory_text import LABELS, LOSS_NAMES, changes_text, description, throughput_text
+from axlint.report.memory_text import (
+    LABELS,
+    LOSS_NAMES,
+    changes_text,
+    description,
+    speed_text,
+    throughput_text,
+)
 
 if TYPE_CHECKING:
     from axlint.memory.estimate import MemoryEstimate
@@ -114,7 +121,7 @@ def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, sugge
             lines.append(f"  {i}. {description(s)}")
             lines.append(f"     {changes_text(s)}")
             lines.append(f"     peak {s.peak_gib:.2f} GiB · saves {s.saving_gib:.2f} GiB · throughput "
-                         f"{s.relative_throughput:.2f}× ({throughput_text(s.relative_throughput)})")
+                         f"{s.relative_throughput:.2f}× ({speed_text(s)})")
             if s.host_gib:
                 have = f"the host has {e.hw.host_memory_gib:.0f} GiB" if e.hw.host_memory_gib else \
                     "host RAM not given: pass --host-memory"

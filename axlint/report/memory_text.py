@@ -70,10 +70,15 @@ def changes_text(s: "Suggestion") -> str:
 
 
 def suggestion_text(s: "Suggestion", hw: "Hardware") -> str:
+    return f"{changes_text(s)} -> {s.peak_gib:.1f} GiB, {speed_text(s)}{host_text(s, hw)}"
+
+
+def speed_text(s: "Suggestion") -> str:
+    """The suggestion's relative speed as felt, with what it leaves out."""
     speed = throughput_text(s.relative_throughput)
     if any(step.change is Change.QUANTIZE_EXPERTS for step in s.steps):
-        speed += " (not counting the experts' dequantization, which axlint does not time)"
-    return f"{changes_text(s)} -> {s.peak_gib:.1f} GiB, {speed}{host_text(s, hw)}"
+        speed += "; not counting the experts' dequantization, which axlint does not time"
+    return speed
 
 
 def host_text(s: "Suggestion", hw: "Hardware") -> str:
