@@ -191,6 +191,8 @@ class RunFacts:
     zero_stage: Fact[int | None]     # None: written but unreadable ("auto", a word)
     ds: Mapping[str, Any] | None
     sharding: Sharding = field(default_factory=Sharding)
+    head: str = "lm"                 # output head: "lm" (vocab logits) | "sequence" (reward_model) | "token" (PRM)
+    num_labels: int = 0              # the score head's outputs (head != "lm")
 
     @property
     def attention(self) -> str:
@@ -527,6 +529,10 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
     ds = resolve_auto(ds_raw, args, world_size, hidden_size) if isinstance(ds_raw, Mapping) else None
     stage = _zero_stage(ds_raw if isinstance(ds_raw, Mapping) else None)
     rl = raw.get("rl")
+    head, num_labels = _head(raw)
+    pad = _bool_fact(raw, "pad_to_sequence_len")
+    if head == "sequence" and raw.get("pad_to_sequence_len") is None:
+        pad = Fact(True, ("reward_model",), Origin.DERIVED)
     return RunFacts(
         micro_batch_size=mbs,
         gradient_accumulation_steps=gas,
@@ -536,7 +542,7 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         sample_packing=packing,
         eval_sample_packing=packing.value if lax_bool(raw.get("eval_sample_packing")) is None
         else bool(lax_bool(raw.get("eval_sample_packing"))),
-        pad_to_sequence_len=_bool_fact(raw, "pad_to_sequence_len"),
+        pad_to_sequence_len=pad,
         bf16=bf16,
         fp16=fp16,
         dtype=_trained_dtype(dtype, ds),
@@ -573,4 +579,19 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         zero_stage=stage,
         ds=ds,
         sharding=_sharding(raw, ds, stage.value, world_size),
+        head=head,
+        num_labels=num_labels,
     )
+
+
+def _head(raw: Mapping[str, Any]) -> tuple[str, int]:
+    """The output head Axolotl 0.18.0 loads (utils/schemas/validation.py ``set_reward_model_defaults``):
+    ``reward_model`` -> AutoModelForSequenceClassification with num_labels 1 (core/builders/causal.py forces
+    ``model.config.num_labels = 1`` for TRL's RewardTrainer); ``process_reward_model`` ->
+    AutoModelForTokenClassification with ``num_labels`` (default 2). Otherwise the causal LM head."""
+    if _flag(raw, "reward_model"):
+        return "sequence", 1
+    if _flag(raw, "process_reward_model"):
+        labels = lax_int(raw.get("num_labels"))
+        return "token", labels if labels is not None and labels > 0 else 2
+    return "lm", 0

@@ -12,7 +12,7 @@ written out here, as config.json sizes them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any, Mapping
 
@@ -50,6 +50,29 @@ class Architecture:
     extra_parameters: int = 0  # parameters outside the decoder (vision tower + projector), frozen by default
     published_parameters: int | None = None
     raw_config: Mapping[str, Any] = field(default_factory=dict, compare=False)
+    num_labels: int | None = None  # None: the causal LM's lm_head (vocab); n: a classification ``score`` head h×n
+    score_bias: bool = False
+
+    def with_score_head(self, num_labels: int, bias: bool = False) -> "Architecture":
+        """The same decoder under a classification head (transformers 5 ``modeling_layers.py``):
+        ``GenericForSequenceClassification.score = nn.Linear(h, num_labels, bias=False)``,
+        ``GenericForTokenClassification.score = nn.Linear(h, num_labels, bias=token_classification_bias)`` (default
+        True). There is no lm_head, so nothing is tied to the embedding. Built once per (num_labels, bias)."""
+        memo = self.__dict__.setdefault("_score_heads", {})
+        key = (num_labels, bias)
+        if key not in memo:
+            memo[key] = replace(self, num_labels=num_labels, score_bias=bias)
+        return memo[key]
+
+    @property
+    def head_name(self) -> str:
+        """The output projection's module name: ``score`` under a classification head, else the family's lm_head."""
+        return "score" if self.num_labels else self.layout.lm_head_name
+
+    @property
+    def output_size(self) -> int:
+        """Outputs per token of the head: the vocabulary, or the classification labels."""
+        return self.num_labels or self.vocab_size
 
     @classmethod
     def from_config(cls, model_id: str, source: str, config: Mapping[str, Any],
@@ -175,7 +198,7 @@ class Architecture:
 
     @cached_property
     def tie_word_embeddings(self) -> bool:
-        return bool(self.config.get("tie_word_embeddings", False))
+        return self.num_labels is None and bool(self.config.get("tie_word_embeddings", False))
 
     @cached_property
     def max_position_embeddings(self) -> int | None:
@@ -485,7 +508,9 @@ class Architecture:
     @property
     def lm_head_params(self) -> int:
         """Untied output projection; Phi-2's and GPT-J's have a bias, which stays the output's own when the weight is
-        tied to the embedding (then only the bias counts here)."""
+        tied to the embedding (then only the bias counts here). Under a classification head: the ``score`` Linear."""
+        if self.num_labels:
+            return self.num_labels * self.hidden_size + (self.num_labels if self.score_bias else 0)
         bias = self.vocab_size if self.layout.lm_head_bias else 0
         return bias if self.tie_word_embeddings else self.vocab_size * self.hidden_size + bias
 

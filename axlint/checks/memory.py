@@ -220,7 +220,7 @@ def liger_or_cce_missing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     from axlint.memory.logits import logits_bytes
 
     e = facts.estimate
-    logits, fwd = logits_bytes(facts.arch, e.setup, e.setup.tokens), e.phases["forward-backward"]
+    logits, fwd = logits_bytes(e.arch, e.setup, e.setup.tokens), e.phases["forward-backward"]
     if logits < LOGITS_OF_GPU * facts.capacity or (facts.train_fits and logits < LOGITS_SHARE * fwd):
         return
     name, fix = _loss_fix(run, facts.arch.model_type)

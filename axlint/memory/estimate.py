@@ -142,7 +142,9 @@ class MemoryEstimate:
 
 def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
                    expandable_segments: bool = False) -> MemoryEstimate:
-    """The estimate for an already-normalised TrainSetup (the solver varies the setup and calls this)."""
+    """The estimate for an already-normalised TrainSetup (the solver varies the setup and calls this). Under a
+    classification head (``setup.head``) the model is the decoder with a ``score`` head in place of lm_head."""
+    arch = head_architecture(arch, setup)
     notes = list(setup.assumptions)
     spec = optimizer_spec(setup.optimizer)
     if spec is None:
@@ -198,6 +200,16 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         cpu_offload=cpu_offload_bytes(setup, weight_bytes(arch, setup, t), optimizer_state_bytes(setup, t, spec),
                                       master_weight_bytes(setup, t), t.total),
         trainable_params=t.total, assumptions=tuple(notes))
+
+
+def head_architecture(arch: Architecture, setup: TrainSetup) -> Architecture:
+    """The model that trains: ``arch`` as loaded for causal LM, or under the score head of a reward model
+    (AutoModelForSequenceClassification: no bias) / process reward model (AutoModelForTokenClassification: bias,
+    transformers 5's ``token_classification_bias`` default True)."""
+    if setup.head == "lm" or arch.num_labels:
+        return arch
+    bias = setup.head == "token" and bool(arch.config.get("token_classification_bias", True))
+    return arch.with_score_head(setup.num_labels, bias)
 
 
 def catalog_note(model_id: str) -> str:

@@ -27,9 +27,7 @@ NOT_MODELLED_SIZES = {"context_parallel_size": "splits every sequence over GPUs"
                       "tensor_parallel_size": "splits every layer over GPUs",
                       "expert_parallel_size": "splits the experts over GPUs"}
 NOT_MODELLED_FLAGS = {"tiled_mlp": "computes the MLP in sequence tiles",
-                      "layer_offloading": "keeps the frozen layers on the CPU",
-                      "reward_model": "has a score head instead of vocabulary logits",
-                      "process_reward_model": "has a token-label head instead of vocabulary logits"}
+                      "layer_offloading": "keeps the frozen layers on the CPU"}
 """Settings the estimate does not model; it would overstate the memory, so the memory rules stand aside (MEM010)."""
 LOWER_BOUND_KEYS = ("rl", "qat")
 """A reference model, paired sequences (preference / RL trainers) or fake-quantized copies (QAT) come on top of

@@ -7,6 +7,11 @@ Cut Cross-Entropy kernels).
   Liger FLCE           13·T·h  logits never materialised (Liger benchmark slope 0.054 MB/token at h=4096)
   Cut Cross-Entropy     4·T·h  grad of the input + recomputed blocks
   eval (no backward)   10·T·V  (Liger FLCE only fuses when training: eval materialises logits); CCE as training
+
+Under a classification head (reward_model, process_reward_model: ``setup.head``) V is the score head's num_labels
+(``Architecture.output_size``): the logits are T×num_labels, and the loss (RewardTrainer's -logsigmoid of the
+pooled rewards, or the token-classification cross-entropy) is the plain PyTorch one (``read_setup`` sets HF), so
+the term is 14·T·num_labels bytes, a few KiB.
 """
 from __future__ import annotations
 
@@ -16,7 +21,7 @@ from axlint.memory.setup import TrainSetup
 
 
 def logits_bytes(arch: Architecture, setup: TrainSetup, tokens: int, training: bool = True) -> float:
-    v, h = arch.vocab_size, arch.hidden_size
+    v, h = arch.output_size, arch.hidden_size
     if setup.loss == "cce":
         return C.CCE_BYTES_PER_HIDDEN * h * tokens
     if not training:

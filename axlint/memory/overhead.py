@@ -54,4 +54,4 @@ def loss_unreused_bytes(arch: Architecture, setup: TrainSetup, tokens: int) -> f
     chunks, CCE never materialises the logits; chunked CE is not modelled (0)."""
     if setup.loss is not LossKernel.HF:
         return 0.0
-    return C.LOGITS_HF_UNREUSED * arch.vocab_size * tokens
+    return C.LOGITS_HF_UNREUSED * arch.output_size * tokens

@@ -85,7 +85,7 @@ def modules_to_save_params(arch: Architecture, setup: TrainSetup) -> int:
     (plain ``str.endswith``, as PEFT 0.19 matches ``modules_to_save``: ``norm`` copies every norm); a tied lm_head
     is the embedding. The usual embedding / output projection are counted without walking the module paths."""
     sizes = {arch.layout.embed_name: arch.embedding_params,
-             arch.layout.lm_head_name: arch.lm_head_params + (arch.embedding_params if arch.tie_word_embeddings else 0)}
+             arch.head_name: arch.lm_head_params + (arch.embedding_params if arch.tie_word_embeddings else 0)}
     if all(m in sizes for m in setup.modules_to_save):
         return sum(sizes[m] for m in setup.modules_to_save)
     params = dict(_decoder_params(arch))
@@ -145,6 +145,11 @@ def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
                 yield f"{root}.{f.layer_path.format(layer=layer)}.{norm}.{tensor}", h
     for tensor in tensors:
         yield f"{root}.{f.final_norm_name}.{tensor}", h
+    if arch.num_labels:
+        yield "score.weight", arch.num_labels * h
+        if arch.score_bias:
+            yield "score.bias", arch.num_labels
+        return
     if not arch.tie_word_embeddings:
         yield f"{f.lm_head_name}.weight", arch.vocab_size * h
     if f.lm_head_bias:
@@ -214,8 +219,14 @@ def _suffixes(paths: Iterable[str]) -> set[str]:
 
 
 def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
+    """Under a classification head Axolotl gives PEFT ``task_type`` SEQ_CLS / TOKEN_CLS (0.18.0
+    loaders/adapter.py ``_get_peft_task_type``), and PEFT's PeftModelFor{Sequence,Token}Classification add
+    ``classifier`` / ``score`` to ``modules_to_save``: the score head trains in full beside the adapter."""
     if setup.adapter in ("lora", "qlora"):
-        return Trainable(lora_params(arch, setup), modules_to_save_params(arch, setup))
+        saved = modules_to_save_params(arch, setup)
+        if arch.num_labels and arch.head_name not in setup.modules_to_save:
+            saved += arch.lm_head_params
+        return Trainable(lora_params(arch, setup), saved)
     if setup.unfrozen_parameters:
         return Trainable(0, unfrozen_params(arch, setup.unfrozen_parameters))
     return Trainable(0, arch.total_params)

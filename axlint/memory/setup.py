@@ -14,6 +14,21 @@ from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
 
 
+HEAD_NOTES = {
+    "sequence": "reward_model: AutoModelForSequenceClassification, score head h×{n}, no vocabulary logits; TRL "
+                "RewardTrainer runs chosen and rejected as one forward of 2×micro_batch_size sequences",
+    "token": "process_reward_model: AutoModelForTokenClassification, score head h×{n} per token, no vocabulary "
+             "logits; TRL PRMTrainer, one forward of micro_batch_size sequences",
+}
+"""What the estimate models for a reward model (sources: Axolotl 0.18.0 utils/schemas/validation.py
+``set_reward_model_defaults``, core/builders/causal.py (trainer class, DataCollatorForPreference for reward_model,
+``pad_to_multiple_of`` = sequence_len when pad_to_sequence_len, which the validator defaults to true for
+reward_model), core/trainers/trl.py; TRL 1.8.0 (Axolotl's pin) trainer/reward_trainer.py
+``DataCollatorForPreference.torch_call``: ``input_ids = chosen_ids + rejected_ids`` padded into one batch, and
+``compute_loss``: one ``model(**inputs)``, ``torch.chunk(logits, 2)``, ``-logsigmoid(chosen - rejected)``;
+experimental/prm/prm_trainer.py: DataCollatorForTokenClassification, the model's own token-classification loss)."""
+
+
 @dataclass(frozen=True)
 class TrainSetup:
     param_bytes: int                 # model load dtype: 2 (bf16/fp16) or 4 (fp32)
@@ -43,16 +58,20 @@ class TrainSetup:
     liger_rms_norm: bool
     liger_glu: bool
     sharding: Sharding = field(default_factory=Sharding)
+    head: str = "lm"                 # "lm" (vocab logits) | "sequence" (reward model) | "token" (process reward model)
+    num_labels: int = 0              # the score head's outputs when head != "lm"
+    pair_factor: int = 1             # sequences per sample in one forward: 2 for a preference pair (RewardTrainer)
     assumptions: tuple[str, ...] = ()
 
     @property
     def tokens(self) -> int:
-        """Tokens per micro batch: micro_batch_size × sequence_len (exact with packing/padding, worst case else)."""
-        return self.micro_batch_size * self.sequence_len
+        """Tokens per micro batch: pair_factor × micro_batch_size × sequence_len (exact with packing/padding, worst
+        case else)."""
+        return self.pair_factor * self.micro_batch_size * self.sequence_len
 
     @property
     def eval_tokens(self) -> int:
-        return self.eval_batch_size * self.eval_sequence_len
+        return self.pair_factor * self.eval_batch_size * self.eval_sequence_len
 
     def with_changes(self, **changes: Any) -> "TrainSetup":
         return replace(self, **changes)
@@ -73,9 +92,16 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
                      "`quantize_moe_experts: true` stores them quantized")
     packed = facts.sample_packing.value or facts.pad_to_sequence_len.value
     seq, mbs = facts.sequence_len.value, facts.micro_batch_size.value
+    pair = 2 if facts.head == "sequence" else 1
+    loss = facts.loss.value
+    if facts.head != "lm":
+        notes.append(HEAD_NOTES[facts.head].format(n=facts.num_labels))
+        if loss is not LossKernel.HF:
+            notes.append(f"{loss.value} patches the causal LM loss only: the score head's loss is plain PyTorch")
+        loss = LossKernel.HF
     if not packed:
         notes.append(f"no sample_packing / pad_to_sequence_len: every micro batch assumed to reach "
-                     f"sequence_len ({mbs}×{seq} tokens, the worst case)")
+                     f"sequence_len ({pair * mbs}×{seq} tokens, the worst case)")
     return TrainSetup(
         param_bytes=C.FP32 if facts.dtype.value == "float32" else C.BF16,
         quantization=facts.quantization.value,
@@ -99,10 +125,13 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         attention=facts.attention_kind,
         attn_implementation=facts.attention,
         optimizer=facts.optimizer.value,
-        loss=facts.loss.value,
+        loss=loss,
         chunked_ce_chunks=facts.chunked_ce_chunks,
         liger_rms_norm=liger and facts.liger_rms_norm,
         liger_glu=liger and facts.liger_glu,
         sharding=facts.sharding,
+        head=facts.head,
+        num_labels=facts.num_labels,
+        pair_factor=pair,
         assumptions=tuple(notes),
     )

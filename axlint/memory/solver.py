@@ -145,7 +145,7 @@ def _micro_batch_options(s: TrainSetup, eval_follows: bool) -> list[_Option]:
     for new in range(min(mbs - 1, MAX_MICRO_BATCH_OPTION), 0, -1):
         if mbs % new:
             continue
-        factor = _utilisation(s.tokens) / _utilisation(new * s.sequence_len)
+        factor = _utilisation(s.tokens) / _utilisation(s.pair_factor * new * s.sequence_len)
         follow = {"eval_batch_size": new} if eval_follows else {}
         out.append(_Option({"micro_batch_size": new, "gradient_accumulation_steps": ga * mbs // new, **follow},
                            {"micro_batch_size": new, "gradient_accumulation_steps": ga * mbs // new},

@@ -64,8 +64,9 @@ def _describe_run(e: "MemoryEstimate") -> str:
         sharding += f", {' and '.join(offload)} offloaded to CPU"
     checkpointing = ("offloaded gradient checkpointing" if s.offload_checkpoints else "gradient checkpointing") \
         if s.gradient_checkpointing else "no gradient checkpointing"
-    loss = LOSS_NAMES[s.loss]
-    return (f"{s.micro_batch_size} × {s.sequence_len} tokens per micro batch · {kind} · {sharding} · "
+    loss = LOSS_NAMES[s.loss] if s.head == "lm" else f"score head ({s.num_labels} label{'s' * (s.num_labels > 1)})"
+    batch = f"{s.pair_factor}×{s.micro_batch_size}" if s.pair_factor > 1 else f"{s.micro_batch_size}"
+    return (f"{batch} × {s.sequence_len} tokens per micro batch · {kind} · {sharding} · "
             f"{checkpointing} · {s.attn_implementation} · {loss} · {s.optimizer}")
 
 
