@@ -3,8 +3,9 @@
     python benchmarks/memory/coverage.py [--corpus DIR] [--out benchmarks/memory/coverage.md]
 
 Every example YAML with a ``base_model`` is linted as `axlint check` would (no network). A config is *covered*
-when its model resolves to an architecture axlint can size in full (no MEM008 "unknown model", no MEM010 for a
-part it cannot size). Prints the figure, the configs per model family, and the models that do not resolve with
+when its model resolves to an architecture axlint can size in full and the run uses nothing the estimate leaves out
+(no MEM008 "unknown model", no MEM010 for a part it cannot size or a setting it does not model, such as context or
+tensor parallelism). Prints the figure, the configs per model family, and the models that do not resolve with
 how many configs name each; writes the same as Markdown.
 """
 from __future__ import annotations
@@ -19,12 +20,13 @@ ROOT = Path(__file__).resolve().parents[1].parent
 sys.path.insert(0, str(ROOT))
 
 from axlint.document import load_document  # noqa: E402
-from axlint.memory.facts import memory_facts, unsized_parts  # noqa: E402
+from axlint.memory.facts import memory_facts, not_modelled, unsized_parts  # noqa: E402
 from axlint.run import build_run  # noqa: E402
 
 
 def classify(path: Path) -> tuple[str, str, str]:
-    """(model, family, verdict) of one config: verdict "covered", "unknown model" or "unsized: <part>"."""
+    """(model, family, verdict) of one config: "covered", "unknown model", "unsized: <part>" or "not modelled:
+    <settings>"."""
     run = build_run(load_document(path))
     model = str(run.config.get("base_model_config") or run.config.get("base_model") or "")
     if run.arch is None:
@@ -34,7 +36,10 @@ def classify(path: Path) -> tuple[str, str, str]:
         else f"{run.arch.model_type} ({run.arch.decoder_type})"
     if unsized:
         return model, family, "unsized: " + ", ".join(unsized)
-    return model, family, "covered" if memory_facts(run) is not None else "no estimate"
+    if memory_facts(run) is None:
+        return model, family, "no estimate"
+    settings = not_modelled(run.config)
+    return model, family, "not modelled: " + ", ".join(settings) if settings else "covered"
 
 
 def main() -> None:
