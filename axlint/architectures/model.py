@@ -532,11 +532,6 @@ class Architecture:
     def total_params(self) -> int:
         return self.decoder_params + self.extra_parameters
 
-    @property
-    def norm_params_total(self) -> int:
-        """All norm-like small tensors (kept unquantized, upcast by PEFT)."""
-        return sum(sum(self.small_params_per_layer(i)) for i in range(self.num_layers)) + self.final_norm_params
-
     @cached_property
     def active_params(self) -> int:
         """Parameters touched per token (MoE: top-k experts only)."""

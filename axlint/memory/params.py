@@ -146,9 +146,9 @@ def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
     for tensor in tensors:
         yield f"{root}.{f.final_norm_name}.{tensor}", h
     if arch.num_labels:
-        yield "score.weight", arch.num_labels * h
+        yield f"{arch.head_name}.weight", arch.num_labels * h
         if arch.score_bias:
-            yield "score.bias", arch.num_labels
+            yield f"{arch.head_name}.bias", arch.num_labels
         return
     if not arch.tie_word_embeddings:
         yield f"{f.lm_head_name}.weight", arch.vocab_size * h
@@ -232,13 +232,19 @@ def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
     return Trainable(0, arch.total_params)
 
 
-def module_paths(arch: Architecture) -> list[str]:
+def module_paths(arch: Architecture) -> tuple[str, ...]:
     """Every module path a regex ``lora_target_modules`` is matched against (PEFT ``re.fullmatch``): the decoder's
-    Linears and containers, its norms, embed_tokens and lm_head, and a vision tower's Linears."""
-    leaves = [name for layer in range(arch.num_layers) for name, _ in _layer_modules(arch, layer)]
-    leaves += [name.rsplit(".", 1)[0] for name, _ in _decoder_params(arch)]
-    leaves += [name for name, _ in _vision_modules(arch)]
-    return sorted({".".join(parts[:i]) for parts in (p.split(".") for p in leaves) for i in range(1, len(parts) + 1)})
+    Linears and containers, its norms, embed_tokens and lm_head, and a vision tower's Linears. Built once per
+    architecture (the MEM011 checks and every solver estimate with modules_to_save ask for them)."""
+    cached = arch.__dict__.get("_module_paths")
+    if cached is None:
+        leaves = [name for layer in range(arch.num_layers) for name, _ in _layer_modules(arch, layer)]
+        leaves += [name.rsplit(".", 1)[0] for name, _ in _decoder_params(arch)]
+        leaves += [name for name, _ in _vision_modules(arch)]
+        cached = tuple(sorted({".".join(parts[:i]) for parts in (p.split(".") for p in leaves)
+                               for i in range(1, len(parts) + 1)}))
+        arch.__dict__["_module_paths"] = cached
+    return cached
 
 
 def regex_matches_nothing(arch: Architecture, pattern: str) -> bool:
