@@ -276,3 +276,24 @@ def test_llama_4_maverick_alternates_dense_and_moe_layers():
 ])
 def test_llama_4_aliases_resolve(alias, canonical):
     assert catalog_lookup(alias)["id"] == canonical
+
+
+# Corpus models resolved to catalogued architectures on written evidence (each alias is explained in its canonical
+# entry's "source"): the same parameter count as the model they copy.
+@pytest.mark.parametrize("alias, canonical", [
+    ("axolotl-ai-co/gpt-oss-120b-dequantized", "openai/gpt-oss-120b"),
+    ("openai/gpt-oss-safeguard-20b", "openai/gpt-oss-20b"),
+    ("axolotl-quants/Llama-4-Maverick-17B-128E-Linearized-bnb-nf4-bf16", "meta-llama/Llama-4-Maverick-17B-128E"),
+    ("Skywork/Skywork-Reward-V2-Qwen3-8B", "Qwen/Qwen3-8B"),
+    ("canopylabs/orpheus-3b-0.1-ft", "canopylabs/orpheus-3b-0.1-pretrained"),
+])
+def test_corpus_aliases_resolve(alias, canonical):
+    assert catalog_lookup(alias)["id"] == canonical
+
+
+def test_orpheus_is_llama_3_2_3b_with_its_audio_vocabulary():
+    # computed: Llama-3.2-3B's 3,212,749,824 plus (156940 - 128256) x 3072 tied embedding rows
+    orpheus, llama = resolve_architecture("canopylabs/orpheus-3b-0.1-pretrained"), resolve_architecture(
+        "meta-llama/Llama-3.2-3B")
+    assert orpheus.total_params == 3_300_867_072
+    assert orpheus.total_params - llama.total_params == (156_940 - 128_256) * 3072
