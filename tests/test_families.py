@@ -102,6 +102,9 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
     "dbrx": [{"d_model": 64, "attn_config": {"kv_n_heads": 2, "rope_theta": 10000.0}, "ffn_config": DBRX_FFN},
              {"d_model": 64, "attn_config": {"kv_n_heads": 4, "rope_theta": 10000.0},
               "ffn_config": {**DBRX_FFN, "moe_num_experts": 8, "ffn_hidden_size": 48}}],
+    "ministral3": [{"head_dim": 16}, {"head_dim": 8, "tie_word_embeddings": True}],
+    "mistral4": [{**MLA, "q_lora_rank": 48, "first_k_dense_replace": 0},
+                 {**MLA, "q_lora_rank": None, "attention_bias": True, "n_shared_experts": 2}],
 }
 """Per family: config.json fields beside SMALL, one model each (the variants flip the fields a row reads)."""
 

@@ -40,6 +40,8 @@ CASES: dict[str, list[dict[str, Any]]] = {
                       vision_config={**VIT, "model_type": "pixtral", "head_dim": 16}),
                  dict(text_config={**TEXT, "model_type": "mistral"}, tie_word_embeddings=False,
                       multimodal_projector_bias=True, spatial_merge_size=3,
+                      vision_config={**VIT, "model_type": "pixtral", "head_dim": 16}),
+                 dict(text_config={**TEXT, "model_type": "ministral3"}, tie_word_embeddings=False,
                       vision_config={**VIT, "model_type": "pixtral", "head_dim": 16})],
     "qwen2_vl": [dict(text_config={**TEXT, "model_type": "qwen2_vl_text"},
                       vision_config={"depth": 2, "embed_dim": 32, "hidden_size": 64, "mlp_ratio": 3, "num_heads": 2})],

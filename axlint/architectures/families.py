@@ -257,6 +257,15 @@ FAMILIES: dict[str, Family] = {
                    config_sections=("attn_config", "ffn_config"), root="transformer", embed_name="wte",
                    layer_path="blocks.{layer}", attention_module="norm_attn_norm.attn", mlp_module="ffn",
                    final_norm_name="norm_f"),
+    # models/ministral3/modeling_ministral3.py (transformers 5.24, the Ministral 3 decoder of the mistral3
+    # multimodal models): q/k/v/o and gate/up/down without biases, two RMSNorms per layer: the llama layer (its
+    # rope and attention scaling change no parameter); the output untied by default.
+    "ministral3": _LLAMA,
+    # models/mistral4/modeling_mistral4.py (transformers 5.24, Mistral Small 4): DeepSeek-V3's layer: MLA attention
+    # (q_a_proj / q_b_proj or q_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj; attention_bias biases
+    # q_a_proj, kv_a_proj_with_mqa and o_proj), routed experts (router weight E x h, fused gate_up + down) and
+    # n_shared_experts shared ones after the first first_k_dense_replace dense layers.
+    "mistral4": _MLA,
 }
 """``model_type`` -> layout. A new family whose layer is built from these parts is one row here."""
 
