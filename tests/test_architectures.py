@@ -283,7 +283,6 @@ def test_llama_4_aliases_resolve(alias, canonical):
 @pytest.mark.parametrize("alias, canonical", [
     ("axolotl-ai-co/gpt-oss-120b-dequantized", "openai/gpt-oss-120b"),
     ("openai/gpt-oss-safeguard-20b", "openai/gpt-oss-20b"),
-    ("axolotl-quants/Llama-4-Maverick-17B-128E-Linearized-bnb-nf4-bf16", "meta-llama/Llama-4-Maverick-17B-128E"),
     ("Skywork/Skywork-Reward-V2-Qwen3-8B", "Qwen/Qwen3-8B"),
     ("canopylabs/orpheus-3b-0.1-ft", "canopylabs/orpheus-3b-0.1-pretrained"),
 ])
