@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, Mapping, TypeVar
 
 from axlint.lax import lax_bool, lax_float, lax_int, truthy
@@ -112,9 +112,84 @@ Dtype = Literal["bfloat16", "float16", "float32"]
 
 
 @dataclass(frozen=True)
+class Mesh:
+    """How Axolotl lays the ranks out over the parallel axes (Axolotl 0.18, utils/distributed.py
+    ``_get_parallel_config_kwargs``): ``expert_parallel_size`` (ep), ``tensor_parallel_size`` (tp) and
+    ``context_parallel_size`` (cp) are taken from the world first; ``dp_replicate_size`` copies (HSDP) of what is
+    left, and ``dp_shard_size`` (FSDP's shard axis) fills the rest (all of it when neither is written)."""
+
+    tp: int = 1
+    cp: int = 1
+    ep: int = 1
+    dp_replicate: int = 1
+    dp_shard: int = 1
+
+    @property
+    def size(self) -> int:
+        return self.tp * self.cp * self.ep * self.dp_replicate * self.dp_shard
+
+
+def parallel_sizes(raw: Mapping[str, Any]) -> dict[str, int]:
+    """The parallel sizes written in an Axolotl config (keys of ``Mesh`` -> value > 1); the deprecated
+    ``sequence_parallel_degree`` is context_parallel_size's old name."""
+    written = {"tp": raw.get("tensor_parallel_size"), "ep": raw.get("expert_parallel_size"),
+               "cp": raw.get("context_parallel_size") or raw.get("sequence_parallel_degree"),
+               "dp_replicate": raw.get("dp_replicate_size"), "dp_shard": raw.get("dp_shard_size")}
+    return {axis: n for axis, value in written.items() if (n := lax_int(value)) is not None and n > 1}
+
+
+def build_mesh(raw: Mapping[str, Any], world: int, fsdp: bool) -> Mesh | str:
+    """The ``Mesh`` Axolotl builds on ``world`` ranks, or why it refuses (its ValueError, in words): each of ep,
+    tp and cp must divide what is left, ``dp_shard_size`` needs fsdp_config, and every rank must be placed."""
+    sizes = parallel_sizes(raw)
+    left = world
+    for axis in ("ep", "tp", "cp"):
+        n = sizes.get(axis, 1)
+        if left % n:
+            return f"{_AXIS_KEYS[axis]}: {n} does not divide the {left} GPUs left for it"
+        left //= n
+    replicate, wanted = sizes.get("dp_replicate", 1), sizes.get("dp_shard")
+    shard = 1
+    if wanted is None and replicate == 1:
+        shard, left = left, 1
+    if replicate > 1:
+        if left % replicate:
+            return f"dp_replicate_size: {replicate} does not divide the {left} GPUs left for it"
+        left //= replicate
+    if wanted is not None and left > 1:
+        if not fsdp:
+            return "dp_shard_size is set without fsdp_config"
+        if left % wanted:
+            return f"dp_shard_size: {wanted} does not divide the {left} GPUs left for it"
+        shard, left = wanted, left // wanted
+        if left > 1 and replicate == 1:
+            replicate, left = left, 1
+    if left > 1 and fsdp and shard == 1:
+        shard, left = left, 1
+    if left > 1:
+        return f"the parallel sizes place {world // left} of the {world} GPUs"
+    return Mesh(sizes.get("tp", 1), sizes.get("cp", 1), sizes.get("ep", 1), replicate, shard)
+
+
+_AXIS_KEYS = {"tp": "tensor_parallel_size", "cp": "context_parallel_size", "ep": "expert_parallel_size"}
+
+
+def implied_world(raw: Mapping[str, Any], assumed: int) -> int:
+    """The GPU count to assume for a config whose parallel sizes pin it: their product when ``dp_shard_size`` is
+    written (every axis then given) or when ``assumed`` is not a multiple of it; ``assumed`` otherwise."""
+    sizes = parallel_sizes(raw)
+    product = 1
+    for n in sizes.values():
+        product *= n
+    return product if "dp_shard" in sizes or assumed % product else assumed
+
+
+@dataclass(frozen=True)
 class Sharding:
     """How model states are split over `world` ranks. `stage` uses ZeRO numbering (FSDP full_shard = 3,
-    shard_grad_op = 2, no_shard = 0). Bucket sizes are DeepSpeed 0.18's defaults unless written."""
+    shard_grad_op = 2, no_shard = 0). Bucket sizes are DeepSpeed 0.18's defaults unless written. ``mesh``: the
+    parallel axes (``Mesh``); ``state_ranks`` / ``expert_shard_ranks``: over how many ranks the sharded states of the
+    dense parameters / of an expert-parallel slice of the routed experts are split."""
 
     kind: ShardingKind = ShardingKind.SINGLE
     stage: int = 0
@@ -130,10 +205,30 @@ class Sharding:
     sub_group_size: float = DS_SUB_GROUP_SIZE
     overlap_comm: bool = False
     fsdp_version: int = 1  # FSDP only: Axolotl takes 1 when nothing says otherwise
+    mesh: Mesh = field(default_factory=Mesh)
+    mesh_problem: str = ""
 
     @property
     def distributed(self) -> bool:
         return self.world > 1
+
+    @property
+    def state_ranks(self) -> int:
+        """FSDP shards the dense parameters over ep × dp_shard × cp (Axolotl's ``dp_shard_cp`` mesh axes,
+        monkeypatch/accelerate/parallelism_config.py); a HSDP copy (dp_replicate) and a tensor-parallel rank hold
+        their own. Without a mesh written that is every rank, as for DeepSpeed, whose ZeRO group is the world."""
+        if self.kind is ShardingKind.FSDP and self.mesh.size == self.world:
+            return self.mesh.ep * self.mesh.dp_shard * self.mesh.cp
+        return self.world
+
+    @property
+    def expert_shard_ranks(self) -> int:
+        """Over how many ranks an expert-parallel slice of the routed experts (1/ep of them) is sharded: dp_shard
+        under FSDP (the expert-parallel plugin wraps the experts on ``mesh["dp_shard"]``), else as the dense
+        states."""
+        if self.kind is ShardingKind.FSDP and self.mesh.size == self.world:
+            return self.mesh.dp_shard
+        return self.state_ranks
 
 
 @dataclass(frozen=True)
@@ -388,7 +483,16 @@ def _ds_number(zero: Mapping[str, Any], name: str, default: float) -> float:
 
 
 def _sharding(raw: Mapping[str, Any], ds: Mapping[str, Any] | None, stage: int | None, world: int) -> Sharding:
-    """DeepSpeed's `zero_optimization` wins; then `fsdp_config` / the legacy `fsdp` list; then DDP or one GPU."""
+    """DeepSpeed's `zero_optimization` wins; then `fsdp_config` / the legacy `fsdp` list; then DDP or one GPU. The
+    parallel axes (``build_mesh``) ride along; a layout Axolotl refuses leaves the default mesh and says why in
+    ``mesh_problem``."""
+    sharding = _states_sharding(raw, ds, stage, world)
+    mesh = build_mesh(raw, world, sharding.kind is ShardingKind.FSDP)
+    return replace(sharding, mesh=mesh) if isinstance(mesh, Mesh) else replace(sharding, mesh_problem=mesh)
+
+
+def _states_sharding(raw: Mapping[str, Any], ds: Mapping[str, Any] | None, stage: int | None,
+                     world: int) -> Sharding:
     if ds:
         zero = ds.get("zero_optimization")
         zero = zero if isinstance(zero, Mapping) else {}

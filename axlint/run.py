@@ -23,7 +23,7 @@ from axlint.document import (
     load_document,
     starts_with_bom,
 )
-from axlint.facts import ZERO_ALIASES, RunFacts, resolve_facts
+from axlint.facts import ZERO_ALIASES, RunFacts, implied_world, resolve_facts
 from axlint.hardware import default_hardware
 from axlint.kind import ConfigKind, classify_data
 from axlint.paths import expand_user, is_file
@@ -207,8 +207,10 @@ def build_run(doc: Document, *, kind: ConfigKind | None = None, world_size: int 
     elif world_size is not None:
         run.hardware = replace(default_hardware(distributed), count=world_size)
         run.world_size, run.world_size_assumed = world_size, False
-    else:  # nothing told us: 1 GPU, 8 with DeepSpeed/FSDP, 80 GB cards (never the local GPUs: see hardware.py)
-        run.hardware = default_hardware(distributed)
+    else:  # nothing told us: 1 GPU, 8 with DeepSpeed/FSDP, 80 GB cards (never the local GPUs: see hardware.py),
+        # as many as the parallel sizes need
+        assumed = default_hardware(distributed)
+        run.hardware = replace(assumed, count=implied_world(run.raw, assumed.count))
         run.world_size = run.hardware.count
     if host_memory_gib is not None:
         run.hardware = replace(run.hardware, host_memory_gib=host_memory_gib)

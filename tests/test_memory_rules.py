@@ -170,7 +170,7 @@ def test_unpacked_runs_get_the_full_length_warning_not_an_oom_error(tmp_path):
 
 
 def test_settings_outside_the_model_silence_the_memory_rules(tmp_path):
-    text = LORA_8K + "context_parallel_size: 4\n"
+    text = LORA_8K + "tensor_parallel_size: 4\n"
     assert [d.code for d in lint(write(tmp_path, text), "4xH100")] == ["MEM010"]
 
 

@@ -56,6 +56,7 @@ from axlint.memory.sharding import (
     buffer_bytes,
     cpu_offload_bytes,
     gradient_share,
+    mixed_share,
     optimizer_share,
     step_buffer_bytes,
     step_temp_bytes,
@@ -64,6 +65,8 @@ from axlint.memory.sharding import (
 from axlint.memory.states import (
     UNKNOWN_OPTIMIZER,
     embedding_gradient_bytes,
+    expert_trainable_fraction,
+    expert_weight_bytes,
     gradient_bytes,
     master_weight_bytes,
     optimizer_spec,
@@ -155,9 +158,11 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
                      "not needed for the fit (bitsandbytes moves them to CPU RAM when the GPU runs short)")
     t = trainable(arch, setup)
     s = setup.sharding
-    w = weight_bytes(arch, setup, t) * weight_share(s)
-    g = gradient_bytes(setup, t, spec) * gradient_share(s)
-    o_share = optimizer_share(s)
+    w_all = weight_bytes(arch, setup, t)
+    w = w_all * mixed_share(s, weight_share(s), expert_weight_bytes(arch, setup) / w_all if w_all else 0.0)
+    experts = expert_trainable_fraction(arch, setup)
+    g = gradient_bytes(setup, t, spec) * mixed_share(s, gradient_share(s), experts)
+    o_share = mixed_share(s, optimizer_share(s), experts)
     o = optimizer_state_bytes(setup, t, spec) * o_share
     m = master_weight_bytes(setup, t) * o_share
     buffers = buffer_bytes(arch, setup, g)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
 
-from axlint.facts import RunFacts
+from axlint.facts import RunFacts, Sharding, ShardingKind
 from axlint.lax import is_int
 from axlint.memory.constants import GIB
 
@@ -22,13 +22,14 @@ if TYPE_CHECKING:
     from axlint.memory.solver import ScaleOut, Suggestion
     from axlint.run import TrainingRun
 
-NOT_MODELLED_SIZES = {"context_parallel_size": "splits every sequence over GPUs",
-                      "sequence_parallel_degree": "splits every sequence over GPUs",
-                      "tensor_parallel_size": "splits every layer over GPUs",
-                      "expert_parallel_size": "splits the experts over GPUs"}
+NOT_MODELLED_SIZES = {"tensor_parallel_size": "splits every layer over GPUs"}
 NOT_MODELLED_FLAGS = {"tiled_mlp": "computes the MLP in sequence tiles",
                       "layer_offloading": "keeps the frozen layers on the CPU"}
-"""Settings the estimate does not model; it would overstate the memory, so the memory rules stand aside (MEM010)."""
+"""Settings the estimate does not model; it would overstate the memory, so the memory rules stand aside (MEM010).
+Context parallelism (tokens per GPU), expert parallelism (experts per GPU) and the FSDP / HSDP mesh axes are
+modelled (``axlint.facts.Mesh``)."""
+PARALLEL_KEYS = ("expert_parallel_size", "tensor_parallel_size", "context_parallel_size", "sequence_parallel_degree",
+                 "dp_replicate_size", "dp_shard_size")
 LOWER_BOUND_KEYS = ("rl", "qat")
 """A reference model, paired sequences (preference / RL trainers) or fake-quantized copies (QAT) come on top of
 the estimate: it is a lower bound, good for an OOM claim, not for advice to drop a memory saver (PERF)."""
@@ -102,11 +103,25 @@ class MemoryFacts:
         return relax(self.run, self.arch, self.hw)
 
 
-def not_modelled(config: Mapping[str, Any]) -> dict[str, str]:
-    """The settings of the run that the memory model does not cover: `key: value` -> what it does."""
+def not_modelled(config: Mapping[str, Any], sharding: "Sharding") -> dict[str, str]:
+    """The settings of the run that the memory model does not cover: `key: value` -> what it does. Expert
+    parallelism under DeepSpeed (which Axolotl's expert-parallel plugin does not compose with) is among them."""
     found = {f"{k}: {config[k]}": why for k, why in NOT_MODELLED_SIZES.items()
              if is_int(config.get(k)) and config[k] > 1}
+    if sharding.mesh.ep > 1 and sharding.kind is ShardingKind.DEEPSPEED:
+        found[f"expert_parallel_size: {sharding.mesh.ep}"] = "splits the experts over GPUs, beside DeepSpeed"
     return found | {f"{k}: true": why for k, why in NOT_MODELLED_FLAGS.items() if config.get(k) is True}
+
+
+def layout_problem(config: Mapping[str, Any], sharding: "Sharding") -> dict[str, str]:
+    """Parallel sizes that Axolotl cannot lay out on the run's GPUs (``Sharding.mesh_problem``), on the first
+    parallel key written: `key: value` -> why. There is no run to estimate until the GPU count and the sizes
+    agree."""
+    if not sharding.mesh_problem:
+        return {}
+    key = next((k for k in PARALLEL_KEYS if is_int(config.get(k)) and config[k] > 1), "base_model")
+    return {f"{key}: {config.get(key)}": f"Axolotl cannot lay these parallel sizes out on {sharding.world} GPUs "
+                                         f"({sharding.mesh_problem})"}
 
 
 def unsized_parts(arch: "Architecture") -> dict[str, str]:
@@ -121,7 +136,8 @@ def unsized_parts(arch: "Architecture") -> dict[str, str]:
 
 def unknown_parts(facts: MemoryFacts) -> dict[str, str]:
     """Everything that makes the verdict unknown: settings the model does not cover and parts it cannot size."""
-    return not_modelled(facts.config) | unsized_parts(facts.arch)
+    sharding = facts.run.sharding
+    return not_modelled(facts.config, sharding) | layout_problem(facts.config, sharding) | unsized_parts(facts.arch)
 
 
 def compute_facts(run: "TrainingRun", *, expandable_segments: bool = False) -> MemoryFacts | None:

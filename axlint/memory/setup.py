@@ -61,17 +61,19 @@ class TrainSetup:
     head: str = "lm"                 # "lm" (vocab logits) | "sequence" (reward model) | "token" (process reward model)
     num_labels: int = 0              # the score head's outputs when head != "lm"
     pair_factor: int = 1             # sequences per sample in one forward: 2 for a preference pair (RewardTrainer)
+    context_parallel: int = 1        # context_parallel_size: the GPUs one sequence is split over
     assumptions: tuple[str, ...] = ()
 
     @property
     def tokens(self) -> int:
-        """Tokens per micro batch: pair_factor × micro_batch_size × sequence_len (exact with packing/padding, worst
-        case else)."""
-        return self.pair_factor * self.micro_batch_size * self.sequence_len
+        """Tokens per micro batch on one GPU: pair_factor × micro_batch_size × sequence_len / context_parallel
+        (exact with packing/padding, worst case else). Context parallelism gives each GPU an equal chunk of every
+        sequence (Axolotl 0.18 utils/ctx_managers/sequence_parallel.py)."""
+        return self.pair_factor * self.micro_batch_size * -(-self.sequence_len // self.context_parallel)
 
     @property
     def eval_tokens(self) -> int:
-        return self.pair_factor * self.eval_batch_size * self.eval_sequence_len
+        return self.pair_factor * self.eval_batch_size * -(-self.eval_sequence_len // self.context_parallel)
 
     def with_changes(self, **changes: Any) -> "TrainSetup":
         return replace(self, **changes)
@@ -99,6 +101,10 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         if loss is not LossKernel.HF:
             notes.append(f"{loss.value} patches the causal LM loss only: the score head's loss is plain PyTorch")
         loss = LossKernel.HF
+    cp = facts.sharding.mesh.cp
+    if cp > 1:
+        notes.append(f"context_parallel_size {cp}: each GPU holds 1/{cp} of every sequence; ring attention's "
+                     f"exchange of K/V chunks between GPUs is not counted")
     if not packed:
         notes.append(f"no sample_packing / pad_to_sequence_len: every micro batch assumed to reach "
                      f"sequence_len ({pair * mbs}×{seq} tokens, the worst case)")
@@ -133,5 +139,6 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         head=facts.head,
         num_labels=facts.num_labels,
         pair_factor=pair,
+        context_parallel=cp,
         assumptions=tuple(notes),
     )

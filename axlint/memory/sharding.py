@@ -2,7 +2,9 @@
 `runtime/zero/stage_1_and_2.py`, `runtime/zero/stage3.py`; PyTorch FSDP).
 
 Per-GPU share of each state (ZeRO numbering; FSDP full_shard = 3, shard_grad_op = 2):
-  weights ÷N at stage 3, gradients ÷N at stage ≥ 2, optimizer states and fp32 master ÷N at stage ≥ 1.
+  weights ÷N at stage 3, gradients ÷N at stage ≥ 2, optimizer states and fp32 master ÷N at stage ≥ 1; N is the
+  ranks that shard the states (``Sharding.state_ranks``: the world, or FSDP's ep × dp_shard × cp axes of a mesh).
+  Routed experts under expert parallelism: 1/ep of them per rank, that slice ÷ dp_shard when sharded.
   Offloaded optimizer (ZeRO-Offload / FSDP CPU offload): states, master and fp32 grads live in CPU RAM.
   Offloaded params (stage 3): the weight partition lives in CPU RAM.
 
@@ -25,21 +27,37 @@ from axlint.memory.setup import Sharding, TrainSetup
 
 
 def weight_share(s: Sharding) -> float:
-    """Fraction of the weights resident on one GPU (0 when offloaded)."""
+    """Fraction of the dense weights resident on one GPU (0 when offloaded)."""
     if s.offload_param and s.stage == 3:
         return 0.0
-    return 1 / s.world if s.stage == 3 else 1.0
+    return 1 / s.state_ranks if s.stage == 3 else 1.0
 
 
 def gradient_share(s: Sharding) -> float:
-    return 1 / s.world if s.stage >= 2 else 1.0
+    return 1 / s.state_ranks if s.stage >= 2 else 1.0
 
 
 def optimizer_share(s: Sharding) -> float:
     """Fraction of optimizer states (and fp32 master) on one GPU."""
     if s.offload_optimizer:
         return 0.0
-    return 1 / s.world if s.stage >= 1 else 1.0
+    return 1 / s.state_ranks if s.stage >= 1 else 1.0
+
+
+def expert_share(s: Sharding, dense_share: float) -> float:
+    """Fraction of a routed-expert state on one GPU, given the dense states' ``dense_share`` (one of the above):
+    expert parallelism keeps 1/ep of the experts, and a sharded state splits that slice over
+    ``expert_shard_ranks`` instead of ``state_ranks``."""
+    if dense_share in (0.0, 1.0):
+        return dense_share / s.mesh.ep
+    return 1 / (s.mesh.ep * s.expert_shard_ranks)
+
+
+def mixed_share(s: Sharding, dense_share: float, expert_fraction: float) -> float:
+    """The share of a state of which ``expert_fraction`` is routed experts (``expert_share``), the rest dense."""
+    if s.mesh.ep == 1 and s.expert_shard_ranks == s.state_ranks:
+        return dense_share
+    return (1 - expert_fraction) * dense_share + expert_fraction * expert_share(s, dense_share)
 
 
 def _persistent_params(arch: Architecture, threshold: float) -> int:

@@ -152,6 +152,22 @@ def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     return base + t.adapter * C.FP32 + copies + upcast
 
 
+def expert_weight_bytes(arch: Architecture, setup: TrainSetup) -> float:
+    """The routed experts' part of W: their weights in the load dtype, quantized only with
+    ``quantize_moe_experts``."""
+    quantized = setup.quantization and setup.quantize_experts
+    return arch.expert_params * (_quantized_bytes(setup) if quantized else setup.param_bytes)
+
+
+def expert_trainable_fraction(arch: Architecture, setup: TrainSetup) -> float:
+    """The routed experts' part of the trainable parameters: their share of the model in a full fine-tune; 0 under
+    an adapter (PEFT's LoRA wraps nn.Linear modules, which the experts are not) or unfrozen_parameters (counted as
+    dense: an upper bound when experts are among them)."""
+    if setup.adapter or setup.unfrozen_parameters or not arch.total_params:
+        return 0.0
+    return arch.expert_params / arch.total_params
+
+
 def gradient_bytes(setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
     """G = trainable base params × load dtype + adapters × 4; ≈ 0 when the update is fused into backward."""
     if spec.fused_backward:

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1].parent
 sys.path.insert(0, str(ROOT))
 
 from axlint.document import load_document  # noqa: E402
-from axlint.memory.facts import memory_facts, not_modelled, unsized_parts  # noqa: E402
+from axlint.memory.facts import layout_problem, memory_facts, not_modelled, unsized_parts  # noqa: E402
 from axlint.run import build_run  # noqa: E402
 
 
@@ -38,7 +38,7 @@ def classify(path: Path) -> tuple[str, str, str]:
         return model, family, "unsized: " + ", ".join(unsized)
     if memory_facts(run) is None:
         return model, family, "no estimate"
-    settings = not_modelled(run.config)
+    settings = not_modelled(run.config, run.facts.sharding) | layout_problem(run.config, run.facts.sharding)
     return model, family, "not modelled: " + ", ".join(settings) if settings else "covered"
 
 
