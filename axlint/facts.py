@@ -129,6 +129,11 @@ class Mesh:
         return self.tp * self.cp * self.ep * self.dp_replicate * self.dp_shard
 
 
+PARALLEL_KEYS = ("expert_parallel_size", "tensor_parallel_size", "context_parallel_size", "sequence_parallel_degree",
+                 "dp_replicate_size", "dp_shard_size")
+"""The keys that lay the GPUs out, in the order Axolotl takes them from the world."""
+
+
 def parallel_sizes(raw: Mapping[str, Any]) -> dict[str, int]:
     """The parallel sizes written in an Axolotl config (keys of ``Mesh`` -> value > 1); the deprecated
     ``sequence_parallel_degree`` is context_parallel_size's old name."""

@@ -1,6 +1,8 @@
 """The parallel axes of a run (context, expert, HSDP / FSDP) as Axolotl lays them out, and what they do to the
 per-GPU estimate. The layout cases follow Axolotl 0.18's ``_get_parallel_config_kwargs`` (utils/distributed.py) and
-the axes FSDP shards over (monkeypatch/accelerate/parallelism_config.py)."""
+the axes FSDP shards over (monkeypatch/accelerate/parallelism_config.py); the layouts and refusals below were
+checked by calling Axolotl 0.18.0's own function (pip, no dependencies) on the same sizes, and accelerate 1.15's
+``ParallelismConfig`` refuses a total that differs from the GPU count (Axolotl leaves cp 3 on 8 GPUs to it)."""
 from __future__ import annotations
 
 import pytest
@@ -103,8 +105,8 @@ def test_tensor_parallelism_and_refused_layouts_make_the_verdict_unknown(tmp_pat
     run = build_run(load_document(path), hardware=parse_hardware("8xH100"))
     assert not_modelled(run.config, run.facts.sharding) == {"tensor_parallel_size: 2": "splits every layer over GPUs"}
     assert layout_problem(run.config, run.facts.sharding) == {
-        "tensor_parallel_size: 2": "Axolotl cannot lay these parallel sizes out on 8 GPUs "
-                                   "(dp_shard_size: 3 does not divide the 4 GPUs left for it)"}
+        "tensor_parallel_size: 2 on 8 GPUs": "a layout Axolotl refuses: dp_shard_size: 3 does not divide the 4 GPUs "
+                                             "left for it"}
 
 
 def test_an_assumed_gpu_count_is_the_one_the_sizes_need(tmp_path):

@@ -11,7 +11,7 @@ import difflib
 from typing import Any, Iterator
 
 from axlint.checks.locate import ax_hit, first_written
-from axlint.facts import ATTENTION_ALIASES, CANONICAL_ATTENTION, LIGER_PLUGIN
+from axlint.facts import ATTENTION_ALIASES, CANONICAL_ATTENTION, LIGER_PLUGIN, PARALLEL_KEYS
 from axlint.lax import as_number, is_int
 from axlint.rule import Hit, Rule, register_check
 from axlint.run import TrainingRun
@@ -380,3 +380,16 @@ def adapter_unknown(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         close = difflib.get_close_matches(str(adapter), [*known["builtin"], *known["plugins"]], n=1)
         advice = f"did you mean `{close[0]}`?" if close else f"write one of {', '.join(known['builtin'])}"
     yield ax_hit(run, ("adapter",), "value", adapter=adapter, advice=advice)
+
+
+@register_check("startup_parallel_layout", args=("key", "value", "world", "problem"))
+def parallel_layout(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Parallel sizes Axolotl cannot lay out on the GPUs given (``axlint.facts.build_mesh``, mirroring Axolotl
+    0.18.0 ``_get_parallel_config_kwargs`` and accelerate's total-size check), on the first size written. Silent
+    when the GPU count is assumed: the assumed count follows the sizes."""
+    raw = _raw(run)
+    if raw is None or run.world_size_assumed or not run.facts.sharding.mesh_problem:
+        return
+    key = next(k for k in PARALLEL_KEYS if is_int(raw.get(k)) and raw[k] > 1)
+    yield ax_hit(run, (key,), "value", key=key, value=raw[key], world=run.world_size,
+                 problem=run.facts.sharding.mesh_problem)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
 
-from axlint.facts import RunFacts, Sharding, ShardingKind
+from axlint.facts import PARALLEL_KEYS, RunFacts, Sharding, ShardingKind
 from axlint.lax import is_int
 from axlint.memory.constants import GIB
 
@@ -28,8 +28,6 @@ NOT_MODELLED_FLAGS = {"tiled_mlp": "computes the MLP in sequence tiles",
 """Settings the estimate does not model; it would overstate the memory, so the memory rules stand aside (MEM010).
 Context parallelism (tokens per GPU), expert parallelism (experts per GPU) and the FSDP / HSDP mesh axes are
 modelled (``axlint.facts.Mesh``)."""
-PARALLEL_KEYS = ("expert_parallel_size", "tensor_parallel_size", "context_parallel_size", "sequence_parallel_degree",
-                 "dp_replicate_size", "dp_shard_size")
 LOWER_BOUND_KEYS = ("rl", "qat")
 """A reference model, paired sequences (preference / RL trainers) or fake-quantized copies (QAT) come on top of
 the estimate: it is a lower bound, good for an OOM claim, not for advice to drop a memory saver (PERF)."""
@@ -120,8 +118,7 @@ def layout_problem(config: Mapping[str, Any], sharding: "Sharding") -> dict[str,
     if not sharding.mesh_problem:
         return {}
     key = next((k for k in PARALLEL_KEYS if is_int(config.get(k)) and config[k] > 1), "base_model")
-    return {f"{key}: {config.get(key)}": f"Axolotl cannot lay these parallel sizes out on {sharding.world} GPUs "
-                                         f"({sharding.mesh_problem})"}
+    return {f"{key}: {config.get(key)} on {sharding.world} GPUs": f"a layout Axolotl refuses: {sharding.mesh_problem}"}
 
 
 def unsized_parts(arch: "Architecture") -> dict[str, str]:
