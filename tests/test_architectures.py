@@ -296,3 +296,26 @@ def test_orpheus_is_llama_3_2_3b_with_its_audio_vocabulary():
         "meta-llama/Llama-3.2-3B")
     assert orpheus.total_params == 3_300_867_072
     assert orpheus.total_params - llama.total_params == (156_940 - 128_256) * 3072
+
+
+@pytest.mark.parametrize("model_id, total, active", [
+    ("Qwen/Qwen3.5-4B", 4_539_265_536, 4_539_265_536),
+    ("Qwen/Qwen3.5-9B", 9_409_813_744, 9_409_813_744),
+    ("Qwen/Qwen3.5-27B", 27_356_728_560, 27_356_728_560),
+    ("Qwen/Qwen3.5-35B-A3B", 35_107_181_936, 3_901_560_176),
+    ("Qwen/Qwen3.5-122B-A10B", 122_562_817_776, 10_222_579_440),
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", 79_674_391_296, 3_874_929_408),
+])
+def test_gated_deltanet_hybrid_totals(model_id, total, active):
+    """Computed from the catalog's config.json values (no exact total is published: the model cards say 4B, 9B, 27B,
+    35B / 3B active, 122B / 10B active, 80B / 3B active, which these round to); the Qwen3.5 totals hold the vision
+    tower and merger, none holds the multi-token-prediction layer that transformers does not build."""
+    arch = resolve_architecture(model_id)
+    assert arch.unsized_decoder is None and arch.unsized_vision is None
+    assert (arch.total_params, arch.active_params) == (total, active)
+
+
+def test_qwen3_5_base_and_next_aliases_resolve():
+    assert catalog_lookup("Qwen/Qwen3.5-35B-A3B-Base")["id"] == "Qwen/Qwen3.5-35B-A3B"
+    assert resolve_architecture("Qwen/Qwen3.5-27B").layers_params[3] != resolve_architecture(
+        "Qwen/Qwen3.5-27B").layers_params[0]  # full-attention layer 3 and Gated DeltaNet layer 0 differ

@@ -61,6 +61,12 @@ class Family:
     ``router_scales``: the router holds a learned h-wide input scale and one scale per expert. ``unsized_when``:
     (key, default) pairs of config.json whose truthy value (the default when the key is absent) leaves the decoder
     one axlint cannot size (Gemma 4's per-layer embeddings and shared kv layers).
+
+    Hybrid decoders (``mixers.py``): ``layer_plan`` names the reader in ``mixers.LAYER_PLANS`` that gives each
+    layer its token mixers (the family's attention, or a ``mixers.MIXERS`` kind) and its MLP (dense, MoE or none);
+    None: every layer is the family's attention and an MLP (MoE where ``Architecture.is_moe_layer`` says).
+    ``attention_gate``: the attention's first projection is twice the query's width, the query and an output gate
+    (the attention output times sigmoid(gate) is the input of the output projection).
     """
 
     attention: Attention = "split"
@@ -104,6 +110,8 @@ class Family:
     moe_norm_names: tuple[str, ...] = ()
     router_scales: bool = False
     unsized_when: tuple[tuple[str, Any], ...] = ()
+    layer_plan: str | None = None
+    attention_gate: bool = False
 
 
 def flag(value: Flag, config: Mapping[str, Any]) -> bool:
@@ -123,6 +131,8 @@ _COHERE = Family(norm="layernorm_nobias", norm_names=NORM_NAMES[:1], tied_defaul
 _MLA = Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False))
 _FUSED_QKV = ("query_key_value", "dense")
 _UP_DOWN = ("up_proj", "down_proj")
+_QWEN3_5 = Family(qk_norm="head", norm="gemma_rmsnorm", attention_gate=True, layer_plan="qwen3_5",
+                  shared_expert_name="shared_expert")
 _GLM_4_NORMS = ("input_layernorm", "post_attention_layernorm", "post_self_attn_layernorm", "post_mlp_layernorm")
 
 FAMILIES: dict[str, Family] = {
@@ -266,6 +276,19 @@ FAMILIES: dict[str, Family] = {
     # q_a_proj, kv_a_proj_with_mqa and o_proj), routed experts (router weight E x h, fused gate_up + down) and
     # n_shared_experts shared ones after the first first_k_dense_replace dense layers.
     "mistral4": _MLA,
+    # models/qwen3_next/modeling_qwen3_next.py (transformers 5.24): layer_types' "linear_attention" layers run a
+    # Gated DeltaNet at linear_attn (mixers.gated_deltanet_fused), the "full_attention" ones a gated attention
+    # (q_proj 2 x heads x head_dim: query and output gate; q/k/v/o biased by attention_bias; q_norm / k_norm over
+    # head_dim); norms of weight w applied as (1 + w) in fp32, Gemma's; Qwen-MoE experts with one shared_expert and
+    # its sigmoid shared_expert_gate.
+    "qwen3_next": Family(qk_norm="head", norm="gemma_rmsnorm", attention_gate=True, layer_plan="qwen3_next",
+                         shared_expert_name="shared_expert"),
+    # models/qwen3_5/modeling_qwen3_5.py and models/qwen3_5_moe/modeling_qwen3_5_moe.py (transformers 5.24): Qwen3-Next's
+    # layer with the Gated DeltaNet's in-projections split (mixers.gated_deltanet_split); the dense model's MLP in
+    # every layer, the MoE model's sparse block in every layer. The decoder is the text_config of the multimodal
+    # Qwen3_5(Moe)ForConditionalGeneration (vision.py: the qwen3_5 tower and merger).
+    "qwen3_5_text": _QWEN3_5,
+    "qwen3_5_moe_text": _QWEN3_5,
 }
 """``model_type`` -> layout. A new family whose layer is built from these parts is one row here."""
 
