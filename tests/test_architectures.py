@@ -296,3 +296,27 @@ def test_orpheus_is_llama_3_2_3b_with_its_audio_vocabulary():
         "meta-llama/Llama-3.2-3B")
     assert orpheus.total_params == 3_300_867_072
     assert orpheus.total_params - llama.total_params == (156_940 - 128_256) * 3072
+
+
+# Gemma 4 (models/gemma4 in transformers 5.24: the gemma4_text row, the gemma4_vision tower and embed_vision): each
+# total equals the numel sum of the Gemma4ForConditionalGeneration transformers 5.24 builds from the entry on the
+# meta device.
+@pytest.mark.parametrize("model_id, params, vision, active", [
+    # computed; the checkpoint's tensors hold 31,273,088,876 elements, 2,364 of them buffers (layer_scalar, std_*)
+    ("google/gemma-4-31B", 31_273_086_512, 575_741_232, 31_273_086_512),
+    # computed (ollama: 25.8B); 8 of 128 experts per layer, beside each layer's dense MLP
+    ("google/gemma-4-26B-A4B", 25_805_933_872, 572_792_112, 4_395_322_672),
+])
+def test_gemma_4_entries_total_and_active(model_id, params, vision, active):
+    arch = resolve_architecture(model_id)
+    assert arch.source == "catalog" and arch.unsized_vision is None and arch.unsized_decoder is None
+    assert arch.total_params == params and arch.extra_parameters == vision and arch.active_params == active
+    assert arch.decoder_path == "model.language_model"
+
+
+@pytest.mark.parametrize("alias, canonical", [
+    ("google/gemma-4-31B-it", "google/gemma-4-31B"),
+    ("google/gemma-4-26B-A4B-it", "google/gemma-4-26B-A4B"),
+])
+def test_gemma_4_aliases_resolve(alias, canonical):
+    assert catalog_lookup(alias)["id"] == canonical

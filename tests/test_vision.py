@@ -26,6 +26,13 @@ LLAMA4_TEXT = {**TEXT, "model_type": "llama4_text", "intermediate_size": 32, "in
 LLAMA4_VISION = {"model_type": "llama4_vision_model", "vision_output_dim": 40, "projector_input_dim": 24,
                  "projector_output_dim": 40, "pixel_shuffle_ratio": 0.5}
 
+GEMMA4_TEXT = {**TEXT, "model_type": "gemma4_text", "global_head_dim": 32, "hidden_size_per_layer_input": 0,
+               "layer_types": ["sliding_attention", "full_attention"]}
+GEMMA4_VISION = {**VIT, "model_type": "gemma4_vision", "head_dim": 16, "num_key_value_heads": 2,
+                 "position_embedding_size": 24}
+"""Gemma 4: the variants flip heads x head_dim against the width (32 = 2 x 16, then 4 x 16 with 2 kv heads), the
+clipped Linears' buffers and the standardize buffers, and the MoE decoder (the 26B-A4B)."""
+
 CASES: dict[str, list[dict[str, Any]]] = {
     "gemma3": [dict(text_config={**TEXT, "model_type": "gemma3_text"}, mm_tokens_per_image=4,
                     vision_config={**VIT, "model_type": "siglip_vision_model", "vision_use_head": False}),
@@ -55,11 +62,17 @@ CASES: dict[str, list[dict[str, Any]]] = {
                dict(text_config={**LLAMA4_TEXT, "interleave_moe_layer_step": 2},
                     vision_config={**VIT, **LLAMA4_VISION, "patch_size": 16, "projector_input_dim": 20,
                                    "projector_output_dim": 36, "vision_output_dim": 36})],
+    "gemma4": [dict(text_config=GEMMA4_TEXT, vision_config=GEMMA4_VISION),
+               dict(text_config={**GEMMA4_TEXT, "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2,
+                                 "moe_intermediate_size": 32, "attention_k_eq_v": True,
+                                 "num_global_key_value_heads": 1},
+                    vision_config={**GEMMA4_VISION, "num_attention_heads": 4, "use_clipped_linears": True,
+                                   "standardize": True})],
 }
 """Per multimodal model_type: tiny configs, one model each (the variants flip what a row reads)."""
 
 VISION_ROOTS = ("model.vision_tower", "model.visual", "model.vision_model", "model.multi_modal_projector",
-                "model.connector", "vision_model.", "multi_modal_projector.")
+                "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision")
 
 
 def _build(model_type: str, fields: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -121,3 +134,13 @@ def test_tower_defaults_are_the_config_class_defaults(tower: str) -> None:
     defaults = transformers.AutoConfig.for_model(kind).to_dict()
     for key, default in TOWERS[tower].sizes.values():
         assert defaults[key] == default, (tower, key)
+
+
+def test_an_audio_tower_is_unsized() -> None:
+    """Gemma 4's E2B / E4B carry an audio encoder (audio_config) beside the vision tower; axlint lays out none, so
+    the model is unsized rather than counted without it."""
+    fields = CASES["gemma4"][0]
+    config = {"model_type": "gemma4", **fields, "audio_config": {"model_type": "gemma4_audio"}}
+    arch = Architecture.from_config("test/model", "model-config", config)
+    assert arch.unsized_vision == "gemma4 audio tower"
+    assert Architecture.from_config("test/model", "model-config", {**config, "audio_config": None}).unsized_vision is None
