@@ -143,4 +143,5 @@ def test_an_audio_tower_is_unsized() -> None:
     config = {"model_type": "gemma4", **fields, "audio_config": {"model_type": "gemma4_audio"}}
     arch = Architecture.from_config("test/model", "model-config", config)
     assert arch.unsized_vision == "gemma4 audio tower"
-    assert Architecture.from_config("test/model", "model-config", {**config, "audio_config": None}).unsized_vision is None
+    without = Architecture.from_config("test/model", "model-config", {**config, "audio_config": None})
+    assert without.unsized_vision is None

@@ -219,7 +219,8 @@ PROJECTORS["llama4"] = Projector("multi_modal_projector", (Piece("linear_1", "li
 PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
 # models/gemma4/modeling_gemma4.py (Gemma4MultimodalEmbedder): embed_vision.embedding_pre_projection_norm holds no
 # weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden.
-PROJECTORS["gemma4"] = Projector("model.embed_vision", (Piece("embedding_projection", "linear", ("vision",), ("text",)),),
+PROJECTORS["gemma4"] = Projector("model.embed_vision",
+                                 (Piece("embedding_projection", "linear", ("vision",), ("text",)),),
                                  tower="gemma4_vision")
 
 
