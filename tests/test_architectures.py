@@ -198,6 +198,7 @@ def test_added_aliases_resolve(alias, canonical):
     ("stabilityai/stablelm-2-1_6b", 1_644_515_328),  # computed
     ("CohereForAI/c4ai-command-r7b-12-2024", 8_028_033_024),  # computed (tied embedding)
     ("deepcogito/cogito-v1-preview-qwen-14B", 14_765_947_904),  # computed (vocab 151665)
+    ("google/gemma-3-270m", 268_098_176),  # computed, equal to the 268,098,176 a shape-checked loader prints
 ])
 def test_family_row_entries_total(model_id, params):
     entry = catalog_lookup(model_id)
@@ -319,3 +320,27 @@ def test_qwen3_5_base_and_next_aliases_resolve():
     assert catalog_lookup("Qwen/Qwen3.5-35B-A3B-Base")["id"] == "Qwen/Qwen3.5-35B-A3B"
     assert resolve_architecture("Qwen/Qwen3.5-27B").layers_params[3] != resolve_architecture(
         "Qwen/Qwen3.5-27B").layers_params[0]  # full-attention layer 3 and Gated DeltaNet layer 0 differ
+
+
+# Gemma 4 (models/gemma4 in transformers 5.24: the gemma4_text row, the gemma4_vision tower and embed_vision): each
+# total equals the numel sum of the Gemma4ForConditionalGeneration transformers 5.24 builds from the entry on the
+# meta device.
+@pytest.mark.parametrize("model_id, params, vision, active", [
+    # computed; the checkpoint's tensors hold 31,273,088,876 elements, 2,364 of them buffers (layer_scalar, std_*)
+    ("google/gemma-4-31B", 31_273_086_512, 575_741_232, 31_273_086_512),
+    # computed (ollama: 25.8B); 8 of 128 experts per layer, beside each layer's dense MLP
+    ("google/gemma-4-26B-A4B", 25_805_933_872, 572_792_112, 4_395_322_672),
+])
+def test_gemma_4_entries_total_and_active(model_id, params, vision, active):
+    arch = resolve_architecture(model_id)
+    assert arch.source == "catalog" and arch.unsized_vision is None and arch.unsized_decoder is None
+    assert arch.total_params == params and arch.extra_parameters == vision and arch.active_params == active
+    assert arch.decoder_path == "model.language_model"
+
+
+@pytest.mark.parametrize("alias, canonical", [
+    ("google/gemma-4-31B-it", "google/gemma-4-31B"),
+    ("google/gemma-4-26B-A4B-it", "google/gemma-4-26B-A4B"),
+])
+def test_gemma_4_aliases_resolve(alias, canonical):
+    assert catalog_lookup(alias)["id"] == canonical

@@ -31,6 +31,12 @@ QWEN3_5_TEXT = {**TEXT, "layer_types": ["full_attention", "linear_attention"], "
 """A Qwen3.5 decoder whose first layer is full attention (the module paths checked below), the second Gated DeltaNet."""
 QWEN3_5_VISION = {"model_type": "qwen3_5_vision", "depth": 2, "hidden_size": 32, "intermediate_size": 48,
                   "num_heads": 2, "patch_size": 8, "out_hidden_size": 64, "num_position_embeddings": 16}
+GEMMA4_TEXT = {**TEXT, "model_type": "gemma4_text", "global_head_dim": 32, "hidden_size_per_layer_input": 0,
+               "layer_types": ["sliding_attention", "full_attention"]}
+GEMMA4_VISION = {**VIT, "model_type": "gemma4_vision", "head_dim": 16, "num_key_value_heads": 2,
+                 "position_embedding_size": 24}
+"""Gemma 4: the variants flip heads x head_dim against the width (32 = 2 x 16, then 4 x 16 with 2 kv heads), the
+clipped Linears' buffers and the standardize buffers, and the MoE decoder (the 26B-A4B)."""
 
 CASES: dict[str, list[dict[str, Any]]] = {
     "gemma3": [dict(text_config={**TEXT, "model_type": "gemma3_text"}, mm_tokens_per_image=4,
@@ -68,11 +74,17 @@ CASES: dict[str, list[dict[str, Any]]] = {
                                       "num_experts_per_tok": 2, "moe_intermediate_size": 32,
                                       "shared_expert_intermediate_size": 48},
                          vision_config={**QWEN3_5_VISION, "model_type": "qwen3_5_moe_vision"})],
+    "gemma4": [dict(text_config=GEMMA4_TEXT, vision_config=GEMMA4_VISION),
+               dict(text_config={**GEMMA4_TEXT, "enable_moe_block": True, "num_experts": 4, "top_k_experts": 2,
+                                 "moe_intermediate_size": 32, "attention_k_eq_v": True,
+                                 "num_global_key_value_heads": 1},
+                    vision_config={**GEMMA4_VISION, "num_attention_heads": 4, "use_clipped_linears": True,
+                                   "standardize": True})],
 }
 """Per multimodal model_type: tiny configs, one model each (the variants flip what a row reads)."""
 
 VISION_ROOTS = ("model.vision_tower", "model.visual", "model.vision_model", "model.multi_modal_projector",
-                "model.connector", "vision_model.", "multi_modal_projector.")
+                "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision")
 
 
 def _build(model_type: str, fields: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -134,3 +146,14 @@ def test_tower_defaults_are_the_config_class_defaults(tower: str) -> None:
     defaults = transformers.AutoConfig.for_model(kind).to_dict()
     for key, default in TOWERS[tower].sizes.values():
         assert defaults[key] == default, (tower, key)
+
+
+def test_an_audio_tower_is_unsized() -> None:
+    """Gemma 4's E2B / E4B carry an audio encoder (audio_config) beside the vision tower; axlint lays out none, so
+    the model is unsized rather than counted without it."""
+    fields = CASES["gemma4"][0]
+    config = {"model_type": "gemma4", **fields, "audio_config": {"model_type": "gemma4_audio"}}
+    arch = Architecture.from_config("test/model", "model-config", config)
+    assert arch.unsized_vision == "gemma4 audio tower"
+    without = Architecture.from_config("test/model", "model-config", {**config, "audio_config": None})
+    assert without.unsized_vision is None

@@ -18,9 +18,12 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
 - ``llama4_vision_model``: models/llama4/modeling_llama4.py (patch Linear, class token, pixel-shuffle adapter)
 - ``qwen3_5_vision`` / ``qwen3_5_moe_vision``: models/qwen3_5/modeling_qwen3_5.py, models/qwen3_5_moe (learned
   position table of ``num_position_embeddings`` rows, the merger inside the tower)
+- ``gemma4_vision``: models/gemma4/modeling_gemma4.py (patch Linear, x / y position tables, Linears wrapped in
+  ``Gemma4ClippableLinear``, head-wise q/k norms, four norms per layer)
 - projectors: models/gemma3/modeling_gemma3.py, models/llava/modeling_llava.py, models/mistral3/modeling_mistral3.py
   (RMSNorm, patch merger, two-layer MLP), the Qwen merger above, models/smolvlm (pixel-shuffle connector),
-  models/llama4/modeling_llama4.py (one Linear).
+  models/llama4/modeling_llama4.py (one Linear), models/gemma4/modeling_gemma4.py (``embed_vision``: a norm without
+  weight, then one Linear).
 
 Only parameters are laid out here. The activations of the image tokens inside the tower are not estimated (see
 ``Architecture`` and the memory estimate's notes): their number depends on the image sizes of the data set.
@@ -32,7 +35,7 @@ from math import prod
 from typing import Any, Literal, Mapping
 
 Size = Literal["hidden", "layers", "intermediate", "patch", "image", "channels", "temporal", "vision_out", "adapter_in",
-               "adapter_out", "positions"]
+               "adapter_out", "heads", "kv_heads", "head_dim", "positions"]
 
 
 @dataclass(frozen=True)
@@ -58,13 +61,16 @@ class Tower:
     ``hidden × ratio``. Module paths: the tower sits at ``path`` of the multimodal model (a projector row may name
     another), its layers at ``layer_path``; each layer holds the Linears ``attention_names`` (fused: one qkv Linear of
     width 3h, then the output) inside ``attention_module`` and ``mlp_names`` (gated: gate, up, down; plain: in, out)
-    inside ``mlp_module``, and two norms of kind ``norm``. Outside the layers: the patch convolution (with a bias per
-    ``patch_bias``, over ``temporal`` frames when that size is read), a learned position table (``positions``: one row
-    per patch, plus one for a class token with ``class_token``; the "positions" size's rows when it is read), ``pre_norm`` / ``post_norm`` when named, and the
-    attention-pooling ``head`` when ``head_key`` is true (SigLIP's ``vision_use_head``). ``patch_linear``: the patch
-    embedding is an ``nn.Linear`` at this path (over channels x patch² inputs) instead of a convolution. ``pieces``:
-    further modules of the tower below its path (Llama 4's pixel-shuffle adapter), sized as a projector's are, with
-    the tower's ``sizes`` as factors too.
+    inside ``mlp_module``, and ``norms_per_layer`` norms of kind ``norm``. Attention widths are h, or heads x
+    head_dim (q, o) and kv_heads x head_dim (k, v) when the row reads a "head_dim" size; ``qk_norm``: a q_norm and a
+    k_norm of head_dim weights in each attention. Outside the layers: the patch convolution (with a bias per
+    ``patch_bias``, over ``temporal`` frames when that size is read, over 3 channels when the row reads none), a
+    learned position table (``positions``: "grid", one row per patch, plus one for a class token with
+    ``class_token``; "table", the "positions" size's rows; "axial", one table of the "positions" size for x and one
+    for y, 2 x positions x h; None without one), ``pre_norm`` / ``post_norm`` when named, and the attention-pooling ``head`` when ``head_key`` is true
+    (SigLIP's ``vision_use_head``). ``patch_linear``: the patch embedding is an ``nn.Linear`` at this path (over
+    channels x patch² inputs) instead of a convolution. ``pieces``: further modules of the tower below its path
+    (Llama 4's pixel-shuffle adapter), sized as a projector's are, with the tower's ``sizes`` as factors too.
     """
 
     sizes: Mapping[str, tuple[str, int]]
@@ -79,8 +85,10 @@ class Tower:
     mlp_names: tuple[str, ...] = ("fc1", "fc2")
     mlp_bias: bool = True
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    norms_per_layer: int = 2
+    qk_norm: bool = False
     patch_bias: bool = True
-    positions: bool = True
+    positions: Literal["grid", "table", "axial"] | None = "grid"
     class_token: bool = False
     pre_norm: str | None = None
     post_norm: str | None = "post_layernorm"
@@ -103,20 +111,20 @@ TOWERS: dict[str, Tower] = {
                      layer_path="transformer.layers.{layer}", attention_module="attention",
                      attention_names=("q_proj", "k_proj", "v_proj", "o_proj"), attention_bias=False, mlp="gated",
                      mlp_module="feed_forward", mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False,
-                     norm="rmsnorm", patch_bias=False, positions=False, pre_norm="ln_pre", post_norm=None),
+                     norm="rmsnorm", patch_bias=False, positions=None, pre_norm="ln_pre", post_norm=None),
     "qwen2_vl": Tower({"hidden": ("embed_dim", 1280), "layers": ("depth", 32), "intermediate": ("mlp_ratio", 4),
                        "channels": ("in_channels", 3), "patch": ("patch_size", 14),
                        "temporal": ("temporal_patch_size", 2)},
                       path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
                       attention_module="attn",
-                      attention_names=("qkv", "proj"), patch_bias=False, positions=False, post_norm=None),
+                      attention_names=("qkv", "proj"), patch_bias=False, positions=None, post_norm=None),
     "qwen2_5_vl": Tower({"hidden": ("hidden_size", 3584), "layers": ("depth", 32),
                          "intermediate": ("intermediate_size", 3420), "channels": ("in_channels", 3),
                          "patch": ("patch_size", 14), "temporal": ("temporal_patch_size", 2)},
                         path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
                         attention_module="attn", attention_names=("qkv", "proj"), mlp="gated",
                         mlp_names=("gate_proj", "up_proj", "down_proj"),
-                        norm="rmsnorm", patch_bias=False, positions=False, post_norm=None),
+                        norm="rmsnorm", patch_bias=False, positions=None, post_norm=None),
     "smolvlm_vision": Tower({"hidden": ("hidden_size", 1152), "layers": ("num_hidden_layers", 12),
                              "intermediate": ("intermediate_size", 3072), "channels": ("num_channels", 3),
                              "patch": ("patch_size", 32), "image": ("image_size", 224)}, path="model.vision_model"),
@@ -136,6 +144,20 @@ TOWERS: dict[str, Tower] = {
                                  pieces=(Piece("vision_adapter.mlp.fc1", "linear", ("intermediate",), ("adapter_in",)),
                                          Piece("vision_adapter.mlp.fc2", "linear", ("adapter_out",),
                                                ("adapter_out",)))),
+    # models/gemma4/modeling_gemma4.py (transformers 5.24, Gemma4VisionModel): patch_embedder.input_proj a bias-free
+    # Linear over 3 x patch² pixels, position_embedding_table 2 x position_embedding_size x h (x and y), the layers at
+    # encoder.layers.N: every Linear bias-free inside a Gemma4ClippableLinear (q_proj.linear ...; its clipping bounds
+    # are buffers), heads x head_dim wide, q_norm / k_norm over head_dim (v_norm has no weight), a gated MLP and four
+    # RMSNorms; the pooler and the standardize std_bias / std_scale hold no parameters (buffers).
+    "gemma4_vision": Tower({"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 16),
+                            "intermediate": ("intermediate_size", 3072), "patch": ("patch_size", 16),
+                            "heads": ("num_attention_heads", 12), "kv_heads": ("num_key_value_heads", 12),
+                            "head_dim": ("head_dim", 64), "positions": ("position_embedding_size", 10240)},
+                           attention_names=("q_proj.linear", "k_proj.linear", "v_proj.linear", "o_proj.linear"),
+                           attention_bias=False, mlp="gated",
+                           mlp_names=("gate_proj.linear", "up_proj.linear", "down_proj.linear"), mlp_bias=False,
+                           norm="rmsnorm", norms_per_layer=4, qk_norm=True, patch_bias=False, positions="axial",
+                           post_norm=None, patch_linear="patch_embedder.input_proj"),
     # models/qwen3_5/modeling_qwen3_5.py (Qwen3_5VisionModel, transformers 5.24): a biased 3-D patch convolution,
     # a learned position table of num_position_embeddings rows (resampled to each image's grid), blocks of fused
     # biased qkv + proj and a plain linear_fc1 / linear_fc2 MLP with biases, LayerNorms norm1 / norm2; the merger
@@ -146,7 +168,7 @@ TOWERS: dict[str, Tower] = {
                              "positions": ("num_position_embeddings", 2304)},
                             path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
                             attention_module="attn", attention_names=("qkv", "proj"),
-                            mlp_names=("linear_fc1", "linear_fc2"), post_norm=None),
+                            mlp_names=("linear_fc1", "linear_fc2"), positions="table", post_norm=None),
 }
 TOWERS["qwen3_5_moe_vision"] = TOWERS["qwen3_5_vision"]
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
@@ -217,6 +239,11 @@ PROJECTORS["qwen3_5"] = Projector("model.visual.merger", _QWEN3_5_MERGER, tower=
                                   merge=("vision", "spatial_merge_size", 2), out=("vision", "out_hidden_size", 3584))
 PROJECTORS["qwen3_5_moe"] = Projector(**{**PROJECTORS["qwen3_5"].__dict__, "tower": "qwen3_5_moe_vision"})
 PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
+# models/gemma4/modeling_gemma4.py (Gemma4MultimodalEmbedder): embed_vision.embedding_pre_projection_norm holds no
+# weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden.
+PROJECTORS["gemma4"] = Projector("model.embed_vision",
+                                 (Piece("embedding_projection", "linear", ("vision",), ("text",)),),
+                                 tower="gemma4_vision")
 
 
 @dataclass(frozen=True)
@@ -271,10 +298,12 @@ def tower_type(config: Mapping[str, Any]) -> str:
 
 
 def unsized_part(config: Mapping[str, Any]) -> str | None:
-    """What of a multimodal config axlint cannot lay out: the tower's model_type, or "<model_type> projector"; None
-    when both have rows (or the config is not multimodal)."""
+    """What of a multimodal config axlint cannot lay out: an audio tower ("<model_type> audio tower"), the vision
+    tower's model_type, or "<model_type> projector"; None when both have rows (or the config is not multimodal)."""
     if not is_multimodal(config):
         return None
+    if isinstance(config.get("audio_config"), Mapping):  # Gemma 4 E2B / E4B: an audio encoder beside the vision one
+        return f"{config.get('model_type')} audio tower"
     kind = tower_type(config)
     if kind not in TOWERS:
         return kind
@@ -330,11 +359,23 @@ class Vision:
             out = [VisionLinear(f"{att}.{t.attention_names[0]}", h, 3 * h, t.attention_bias),
                    VisionLinear(f"{att}.{t.attention_names[1]}", h, h, t.attention_bias)]
         else:
-            out = [VisionLinear(f"{att}.{n}", h, h, t.attention_bias) for n in t.attention_names]
+            q, kv = self._attention_widths()
+            q_name, k_name, v_name, o_name = t.attention_names
+            out = [VisionLinear(f"{att}.{q_name}", h, q, t.attention_bias),
+                   VisionLinear(f"{att}.{k_name}", h, kv, t.attention_bias),
+                   VisionLinear(f"{att}.{v_name}", h, kv, t.attention_bias),
+                   VisionLinear(f"{att}.{o_name}", q, h, t.attention_bias)]
         ins = t.mlp_names[:-1]
         out += [VisionLinear(f"{mlp}.{n}", h, i, t.mlp_bias) for n in ins]
         out.append(VisionLinear(f"{mlp}.{t.mlp_names[-1]}", i, h, t.mlp_bias))
         return tuple(out)
+
+    def _attention_widths(self) -> tuple[int, int]:
+        """(q, kv) widths of split attention: heads x head_dim and kv_heads x head_dim when the row reads a head_dim,
+        else the hidden size for both."""
+        if "head_dim" not in self.tower.sizes:
+            return self.size("hidden"), self.size("hidden")
+        return self.size("heads") * self.size("head_dim"), self.size("kv_heads") * self.size("head_dim")
 
     def head(self) -> bool:
         key = self.tower.head_key
@@ -364,7 +405,8 @@ class Vision:
     def _patch_inputs(self) -> int:
         """Inputs of one patch: channels x patch² (x frames for a 3-D patch)."""
         frames = self.size("temporal") if "temporal" in self.tower.sizes else 1
-        return self.size("channels") * self.size("patch") ** 2 * frames
+        channels = self.size("channels") if "channels" in self.tower.sizes else 3
+        return channels * self.size("patch") ** 2 * frames
 
     def _width(self, factors: tuple[str, ...]) -> int:
         return prod(self._factor(f) for f in factors)
@@ -376,12 +418,16 @@ class Vision:
         norm = 2 * h if t.norm == "layernorm" else h
         # a patch Linear is among linears(); a convolution is counted here
         total = 0 if t.patch_linear else h * self._patch_inputs() + (h if t.patch_bias else 0)
-        if t.positions and "positions" in t.sizes:
-            total += self.size("positions") * h
-        elif t.positions:
+        if t.positions == "grid":
             total += ((self.size("image") // self.size("patch")) ** 2 + int(t.class_token)) * h
+        elif t.positions == "table":
+            total += self.size("positions") * h
+        elif t.positions == "axial":
+            total += 2 * self.size("positions") * h
         total += h if t.class_token else 0
-        total += norm * (2 * self.size("layers") + bool(t.pre_norm) + bool(t.post_norm))
+        total += norm * (t.norms_per_layer * self.size("layers") + bool(t.pre_norm) + bool(t.post_norm))
+        if t.qk_norm:
+            total += 2 * self.size("head_dim") * self.size("layers")
         if self.head():  # probe, the attention's fused in-projection (3h x h + 3h), its LayerNorm
             total += h + 3 * h * h + 3 * h + 2 * h
         for _, p in self._pieces():
