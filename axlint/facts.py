@@ -293,6 +293,8 @@ class RunFacts:
     sharding: Sharding = field(default_factory=Sharding)
     head: str = "lm"                 # output head: "lm" (vocab logits) | "sequence" (reward_model) | "token" (PRM)
     num_labels: int = 0              # the score head's outputs (head != "lm")
+    mlp_tiles: int | None = None     # tiled_mlp: its tiled_mlp_num_shards (None: Axolotl's default per sequence)
+    tiled_mlp: bool = False
 
     @property
     def attention(self) -> str:
@@ -690,6 +692,8 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         sharding=_sharding(raw, ds, stage.value, world_size),
         head=head,
         num_labels=num_labels,
+        tiled_mlp=_flag(raw, "tiled_mlp"),
+        mlp_tiles=lax_int(raw.get("tiled_mlp_num_shards")) or None,
     )
 
 

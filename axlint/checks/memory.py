@@ -344,7 +344,7 @@ def _longest_fitting(facts: MemoryFacts) -> int:
 
 @register_check("mem_not_modelled", args=("settings",))
 def memory_not_modelled(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """Tensor parallelism, a parallel layout Axolotl refuses, tiled MLPs, a part of the model axlint cannot size:
+    """Tensor parallelism, a parallel layout Axolotl refuses, layer offloading, a part of the model axlint cannot size:
     the memory rules stand aside."""
     facts = memory_facts(run)
     found = unknown_parts(facts) if run.axolotl is not None and facts is not None else {}

@@ -152,11 +152,30 @@ def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tupl
                for width, consumers in input_groups(arch, layer) if consumers)
 
 
+def mlp_part_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = ()) -> float:
+    """What the MLP alone keeps per token: its internals (``mlp_bytes``) and the input groups read by its Linears
+    only (the down projection's, and its norm output's unless it is shared with the attention)."""
+    mlp = {lin for lin in arch.mlp_linears(layer) if not lin.expert}
+    kernel_keeps_output = setup.attention != "eager" and not arch.layout.attention_gate
+    groups = sum(_group_bytes(width, consumers, adapted, kernel_keeps_output and consumers[0].name in _O_NAMES, setup)
+                 for width, consumers in input_groups(arch, layer) if consumers and set(consumers) <= mlp)
+    return mlp_bytes(arch, setup, layer) + groups
+
+
+def tiled(arch: Architecture, setup: TrainSetup, layer: int) -> bool:
+    """The layer's MLP runs in sequence tiles (Axolotl's ``tiled_mlp``: a custom autograd Function that saves only
+    the MLP input and runs each tile without a graph in forward, Axolotl 0.18 monkeypatch/tiled_mlp/base.py)."""
+    return setup.mlp_tiles > 1 and arch.layer_plan(layer).mlp is not None
+
+
 def layer_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = ()) -> float:
-    """A for one decoder layer (module docstring); ``adapted``: the LoRA-adapted Linears of this layer."""
+    """A for one decoder layer (module docstring); ``adapted``: the LoRA-adapted Linears of this layer. A tiled MLP
+    keeps its input 2h instead of ``mlp_part_bytes``."""
     out = (len(arch.layer_norm_names(layer)) * norm_bytes(arch, setup, arch.hidden_size, base_trains(setup))
            + mixer_bytes(arch, setup, layer) + mlp_bytes(arch, setup, layer)
            + input_bytes(arch, setup, layer, adapted))
+    if tiled(arch, setup, layer):
+        out += C.LINEAR_INPUT_BYTES * arch.hidden_size - mlp_part_bytes(arch, setup, layer, adapted)
     return out * setup.param_bytes / C.BF16
 
 
@@ -205,7 +224,9 @@ def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int, 
 
 def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     """Gradient temporaries of one layer's backward: output grad 2h + at its MLP gated 6I (plain 4I; MoE per choice
-    6·I_moe + 2h, + the shared experts' 6I; none without an MLP) + its other mixers' ``backward_per_token``."""
+    6·I_moe + 2h, + the shared experts' 6I; none without an MLP) + its other mixers' ``backward_per_token``. A tiled
+    MLP (``tiled``) recomputes one tile at a time: its temporaries and ``mlp_part_bytes`` ÷ tiles, beside the
+    gradient of its whole input 2h."""
     h = arch.hidden_size
     mixers = sum(shape.backward_per_token for shape in arch.mixer_shapes(layer))
     if arch.layer_plan(layer).mlp is None:
@@ -219,6 +240,9 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
             mlp += C.BACKWARD_MLP_GATED * arch.dense_intermediate_size
     else:
         mlp = C.BACKWARD_MLP_GATED * arch.dense_intermediate_size
+    if tiled(arch, setup, layer):
+        adapted = lora_targets(arch, setup).get(layer, ()) if setup.adapter else ()
+        mlp = (mlp + mlp_part_bytes(arch, setup, layer, adapted)) / setup.mlp_tiles + C.BF16 * h
     return (C.BACKWARD_OUTPUT_GRAD_BYTES * h + mlp + mixers) * setup.param_bytes / C.BF16
 
 

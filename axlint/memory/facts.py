@@ -23,11 +23,10 @@ if TYPE_CHECKING:
     from axlint.run import TrainingRun
 
 NOT_MODELLED_SIZES = {"tensor_parallel_size": "splits every layer over GPUs"}
-NOT_MODELLED_FLAGS = {"tiled_mlp": "computes the MLP in sequence tiles",
-                      "layer_offloading": "keeps the frozen layers on the CPU"}
+NOT_MODELLED_FLAGS = {"layer_offloading": "keeps the frozen layers on the CPU"}
 """Settings the estimate does not model; it would overstate the memory, so the memory rules stand aside (MEM010).
-Context parallelism (tokens per GPU), expert parallelism (experts per GPU) and the FSDP / HSDP mesh axes are
-modelled (``axlint.facts.Mesh``)."""
+Context parallelism (tokens per GPU), expert parallelism (experts per GPU), the FSDP / HSDP mesh axes
+(``axlint.facts.Mesh``) and tiled MLPs (``activations.tiled``) are modelled."""
 LOWER_BOUND_KEYS = ("rl", "qat")
 """A reference model, paired sequences (preference / RL trainers) or fake-quantized copies (QAT) come on top of
 the estimate: it is a lower bound, good for an OOM claim, not for advice to drop a memory saver (PERF)."""

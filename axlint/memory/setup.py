@@ -62,6 +62,7 @@ class TrainSetup:
     num_labels: int = 0              # the score head's outputs when head != "lm"
     pair_factor: int = 1             # sequences per sample in one forward: 2 for a preference pair (RewardTrainer)
     context_parallel: int = 1        # context_parallel_size: the GPUs one sequence is split over
+    mlp_tiles: int = 1               # tiled_mlp: the sequence tiles the MLP runs in (1: not tiled)
     assumptions: tuple[str, ...] = ()
 
     @property
@@ -77,6 +78,17 @@ class TrainSetup:
 
     def with_changes(self, **changes: Any) -> "TrainSetup":
         return replace(self, **changes)
+
+
+TILED_MLP_TOKENS_PER_TILE = 32768
+"""Axolotl's default tile: ~32K tokens of a sequence (monkeypatch/tiled_mlp/patch.py, ``target_tokens_per_shard``)."""
+
+
+def mlp_tiles(facts: RunFacts, local_sequence_len: int) -> int:
+    """The tiles Axolotl's tiled MLP cuts a sequence into: ``tiled_mlp_num_shards``, else
+    ceil(local sequence length / 32768) (the sequence a GPU holds under context parallelism) (Axolotl 0.18
+    monkeypatch/tiled_mlp/patch.py ``tiled_mlp_forward``)."""
+    return max(1, facts.mlp_tiles or -(-local_sequence_len // TILED_MLP_TOKENS_PER_TILE))
 
 
 def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
@@ -105,6 +117,10 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
     if cp > 1:
         notes.append(f"context_parallel_size {cp}: each GPU holds 1/{cp} of every sequence; ring attention's "
                      f"exchange of K/V chunks between GPUs is not counted")
+    tiles = mlp_tiles(facts, -(-seq // cp)) if facts.tiled_mlp else 1
+    if facts.tiled_mlp:
+        notes.append(f"tiled_mlp: every MLP runs over {tiles} sequence tile(s) and keeps only its input; backward "
+                     f"recomputes one tile at a time")
     if not packed:
         notes.append(f"no sample_packing / pad_to_sequence_len: every micro batch assumed to reach "
                      f"sequence_len ({pair * mbs}×{seq} tokens, the worst case)")
@@ -140,5 +156,6 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         num_labels=facts.num_labels,
         pair_factor=pair,
         context_parallel=cp,
+        mlp_tiles=tiles,
         assumptions=tuple(notes),
     )
