@@ -61,6 +61,10 @@ class Family:
     ``router_scales``: the router holds a learned h-wide input scale and one scale per expert. ``unsized_when``:
     (key, default) pairs of config.json whose truthy value (the default when the key is absent) leaves the decoder
     one axlint cannot size (Gemma 4's per-layer embeddings and shared kv layers).
+
+    Hybrid decoders (``mixers.py``): ``layer_plan`` names the reader in ``mixers.LAYER_PLANS`` that gives each
+    layer its token mixers (the family's attention, or a ``mixers.MIXERS`` kind) and its MLP (dense, MoE or none);
+    None: every layer is the family's attention and an MLP (MoE where ``Architecture.is_moe_layer`` says).
     """
 
     attention: Attention = "split"
@@ -104,6 +108,7 @@ class Family:
     moe_norm_names: tuple[str, ...] = ()
     router_scales: bool = False
     unsized_when: tuple[tuple[str, Any], ...] = ()
+    layer_plan: str | None = None
 
 
 def flag(value: Flag, config: Mapping[str, Any]) -> bool:

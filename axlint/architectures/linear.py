@@ -1,6 +1,24 @@
-"""Interim home of ``Linear`` until the hybrid core lands (it moves here there); re-exported from model.py."""
+"""``Linear``: one ``nn.Linear`` (or a stack of expert weights) of a decoder layer, the unit every parameter count,
+LoRA target and activation input is built from."""
 from __future__ import annotations
 
-from axlint.architectures.model import Linear
+from dataclasses import dataclass
 
-__all__ = ["Linear"]
+
+@dataclass(frozen=True)
+class Linear:
+    """One ``nn.Linear`` of a decoder layer: ``count`` instances (experts) of ``d_in -> d_out``; ``router``: the
+    MoE router when it is a weight inside a router module (transformers 5), not an ``nn.Linear`` (Llama 4's is one:
+    ``Family.router_linear``)."""
+
+    name: str
+    d_in: int
+    d_out: int
+    bias: bool = False
+    count: int = 1
+    expert: bool = False
+    router: bool = False
+
+    @property
+    def params(self) -> int:
+        return self.count * (self.d_in * self.d_out + (self.d_out if self.bias else 0))

@@ -18,25 +18,8 @@ from typing import Any, Mapping
 
 from axlint.architectures import vision
 from axlint.architectures.families import LEARNED_ACTIVATIONS, Family, family_of, flag
-
-
-@dataclass(frozen=True)
-class Linear:
-    """One ``nn.Linear`` of a decoder layer: ``count`` instances (experts) of ``d_in -> d_out``; ``router``: the
-    MoE router when it is a weight inside a router module (transformers 5), not an ``nn.Linear`` (Llama 4's is one:
-    ``Family.router_linear``)."""
-
-    name: str
-    d_in: int
-    d_out: int
-    bias: bool = False
-    count: int = 1
-    expert: bool = False
-    router: bool = False
-
-    @property
-    def params(self) -> int:
-        return self.count * (self.d_in * self.d_out + (self.d_out if self.bias else 0))
+from axlint.architectures.linear import Linear
+from axlint.architectures.mixers import LAYER_PLANS, MIXERS, LayerPlan, MixerShape
 
 
 @dataclass(frozen=True)
@@ -324,9 +307,10 @@ class Architecture:
     def layer_kv_dim(self, layer: int) -> int:
         return self.layer_kv_heads(layer) * self.layer_head_dim(layer) if self.attention_type(layer) else self.kv_dim
 
-    def layer_kind(self, layer: int) -> tuple[bool, str | None]:
-        """What sets a layer's parameters and activations apart from another's: MoE or dense, attention type."""
-        return self.is_moe_layer(layer), self.attention_type(layer)
+    def layer_kind(self, layer: int) -> tuple[LayerPlan, str | None, tuple[MixerShape, ...]]:
+        """What sets a layer's parameters and activations apart from another's: its plan (mixers, MoE / dense / no
+        MLP), its attention type and the shapes of its other mixers."""
+        return self.layer_plan(layer), self.attention_type(layer), self.mixer_shapes(layer)
 
     @property
     def gated_mlp(self) -> bool:
@@ -357,14 +341,41 @@ class Architecture:
         return self.q_dim if self.is_mla else self.num_kv_heads * self.head_dim
 
     # ---- parameter structure ---------------------------------------------------------------------------
-    def is_moe_layer(self, layer: int) -> bool:
-        """Whether ``layer`` is a MoE layer (``moe_layer_flags``)."""
-        return self.moe_layer_flags[layer] if 0 <= layer < self.num_layers else self._moe_layer(layer)
+    def layer_plan(self, layer: int) -> LayerPlan:
+        """The token mixers and the MLP of ``layer`` (``layer_plans``; past the last layer, the attention + MLP layer
+        of a family without a plan)."""
+        return self.layer_plans[layer] if 0 <= layer < self.num_layers else self._default_plan(layer)
 
     @cached_property
-    def moe_layer_flags(self) -> tuple[bool, ...]:
-        """``_moe_layer`` of every layer, computed once (the estimate asks per layer, many times)."""
-        return tuple(self._moe_layer(i) for i in range(self.num_layers))
+    def layer_plans(self) -> tuple[LayerPlan, ...]:
+        """Every layer's plan, computed once (the estimate asks per layer, many times): the family's
+        ``mixers.LAYER_PLANS`` reader of config.json, else attention + an MLP, MoE where ``_moe_layer`` says."""
+        reader = self.layout.layer_plan
+        if reader:
+            return LAYER_PLANS[reader](self.config, self.num_layers)
+        return tuple(self._default_plan(i) for i in range(self.num_layers))
+
+    def _default_plan(self, layer: int) -> LayerPlan:
+        return LayerPlan(mlp="moe" if self._moe_layer(layer) else "dense")
+
+    def has_attention(self, layer: int) -> bool:
+        """Whether ``layer`` runs the family's softmax attention."""
+        return self.layer_plan(layer).has_attention
+
+    def mixer_shapes(self, layer: int) -> tuple[MixerShape, ...]:
+        """The mixers of ``layer`` other than the family's attention (``mixers.MIXERS``), in module order."""
+        if 0 <= layer < self.num_layers:
+            return self._mixer_shapes[layer]
+        return tuple(MIXERS[m](self.config, layer) for m in self.layer_plan(layer).other_mixers)
+
+    @cached_property
+    def _mixer_shapes(self) -> tuple[tuple[MixerShape, ...], ...]:
+        return tuple(tuple(MIXERS[m](self.config, i) for m in plan.other_mixers)
+                     for i, plan in enumerate(self.layer_plans))
+
+    def is_moe_layer(self, layer: int) -> bool:
+        """Whether ``layer``'s MLP is a MoE block (``layer_plan``)."""
+        return self.layer_plan(layer).mlp == "moe"
 
     def _moe_layer(self, layer: int) -> bool:
         """DeepSeek: ``layer >= first_k_dense_replace and layer % moe_layer_freq == 0``; Qwen-MoE:
@@ -385,6 +396,9 @@ class Architecture:
         return (layer + 1) % int(self.config.get("decoder_sparse_step") or 1) == 0
 
     def attention_linears(self, layer: int = 0) -> tuple[Linear, ...]:
+        """The Linears of the family's attention in ``layer``; none in a layer without it (``layer_plan``)."""
+        if not self.has_attention(layer):
+            return ()
         if not self.layout.layer_type_attention:
             return self._attention_linears
         return self._typed_attention_linears(self.attention_type(layer), self.keys_are_values(layer),
@@ -399,7 +413,15 @@ class Architecture:
         return tuple(out + [Linear(names[3], q, h, o_bias)])
 
     def mlp_linears(self, layer: int) -> tuple[Linear, ...]:
-        return self._moe_linears if self.is_moe_layer(layer) else self._dense_linears
+        """The MLP's Linears (the experts' and router's in a MoE layer); none in a layer without an MLP."""
+        mlp = self.layer_plan(layer).mlp
+        if mlp is None:
+            return ()
+        return self._moe_linears if mlp == "moe" else self._dense_linears
+
+    def mixer_linears(self, layer: int) -> tuple[Linear, ...]:
+        """The Linears of the layer's other mixers (``mixer_shapes``), named relative to their mixer module."""
+        return tuple(lin for shape in self.mixer_shapes(layer) for lin in shape.linears)
 
     @cached_property
     def _attention_linears(self) -> tuple[Linear, ...]:
@@ -459,7 +481,7 @@ class Architecture:
         return tuple(out)
 
     def linears(self, layer: int) -> tuple[Linear, ...]:
-        return self.attention_linears(layer) + self.mlp_linears(layer)
+        return self.attention_linears(layer) + self.mixer_linears(layer) + self.mlp_linears(layer)
 
     @property
     def norm_params(self) -> int:
@@ -473,8 +495,16 @@ class Architecture:
 
     def small_params_per_layer(self, layer: int = 0) -> tuple[int, ...]:
         """Sizes of the individual small tensors of one layer (norm weights, qk-norm, MLA kv norm, attention sinks,
-        a learned activation's scalars, a router's scales), for ZeRO-3 persistence; biases are inside ``Linear``."""
+        a learned activation's scalars, a router's scales, the other mixers' ``others``), for ZeRO-3 persistence;
+        biases are inside ``Linear``."""
         sizes = [self.hidden_size] * (len(self.layer_norm_names(layer)) * self.tensors_per_norm)
+        sizes += [n for shape in self.mixer_shapes(layer) for _, n in shape.others]
+        if self.layer_plan(layer).mlp == "dense":
+            sizes += [1] * len(self.activation_param_names)
+        if self.layout.router_scales and self.is_moe_layer(layer):
+            sizes += [self.hidden_size, self.num_experts]
+        if not self.has_attention(layer):
+            return tuple(sizes)
         if self.qk_norm == "head":
             sizes += [self.layer_head_dim(layer)] * 2
         elif self.qk_norm == "full":
@@ -485,9 +515,6 @@ class Architecture:
                 sizes.append(int(self.config["q_lora_rank"]))  # q_a_layernorm
         if self.layout.attention_sinks:
             sizes.append(self.num_heads)
-        sizes += [1] * len(self.activation_param_names)
-        if self.layout.router_scales and self.is_moe_layer(layer):
-            sizes += [self.hidden_size, self.num_experts]
         return tuple(sizes)
 
     def layer_params(self, layer: int) -> int:

@@ -77,10 +77,20 @@ def attention_bytes(arch: Architecture, setup: TrainSetup, layer: int = 0) -> fl
     return out
 
 
+def mixer_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
+    """The token mixers of a layer: the family's attention (``attention_bytes``) where the layer has it, plus each
+    other mixer's ``saved_per_token`` (``mixers.MixerShape``)."""
+    attention = attention_bytes(arch, setup, layer) if arch.has_attention(layer) else 0.0
+    return attention + sum(shape.saved_per_token for shape in arch.mixer_shapes(layer))
+
+
 def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     """Gated 6I (Liger GLU 4I), plain 2I; MoE: router 4E + per choice 38 + 4I + 2I + 2h, trained experts + 2h + 2I,
-    plus the shared experts as a gated MLP (Qwen2-MoE's sigmoid gate keeps the shared output 2h)."""
+    plus the shared experts as a gated MLP (Qwen2-MoE's sigmoid gate keeps the shared output 2h); 0 in a layer
+    without an MLP."""
     gated = C.MLP_GATED_LIGER if setup.liger_glu else C.MLP_GATED
+    if arch.layer_plan(layer).mlp is None:
+        return 0.0
     if not arch.gated_mlp:
         return C.MLP_PLAIN * arch.dense_intermediate_size
     if not arch.is_moe_layer(layer):
@@ -99,14 +109,18 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
 
 def input_groups(arch: Architecture, layer: int) -> list[tuple[int, tuple[Linear, ...]]]:
     """The Linears of a layer grouped by the tensor they read, with its width: the attention norm output (shared
-    with the MLP in parallel-attention layers), the attention output, the MLP norm output, and one group per other
-    Linear (down projections, MLA's low-rank up projections). Routed experts are in ``mlp_bytes``."""
+    with the MLP in parallel-attention layers; every mixer's Linears of width h read it), the attention output, the
+    MLP norm output, and one group per other Linear (down projections, MLA's low-rank up projections, a mixer's
+    output projection). Routed experts are in ``mlp_bytes``."""
     h = arch.hidden_size
-    attn_in = tuple(lin for lin in arch.attention_linears(layer) if lin.d_in == h and lin.name not in _O_NAMES)
+    attention, shapes = arch.attention_linears(layer), arch.mixer_shapes(layer)
+    attn_in = tuple(lin for lin in attention if lin.d_in == h and lin.name not in _O_NAMES)
+    attn_in += tuple(lin for shape in shapes for lin in shape.input_linears)
     mlp = tuple(lin for lin in arch.mlp_linears(layer) if not lin.expert)
     mlp_in = tuple(lin for lin in mlp if lin.d_in == h)
     groups = [(h, attn_in + mlp_in)] if arch.norms_per_layer == 1 else [(h, attn_in), (h, mlp_in)]
-    groups += [(lin.d_in, (lin,)) for lin in arch.attention_linears(layer) if lin.d_in != h or lin.name in _O_NAMES]
+    groups += [(lin.d_in, (lin,)) for lin in attention if lin.d_in != h or lin.name in _O_NAMES]
+    groups += [(lin.d_in, (lin,)) for shape in shapes for lin in shape.own_linears]
     groups += [(lin.d_in, (lin,)) for lin in mlp if lin.d_in != h]
     return groups
 
@@ -135,13 +149,14 @@ def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tupl
 def layer_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = ()) -> float:
     """A for one decoder layer (module docstring); ``adapted``: the LoRA-adapted Linears of this layer."""
     out = (len(arch.layer_norm_names(layer)) * norm_bytes(arch, setup, arch.hidden_size, base_trains(setup))
-           + attention_bytes(arch, setup, layer) + mlp_bytes(arch, setup, layer)
+           + mixer_bytes(arch, setup, layer) + mlp_bytes(arch, setup, layer)
            + input_bytes(arch, setup, layer, adapted))
     return out * setup.param_bytes / C.BF16
 
 
 def per_layer_bytes_per_token(arch: Architecture, setup: TrainSetup) -> list[float]:
-    """A of every layer; layers of the same kind (dense / MoE) with the same adapters are computed once."""
+    """A of every layer; layers of the same kind (``Architecture.layer_kind``) with the same adapters are computed
+    once."""
     adapted = lora_targets(arch, setup) if setup.adapter else {}
     memo: dict[tuple, float] = {}
     out = []
@@ -183,10 +198,13 @@ def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int, 
 
 
 def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int) -> float:
-    """Gradient temporaries of one layer's backward at its MLP: output grad 2h + gated 6I (plain 4I; MoE per choice
-    6·I_moe + 2h, + the shared experts' 6I)."""
+    """Gradient temporaries of one layer's backward: output grad 2h + at its MLP gated 6I (plain 4I; MoE per choice
+    6·I_moe + 2h, + the shared experts' 6I; none without an MLP) + its other mixers' ``backward_per_token``."""
     h = arch.hidden_size
-    if not arch.gated_mlp:
+    mixers = sum(shape.backward_per_token for shape in arch.mixer_shapes(layer))
+    if arch.layer_plan(layer).mlp is None:
+        mlp = 0.0
+    elif not arch.gated_mlp:
         mlp = C.BACKWARD_MLP_PLAIN * arch.dense_intermediate_size
     elif arch.is_moe_layer(layer):
         mlp = (arch.experts_per_token * (C.BACKWARD_MLP_GATED * arch.moe_intermediate_size + C.BF16 * h)
@@ -195,17 +213,17 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
             mlp += C.BACKWARD_MLP_GATED * arch.dense_intermediate_size
     else:
         mlp = C.BACKWARD_MLP_GATED * arch.dense_intermediate_size
-    return (C.BACKWARD_OUTPUT_GRAD_BYTES * h + mlp) * setup.param_bytes / C.BF16
+    return (C.BACKWARD_OUTPUT_GRAD_BYTES * h + mlp + mixers) * setup.param_bytes / C.BF16
 
 
 def layer_backward_bytes(arch: Architecture, setup: TrainSetup, tokens: int, layers: Sequence[float],
                          recompute: bool) -> float:
     """What backpropagating one layer adds to the stored activations: T·max(temporaries), and with ``recompute``
     (gradient checkpointing, or the layer's own activations at the end of backward) its A from ``layers`` too."""
-    temps: dict[bool, float] = {}  # per layer kind (dense / MoE)
+    temps: dict[tuple, float] = {}  # per layer kind (Architecture.layer_kind)
     peak = 0.0
     for i, a in enumerate(layers):
-        kind = arch.is_moe_layer(i)
+        kind = arch.layer_kind(i)
         if kind not in temps:
             temps[kind] = backward_temp_bytes_per_token(arch, setup, i)
         peak = max(peak, (a if recompute else 0.0) + temps[kind])

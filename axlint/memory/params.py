@@ -23,11 +23,15 @@ class Trainable:
 
 def _layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
     """(HF module path, Linear) of one layer, e.g. ``model.layers.3.self_attn.q_proj``,
-    ``model.layers.3.mlp.experts.w1``, ``gpt_neox.layers.3.attention.query_key_value``."""
+    ``model.layers.3.mlp.experts.w1``, ``gpt_neox.layers.3.attention.query_key_value``,
+    ``model.layers.0.linear_attn.out_proj`` (a hybrid layer's other mixer, ``Architecture.mixer_shapes``)."""
     f = arch.layout
     prefix = f"{arch.decoder_path}.{f.layer_path.format(layer=layer)}"
     for lin in arch.attention_linears(layer):
         yield f"{prefix}.{f.attention_module}.{lin.name}", lin
+    for shape in arch.mixer_shapes(layer):
+        for lin in shape.linears:
+            yield f"{prefix}.{shape.module}.{lin.name}", lin
     for lin in arch.mlp_linears(layer):
         if f.moe_beside_mlp and (lin.expert or lin.router or lin.name == f.router_name):
             # Gemma 4: the router and the experts sit at the layer, beside its dense MLP
@@ -128,7 +132,11 @@ def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
                 yield f"{name}.bias", lin.count * lin.d_out
         layer_prefix = f"{root}.{f.layer_path.format(layer=layer)}"
         attention = f"{layer_prefix}.{f.attention_module}"
-        if arch.qk_norm:
+        for shape in arch.mixer_shapes(layer):
+            for name, numel in shape.others:
+                yield f"{layer_prefix}.{shape.module}.{name}", numel
+        has_attention = arch.has_attention(layer)
+        if arch.qk_norm and has_attention:
             full = arch.qk_norm == "full"
             yield f"{attention}.{f.qk_norm_names[0]}.weight", arch.q_dim if full else arch.layer_head_dim(layer)
             yield f"{attention}.{f.qk_norm_names[1]}.weight", arch.kv_dim if full else arch.layer_head_dim(layer)
@@ -136,9 +144,9 @@ def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
             router = f"{layer_prefix}.{f.router_name.rsplit('.', 1)[0]}"
             yield f"{router}.scale", h
             yield f"{router}.per_expert_scale", arch.num_experts
-        if f.attention_sinks:
+        if f.attention_sinks and has_attention:
             yield f"{attention}.sinks", arch.num_heads
-        for name in arch.activation_param_names:
+        for name in arch.activation_param_names if arch.layer_plan(layer).mlp == "dense" else ():
             yield f"{layer_prefix}.{f.mlp_module}.act_fn.{name}", 1
         for norm in arch.layer_norm_names(layer):
             for tensor in tensors:

@@ -44,10 +44,10 @@ def optimizer_share(s: Sharding) -> float:
 
 def _persistent_params(arch: Architecture, threshold: float) -> int:
     """Σ of the small tensors (norms, qk-norms, biases) with numel ≤ stage3_param_persistence_threshold."""
-    small = sum(n for n in arch.small_params_per_layer() if n <= threshold)
-    biases = sum(lin.d_out * lin.count for lin in arch.linears(arch.num_layers - 1)
+    small = sum(n for layer in range(arch.num_layers) for n in arch.small_params_per_layer(layer) if n <= threshold)
+    biases = sum(lin.d_out * lin.count for layer in range(arch.num_layers) for lin in arch.linears(layer)
                  if lin.bias and lin.d_out <= threshold)
-    return arch.num_layers * (small + biases) + (arch.final_norm_params if arch.final_norm_params <= threshold else 0)
+    return small + biases + (arch.final_norm_params if arch.final_norm_params <= threshold else 0)
 
 
 def buffer_bytes(arch: Architecture, setup: TrainSetup, grad_bytes: float) -> float:
