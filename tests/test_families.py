@@ -19,11 +19,13 @@ SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "n
          "bos_token_id": 1, "eos_token_id": 2}
 UNREAD = {"falcon": ("intermediate_size",), "gpt_neox": ("num_key_value_heads",),
           "gpt2": ("intermediate_size", "num_key_value_heads"), "gptj": ("intermediate_size", "num_key_value_heads"),
-          "mpt": ("intermediate_size", "num_key_value_heads"), "dbrx": ("hidden_size", "intermediate_size", "num_key_value_heads")}
+          "mpt": ("intermediate_size", "num_key_value_heads"), "dbrx": ("hidden_size", "intermediate_size", "num_key_value_heads"),
+          "mamba": ("intermediate_size", "num_attention_heads", "num_key_value_heads", "max_position_embeddings")}
 """Fields of SMALL a family's config.json does not have (Falcon: ffn_hidden_size, 4h by default; GPT-NeoX, GPT-2,
 GPT-J and MPT have no grouped-query attention, GPT-2 / GPT-J an n_inner, 4h by default, MPT a fixed 4h MLP; DBRX
 keeps kv heads and the expert width in attn_config / ffn_config, and its width as d_model: DbrxConfig copies d_model
-into ffn_config before a hidden_size given by name is mapped onto it)."""
+into ffn_config before a hidden_size given by name is mapped onto it; Mamba has no attention, its inner width
+comes from expand)."""
 MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}
 MLA = {"kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16, "n_routed_experts": 4,
        "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32, "first_k_dense_replace": 1,
@@ -39,6 +41,16 @@ attention_k_eq_v (then num_global_key_value_heads, no v_proj), attention_bias an
 GEMMA4_MOE = {"enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32}
 GLM_MOE = {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32,
            "first_k_dense_replace": 1, "head_dim": 16}
+FALCON_H1 = {"mamba_d_ssm": 96, "mamba_n_heads": 4, "mamba_d_state": 16, "mamba_chunk_size": 32}
+NEMOTRON_H = {"head_dim": 16, "mamba_num_heads": 4, "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 16,
+              "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+              "moe_shared_expert_intermediate_size": 48}
+"""Nemotron-H: the variants read the published hybrid_override_pattern and transformers' layers_block_type, flip the
+biases and the LatentMoE projections, and drop the experts."""
+JAMBA = {"num_experts": 4, "num_experts_per_tok": 2, "mamba_d_state": 8, "expert_layer_period": 2,
+         "expert_layer_offset": 1}
+GRANITE_HYBRID = {"num_hidden_layers": 3, "layer_types": ["mamba", "attention", "mamba"], "mamba_n_heads": 4,
+                  "mamba_d_state": 16, "shared_intermediate_size": 48}
 
 CONFIGS: dict[str, list[dict[str, Any]]] = {
     "llama": [{}, {"attention_bias": True, "mlp_bias": True}],
@@ -99,6 +111,29 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
                      "layer_types": ["sliding_attention", "full_attention"]},
                     {**GEMMA4, **GEMMA4_MOE, "num_hidden_layers": 3, "tie_word_embeddings": False,
                      "layer_types": ["full_attention", "sliding_attention", "full_attention"]}],
+    "falcon_h1": [{**FALCON_H1, "head_dim": 16},
+                  {**FALCON_H1, "head_dim": 16, "mamba_d_ssm": None, "mamba_n_heads": 8, "mamba_n_groups": 2,
+                   "mamba_rms_norm": True, "mamba_proj_bias": True, "projectors_bias": True, "attention_bias": True,
+                   "mlp_bias": True, "tie_word_embeddings": True}],
+    "nemotron_h": [{**NEMOTRON_H, "hybrid_override_pattern": "ME*-"},
+                   {**NEMOTRON_H, "layers_block_type": ["mamba", "moe", "attention", "moe"], "moe_latent_size": 16,
+                    "use_bias": True, "mlp_bias": True, "n_groups": 4},
+                   {**NEMOTRON_H, "hybrid_override_pattern": "M*-", "n_routed_experts": 0}],
+    "jamba": [{**JAMBA, "num_hidden_layers": 4, "attn_layer_period": 2, "attn_layer_offset": 1},
+              {**JAMBA, "num_hidden_layers": 3, "num_experts": 1, "mamba_proj_bias": True, "mamba_dt_rank": 6}],
+    "granitemoehybrid": [{**GRANITE_HYBRID, "num_local_experts": 4, "num_experts_per_tok": 2},
+                         {**GRANITE_HYBRID, "num_local_experts": 0, "attention_bias": True, "mamba_n_groups": 2,
+                          "mamba_proj_bias": True}],
+    "lfm2": [{"full_attn_idxs": [1]},
+             {"layer_types": ["conv", "conv", "full_attention"], "num_hidden_layers": 3, "conv_bias": True,
+              "block_ffn_dim_multiplier": 1.5, "block_multiple_of": 32},
+             {"full_attn_idxs": [0], "block_auto_adjust_ff_dim": False, "tie_word_embeddings": False}],
+    "lfm2_moe": [{"layer_types": ["conv", "full_attention", "conv"], "num_hidden_layers": 3, "num_dense_layers": 1,
+                  "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+                 {"layer_types": ["full_attention", "conv"], "num_dense_layers": 0, "num_experts": 8,
+                  "num_experts_per_tok": 2, "moe_intermediate_size": 16, "conv_bias": True}],
+    "mamba": [{"state_size": 8}, {"state_size": 4, "expand": 3, "use_bias": True, "use_conv_bias": False,
+                                  "time_step_rank": 6, "tie_word_embeddings": False}],
     "dbrx": [{"d_model": 64, "attn_config": {"kv_n_heads": 2, "rope_theta": 10000.0}, "ffn_config": DBRX_FFN},
              {"d_model": 64, "attn_config": {"kv_n_heads": 4, "rope_theta": 10000.0},
               "ffn_config": {**DBRX_FFN, "moe_num_experts": 8, "ffn_hidden_size": 48}}],

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from axlint.architectures.linear import Linear
-from axlint.architectures.mixers import LayerPlan, MixerShape
+from axlint.architectures.mixers import ATTENTION, LAYER_PLANS, MIXERS, LayerPlan, MixerShape
 
 BF16 = 2
 FP32 = 4
@@ -276,7 +276,6 @@ def short_conv_mixer(config: Mapping[str, Any], layer: int) -> MixerShape:
 
 
 # ---- layer plans -------------------------------------------------------------------------------------------------
-ATTENTION = "attention"
 _NEMOTRON_PATTERN = {"M": LayerPlan(("mamba2",), None), "*": LayerPlan((ATTENTION,), None),
                      "E": LayerPlan((), "moe"), "-": LayerPlan((), "dense")}
 """models/nemotron_h (5.24): one mixer per block (NemotronHBlock: norm + mixer): hybrid_override_pattern's M
@@ -350,7 +349,10 @@ def mamba_plan(config: Mapping[str, Any], layers: int) -> tuple[LayerPlan, ...]:
 
 
 SSM_MIXERS = {"mamba2": mamba2_mixer, "mamba": mamba1_mixer, "short_conv": short_conv_mixer}
-"""Mixer kind -> builder, registered in ``mixers.MIXERS``."""
+"""Mixer kind -> builder."""
 SSM_PLANS = {"falcon_h1": falcon_h1_plan, "nemotron_h": nemotron_h_plan, "jamba": jamba_plan,
              "granitemoehybrid": granite_plan, "lfm2": lfm2_plan, "lfm2_moe": lfm2_moe_plan, "mamba": mamba_plan}
-"""Layer-plan name -> reader, registered in ``mixers.LAYER_PLANS``."""
+"""Layer-plan name (a ``Family.layer_plan``) -> reader."""
+
+MIXERS.update(SSM_MIXERS)
+LAYER_PLANS.update(SSM_PLANS)
