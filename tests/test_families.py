@@ -190,6 +190,16 @@ def test_gemma4_published_keys_size_the_same_model(fields: dict[str, Any]) -> No
     assert arch.total_params == sum(p.numel() for p in model.parameters())
 
 
+def test_lfm2_published_keys_size_the_same_model() -> None:
+    """A published LFM2 config.json names the MLP width block_ff_dim and the tie tie_embedding, which Lfm2Config
+    reads as intermediate_size and tie_word_embeddings (the published keys win)."""
+    published = {**SMALL, "model_type": "lfm2", "full_attn_idxs": [1], "block_ff_dim": 96, "tie_embedding": False}
+    model = _meta_model(_hf_config("lfm2", {k: v for k, v in published.items() if k != "model_type"}))
+    arch = Architecture.from_config("test/model", "model-config", published)
+    assert arch.intermediate_size == 96 and not arch.tie_word_embeddings
+    assert arch.total_params == sum(p.numel() for p in model.parameters())
+
+
 def test_gemma4_per_layer_embeddings_and_shared_kv_are_unsized() -> None:
     """The E2B / E4B layout (per-layer input embeddings, kv-shared layers) is not laid out: no row, verdict unknown;
     hidden_size_per_layer_input absent means Gemma4TextConfig's default 256, so also unsized."""

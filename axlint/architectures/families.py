@@ -72,6 +72,9 @@ class Family:
     through a latent width: ``fc1_latent_proj`` h -> latent before them, ``fc2_latent_proj`` latent -> h after,
     the experts latent-wide (Nemotron-H's LatentMoE). ``ff_dim_adjust_key``: a config.json key (default on) that
     makes the dense MLP int(2I/3)·block_ffn_dim_multiplier wide, rounded up to block_multiple_of (LFM2).
+    ``config_aliases``: (published key, the key the family's config class stores it as) pairs, the published one
+    winning when config.json has it (Lfm2Config: block_ff_dim is intermediate_size, tie_embedding is
+    tie_word_embeddings).
     """
 
     attention: Attention = "split"
@@ -120,6 +123,7 @@ class Family:
     shared_width_key: str | None = None
     moe_latent_key: str | None = None
     ff_dim_adjust_key: str | None = None
+    config_aliases: tuple[tuple[str, str], ...] = ()
 
 
 def flag(value: Flag, config: Mapping[str, Any]) -> bool:
@@ -139,6 +143,7 @@ _COHERE = Family(norm="layernorm_nobias", norm_names=NORM_NAMES[:1], tied_defaul
 _MLA = Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False))
 _FUSED_QKV = ("query_key_value", "dense")
 _UP_DOWN = ("up_proj", "down_proj")
+_LFM2_ALIASES = (("block_ff_dim", "intermediate_size"), ("tie_embedding", "tie_word_embeddings"))
 _GLM_4_NORMS = ("input_layernorm", "post_attention_layernorm", "post_self_attn_layernorm", "post_mlp_layernorm")
 
 FAMILIES: dict[str, Family] = {
@@ -309,14 +314,15 @@ FAMILIES: dict[str, Family] = {
                    qk_norm_names=("q_layernorm", "k_layernorm"), mlp_module="feed_forward",
                    mlp_names=("w1", "w3", "w2"), norm_names=("operator_norm", "ffn_norm"),
                    final_norm_name="embedding_norm", tied_default=True, ff_dim_adjust_key="block_auto_adjust_ff_dim",
-                   layer_plan="lfm2"),
+                   config_aliases=_LFM2_ALIASES, layer_plan="lfm2"),
     # models/lfm2_moe Lfm2MoeDecoderLayer: LFM2's layer; the first num_dense_layers MLPs dense (intermediate_size,
     # not adjusted), then Lfm2MoeSparseMoeBlock (router "gate", experts moe_intermediate_size wide; its
     # expert_bias is a buffer).
     "lfm2_moe": Family(attention_names=("q_proj", "k_proj", "v_proj", "out_proj"), qk_norm="head",
                        qk_norm_names=("q_layernorm", "k_layernorm"), mlp_module="feed_forward",
                        mlp_names=("w1", "w3", "w2"), norm_names=("operator_norm", "ffn_norm"),
-                       final_norm_name="embedding_norm", tied_default=True, layer_plan="lfm2_moe"),
+                       final_norm_name="embedding_norm", tied_default=True, config_aliases=_LFM2_ALIASES,
+                       layer_plan="lfm2_moe"),
     # models/mamba MambaBlock: a norm and the Mamba-1 "mixer", nothing else; backbone.embeddings, backbone.norm_f,
     # the output tied by default.
     "mamba": Family(norm_names=("norm",), root="backbone", embed_name="embeddings", final_norm_name="norm_f",

@@ -61,11 +61,15 @@ class Architecture:
     def from_config(cls, model_id: str, source: str, config: Mapping[str, Any],
                     published_parameters: int | None = None) -> "Architecture":
         """Build from a full config.json; a multimodal model's decoder config (its ``text_config``, or the top-level
-        fields of a flat Qwen2-VL config: ``vision.decoder_config``) becomes the decoder config, and its vision tower
-        and projector (``vision.Vision``) the ``extra_parameters``."""
+        fields of a flat Qwen2-VL config: ``vision.decoder_config``) becomes the decoder config, with the family's
+        ``config_aliases`` read as its config class reads them, and its vision tower and projector
+        (``vision.Vision``) the ``extra_parameters``."""
         model_type = str(config.get("model_type", "llama"))
         decoder = vision.decoder_config(config)
         family = family_of(str(decoder.get("model_type", model_type)))
+        for published, stored in family.config_aliases if family else ():
+            if decoder.get(published) is not None:
+                decoder[stored] = decoder[published]
         decoder.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", family and family.tied_default))
         tower = vision.vision_of(config, int(decoder.get("hidden_size") or 0))
         extra = tower.params if tower else 0
