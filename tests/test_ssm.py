@@ -4,11 +4,14 @@ parameter names and sizes must be the ones the builder writes out; each plan rea
 mixers and the MLP the real model builds. The activation formulas are checked on small configs by hand."""
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from axlint.architectures import ssm
+from axlint.lint import LintOptions, lint_text
+from axlint.packs import load_rules, select_rules
 from axlint.architectures.mixers import MixerShape
 
 torch = pytest.importorskip("torch")
@@ -168,3 +171,11 @@ def test_short_conv_activations_by_hand() -> None:
     shape = ssm.short_conv_mixer({"model_type": "lfm2", "hidden_size": 64}, 3)
     assert shape.saved_per_token == 640 and shape.backward_per_token == 640
     assert shape.inner_linears == ("out_proj",)
+
+
+def test_eager_attention_check_passes_a_decoder_without_attention() -> None:
+    """AX108 sizes eager attention by the heads of the model; a Mamba decoder has none (no num_attention_heads),
+    so it has nothing to report and must not fail (AX999)."""
+    config = "base_model: state-spaces/mamba-2.8b\nsequence_len: 16384\nattn_implementation: eager\n"
+    rules = select_rules(load_rules(), ["AX108", "AX999"])
+    assert lint_text(Path("c.yml"), config, LintOptions(rules)).diagnostics == []
