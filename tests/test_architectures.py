@@ -313,3 +313,24 @@ def test_hybrid_entries_layer_plans():
     assert lfm2.dense_intermediate_size == 4608 and lfm2.tie_word_embeddings
     mamba = resolve_architecture("state-spaces/mamba-2.8b-hf")
     assert {(p.mixers, p.mlp) for p in mamba.layer_plans} == {(("mamba",), None)}
+@pytest.mark.parametrize("model_id, total, active", [
+    ("Qwen/Qwen3.5-4B", 4_539_265_536, 4_539_265_536),
+    ("Qwen/Qwen3.5-9B", 9_409_813_744, 9_409_813_744),
+    ("Qwen/Qwen3.5-27B", 27_356_728_560, 27_356_728_560),
+    ("Qwen/Qwen3.5-35B-A3B", 35_107_181_936, 3_901_560_176),
+    ("Qwen/Qwen3.5-122B-A10B", 122_562_817_776, 10_222_579_440),
+    ("Qwen/Qwen3-Next-80B-A3B-Instruct", 79_674_391_296, 3_874_929_408),
+])
+def test_gated_deltanet_hybrid_totals(model_id, total, active):
+    """Computed from the catalog's config.json values (no exact total is published: the model cards say 4B, 9B, 27B,
+    35B / 3B active, 122B / 10B active, 80B / 3B active, which these round to); the Qwen3.5 totals hold the vision
+    tower and merger, none holds the multi-token-prediction layer that transformers does not build."""
+    arch = resolve_architecture(model_id)
+    assert arch.unsized_decoder is None and arch.unsized_vision is None
+    assert (arch.total_params, arch.active_params) == (total, active)
+
+
+def test_qwen3_5_base_and_next_aliases_resolve():
+    assert catalog_lookup("Qwen/Qwen3.5-35B-A3B-Base")["id"] == "Qwen/Qwen3.5-35B-A3B"
+    assert resolve_architecture("Qwen/Qwen3.5-27B").layers_params[3] != resolve_architecture(
+        "Qwen/Qwen3.5-27B").layers_params[0]  # full-attention layer 3 and Gated DeltaNet layer 0 differ

@@ -39,6 +39,11 @@ GEMMA4 = {"head_dim": 16, "global_head_dim": 32, "hidden_size_per_layer_input": 
 """Gemma 4 without per-layer embeddings (the 26B-A4B and 31B): full-attention layers 32-wide heads; the variants flip
 attention_k_eq_v (then num_global_key_value_heads, no v_proj), attention_bias and the MoE block beside the MLP."""
 GEMMA4_MOE = {"enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32}
+GDN = {"num_hidden_layers": 4, "head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
+       "linear_key_head_dim": 8, "linear_value_head_dim": 16, "linear_conv_kernel_dim": 3}
+"""Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5): four layers, by default three linear-attention layers and one gated
+full-attention layer (full_attention_interval 4); twice as many value heads as key heads, as the published models."""
+QWEN_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48}
 GLM_MOE = {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32,
            "first_k_dense_replace": 1, "head_dim": 16}
 FALCON_H1 = {"mamba_d_ssm": 96, "mamba_n_heads": 4, "mamba_d_state": 16, "mamba_chunk_size": 32}
@@ -134,6 +139,12 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
                   "num_experts_per_tok": 2, "moe_intermediate_size": 16, "conv_bias": True}],
     "mamba": [{"state_size": 8}, {"state_size": 4, "expand": 3, "use_bias": True, "use_conv_bias": False,
                                   "time_step_rank": 6, "tie_word_embeddings": False}],
+    "qwen3_next": [{**GDN, **QWEN_MOE}, {**GDN, "num_experts": 0, "attention_bias": True},
+                   {**GDN, **QWEN_MOE, "decoder_sparse_step": 2, "mlp_only_layers": [3],
+                    "layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention"]}],
+    "qwen3_5_text": [{**GDN}, {**GDN, "tie_word_embeddings": True, "layer_types": ["full_attention",
+                                                                                 "linear_attention"] * 2}],
+    "qwen3_5_moe_text": [{**GDN, **QWEN_MOE}],
     "dbrx": [{"d_model": 64, "attn_config": {"kv_n_heads": 2, "rope_theta": 10000.0}, "ffn_config": DBRX_FFN},
              {"d_model": 64, "attn_config": {"kv_n_heads": 4, "rope_theta": 10000.0},
               "ffn_config": {**DBRX_FFN, "moe_num_experts": 8, "ffn_hidden_size": 48}}],

@@ -81,3 +81,39 @@ def test_activations_follow_the_plan(toy: Architecture) -> None:
     assert activations.layer_bytes_per_token(toy, setup, 1) == layer1
     assert activations.backward_temp_bytes_per_token(toy, setup, 0) == 2 * H + 20 * H
     assert activations.backward_temp_bytes_per_token(toy, setup, 1) == 2 * H + 6 * I
+
+
+SMALL_GDN = {"model_type": "qwen3_5_text", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 256,
+             "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 16,
+             "linear_value_head_dim": 16, "linear_conv_kernel_dim": 4}
+"""Hk = 2, Hv = 4, dk = dv = 16: K = 32, Vd = 64, C = 2K + Vd = 128."""
+
+
+def test_gated_deltanet_activation_formula_by_hand() -> None:
+    """saved 8K + 18Vd + 8Hk + 146Hv = 256 + 1152 + 16 + 584 = 2008 bytes per token;
+    backward Hv·dk·dv/16 + 4Hv·dk + 18Vd + 6K + 2C = 64 + 256 + 1152 + 192 + 256 = 1920;
+    when the norm's weight trains 2Vd = 128 more."""
+    shape = mixers.MIXERS["gated_deltanet_split"](SMALL_GDN, 0)
+    assert shape.saved_per_token == 2008
+    assert shape.backward_per_token == 1920
+    assert shape.trained_per_token == 128
+    assert [lin.name for lin in shape.input_linears] == ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"]
+    assert [(lin.d_in, lin.d_out) for lin in shape.own_linears] == [(64, 64)]
+
+
+def test_gated_deltanet_layers_and_the_estimate_note() -> None:
+    """Layers 0-2 are Gated DeltaNet, layer 3 full attention (full_attention_interval 4); a full fine-tune keeps the
+    mixer's saved + trained bytes in mixer_bytes, and the estimate says which kernels it assumes."""
+    arch = Architecture.from_config("t/qwen3.5", "model-config", SMALL_GDN)
+    assert [arch.has_attention(i) for i in range(4)] == [False, False, False, True]
+    setup = _setup(arch)
+    assert activations.mixer_bytes(arch, setup, 0) == 2008 + 128
+    assert activations.mixer_bytes(arch, _setup(arch, adapter="lora", lora_r=8, lora_target_linear=True), 0) == 2008
+    assert arch.mixer_kinds == ("gated_deltanet_split",)
+    from axlint.memory import estimate_memory
+    hw = parse_hardware("1xH100")
+    run = {"base_model": "t/qwen3.5", "sequence_len": 512, "micro_batch_size": 1, "bf16": True,
+           "flash_attention": True, "sample_packing": True}
+    notes = estimate_memory(facts(run, None, arch, hw), arch, hw).assumptions
+    assert mixers.GATED_DELTANET_PATH in notes

@@ -26,6 +26,12 @@ LLAMA4_TEXT = {**TEXT, "model_type": "llama4_text", "intermediate_size": 32, "in
 LLAMA4_VISION = {"model_type": "llama4_vision_model", "vision_output_dim": 40, "projector_input_dim": 24,
                  "projector_output_dim": 40, "pixel_shuffle_ratio": 0.5}
 
+QWEN3_5_TEXT = {**TEXT, "layer_types": ["full_attention", "linear_attention"], "linear_num_key_heads": 2,
+                "linear_num_value_heads": 4, "linear_key_head_dim": 8, "linear_value_head_dim": 16}
+"""A Qwen3.5 decoder whose first layer is full attention (the module paths checked below), the second Gated DeltaNet."""
+QWEN3_5_VISION = {"model_type": "qwen3_5_vision", "depth": 2, "hidden_size": 32, "intermediate_size": 48,
+                  "num_heads": 2, "patch_size": 8, "out_hidden_size": 64, "num_position_embeddings": 16}
+
 CASES: dict[str, list[dict[str, Any]]] = {
     "gemma3": [dict(text_config={**TEXT, "model_type": "gemma3_text"}, mm_tokens_per_image=4,
                     vision_config={**VIT, "model_type": "siglip_vision_model", "vision_use_head": False}),
@@ -53,6 +59,13 @@ CASES: dict[str, list[dict[str, Any]]] = {
                dict(text_config={**LLAMA4_TEXT, "interleave_moe_layer_step": 2},
                     vision_config={**VIT, **LLAMA4_VISION, "patch_size": 16, "projector_input_dim": 20,
                                    "projector_output_dim": 36, "vision_output_dim": 36})],
+    "qwen3_5": [dict(text_config={**QWEN3_5_TEXT, "model_type": "qwen3_5_text"}, vision_config=QWEN3_5_VISION),
+                dict(text_config={**QWEN3_5_TEXT, "model_type": "qwen3_5_text"},
+                     vision_config={**QWEN3_5_VISION, "spatial_merge_size": 1, "num_position_embeddings": 9})],
+    "qwen3_5_moe": [dict(text_config={**QWEN3_5_TEXT, "model_type": "qwen3_5_moe_text", "num_experts": 4,
+                                      "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                                      "shared_expert_intermediate_size": 48},
+                         vision_config={**QWEN3_5_VISION, "model_type": "qwen3_5_moe_vision"})],
 }
 """Per multimodal model_type: tiny configs, one model each (the variants flip what a row reads)."""
 

@@ -75,6 +75,8 @@ class Family:
     ``config_aliases``: (published key, the key the family's config class stores it as) pairs, the published one
     winning when config.json has it (Lfm2Config: block_ff_dim is intermediate_size, tie_embedding is
     tie_word_embeddings).
+    ``attention_gate``: the attention's first projection is twice the query's width, the query and an output gate
+    (the attention output times sigmoid(gate) is the input of the output projection).
     """
 
     attention: Attention = "split"
@@ -124,6 +126,7 @@ class Family:
     moe_latent_key: str | None = None
     ff_dim_adjust_key: str | None = None
     config_aliases: tuple[tuple[str, str], ...] = ()
+    attention_gate: bool = False
 
 
 def flag(value: Flag, config: Mapping[str, Any]) -> bool:
@@ -144,6 +147,8 @@ _MLA = Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("atte
 _FUSED_QKV = ("query_key_value", "dense")
 _UP_DOWN = ("up_proj", "down_proj")
 _LFM2_ALIASES = (("block_ff_dim", "intermediate_size"), ("tie_embedding", "tie_word_embeddings"))
+_QWEN3_5 = Family(qk_norm="head", norm="gemma_rmsnorm", attention_gate=True, layer_plan="qwen3_5",
+                  shared_expert_name="shared_expert")
 _GLM_4_NORMS = ("input_layernorm", "post_attention_layernorm", "post_self_attn_layernorm", "post_mlp_layernorm")
 
 FAMILIES: dict[str, Family] = {
@@ -327,6 +332,19 @@ FAMILIES: dict[str, Family] = {
     # the output tied by default.
     "mamba": Family(norm_names=("norm",), root="backbone", embed_name="embeddings", final_norm_name="norm_f",
                     tied_default=True, layer_plan="mamba"),
+    # models/qwen3_next/modeling_qwen3_next.py (transformers 5.24): layer_types' "linear_attention" layers run a
+    # Gated DeltaNet at linear_attn (mixers.gated_deltanet_fused), the "full_attention" ones a gated attention
+    # (q_proj 2 x heads x head_dim: query and output gate; q/k/v/o biased by attention_bias; q_norm / k_norm over
+    # head_dim); norms of weight w applied as (1 + w) in fp32, Gemma's; Qwen-MoE experts with one shared_expert and
+    # its sigmoid shared_expert_gate.
+    "qwen3_next": Family(qk_norm="head", norm="gemma_rmsnorm", attention_gate=True, layer_plan="qwen3_next",
+                         shared_expert_name="shared_expert"),
+    # models/qwen3_5/modeling_qwen3_5.py and models/qwen3_5_moe/modeling_qwen3_5_moe.py (transformers 5.24): Qwen3-Next's
+    # layer with the Gated DeltaNet's in-projections split (mixers.gated_deltanet_split); the dense model's MLP in
+    # every layer, the MoE model's sparse block in every layer. The decoder is the text_config of the multimodal
+    # Qwen3_5(Moe)ForConditionalGeneration (vision.py: the qwen3_5 tower and merger).
+    "qwen3_5_text": _QWEN3_5,
+    "qwen3_5_moe_text": _QWEN3_5,
 }
 """``model_type`` -> layout. A new family whose layer is built from these parts is one row here."""
 

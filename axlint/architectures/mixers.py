@@ -48,7 +48,8 @@ class MixerShape:
     Linears (those are counted once per input tensor by ``memory.activations.input_groups``, by ``d_in``);
     ``backward_per_token``, the gradient temporaries of its backward beyond what is saved. ``inner_linears``: the
     names of its Linears that read a tensor the mixer computes (its output projection); the others read the layer's
-    normed input."""
+    normed input. ``trained_per_token``: what it keeps more when the base weights train (a norm's input to its
+    weight's gradient)."""
 
     module: str
     linears: tuple[Linear, ...]
@@ -56,6 +57,7 @@ class MixerShape:
     saved_per_token: float = 0.0
     backward_per_token: float = 0.0
     inner_linears: tuple[str, ...] = ()
+    trained_per_token: float = 0.0
 
     @property
     def params(self) -> int:
@@ -83,3 +85,161 @@ MIXERS: dict[str, MixerBuilder] = {}
 
 LAYER_PLANS: dict[str, PlanReader] = {}
 """Name a ``Family`` row gives in ``layer_plan`` -> its reader of config.json."""
+
+MIXER_NOTES: dict[str, str] = {}
+"""Mixer kind -> the estimate's note on what its activation formula assumes (the kernels it models)."""
+
+
+# ---- Gated DeltaNet (Qwen3-Next, Qwen3.5) ---------------------------------------------------------------------------
+FLA_CHUNK = 64
+"""Chunk length of flash-linear-attention's chunked gated delta rule (``chunk_size=64``)."""
+
+GATED_DELTANET_PATH = ("Gated DeltaNet layers: the activations of flash-linear-attention's chunk_gated_delta_rule and "
+                       "causal-conv1d's kernel, which transformers runs when both are installed (Axolotl's Qwen3-Next "
+                       "example says they are needed); without them the PyTorch fallback keeps more")
+"""The estimate's note for a model with Gated DeltaNet layers: the kernel path the activation formula models."""
+
+
+@dataclass(frozen=True)
+class DeltaNetSizes:
+    """The sizes of a Gated DeltaNet layer from config.json (defaults: transformers 5.24 ``Qwen3NextConfig`` /
+    ``Qwen3_5TextConfig``): ``key_heads`` Hk and ``value_heads`` Hv of ``key_dim`` dk / ``value_dim`` dv, the causal
+    convolution's ``kernel`` width."""
+
+    hidden: int
+    key_heads: int
+    value_heads: int
+    key_head_dim: int
+    value_head_dim: int
+    kernel: int
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any]) -> "DeltaNetSizes":
+        def get(key: str, default: int) -> int:
+            return int(config.get(key) or default)
+        return cls(int(config["hidden_size"]), get("linear_num_key_heads", 16), get("linear_num_value_heads", 32),
+                   get("linear_key_head_dim", 128), get("linear_value_head_dim", 128),
+                   get("linear_conv_kernel_dim", 4))
+
+    @property
+    def keys(self) -> int:
+        """K = Hk·dk, the width of q and of k."""
+        return self.key_heads * self.key_head_dim
+
+    @property
+    def values(self) -> int:
+        """Vd = Hv·dv, the width of v, of the output gate z and of the core output."""
+        return self.value_heads * self.value_head_dim
+
+    @property
+    def conv(self) -> int:
+        """C = 2K + Vd: the channels of the causal convolution (q, k and v)."""
+        return 2 * self.keys + self.values
+
+
+def gated_deltanet_saved(s: DeltaNetSizes) -> float:
+    """Bytes per token a Gated DeltaNet layer keeps for backward beyond its Linears' inputs, on the kernel path
+    (``GATED_DELTANET_PATH``): 8K + 18Vd + 8Hk + 146Hv, the sum of
+
+    - causal-conv1d (Dao-AILab/causal-conv1d ``causal_conv1d_interface.py``, ``CausalConv1dFn.forward`` saves x):
+      the convolution's input, the in-projection's q|k|v output, 2C = 4K + 2Vd;
+    - flash-linear-attention (fla-org/flash-linear-attention ``fla/ops/gated_delta_rule/chunk.py``,
+      ``ChunkGatedDeltaRuleFunction.forward`` saves q, q_rstd, k, k_rstd, v, g, beta, A): the l2-normalised q and k
+      2K each, their fp32 rstd 4Hk each, v 2Vd, the chunk-local cumsum of g in fp32 4Hv, beta 2Hv (the sigmoid's
+      own saved output), the bf16 WY matrix A of ``FLA_CHUNK`` columns per value head 128Hv;
+    - the decay g = -exp(A_log)·softplus(a + dt_bias) in PyTorch (transformers 5.24
+      ``Qwen3_5GatedDeltaNet.forward``): softplus' fp32 input and output 4Hv each;
+    - the gated RMSNorm in PyTorch (``Qwen3_5RMSNormGated``, not replaced by a kernel): the fp32 core output 4Vd
+      (pow and the rsqrt product), its fp32 rsqrt 4Hv, the weighted bf16 norm 2Vd and the fp32 silu(z) 4Vd (the
+      gate product), the fp32 z 4Vd (silu); its normalised bf16 input to the weight, 2Vd, only when the weight
+      trains (``gated_deltanet_trained``).
+
+    K = Hk·dk, Vd = Hv·dv, C = 2K + Vd (``DeltaNetSizes``)."""
+    k, v, hk, hv = s.keys, s.values, s.key_heads, s.value_heads
+    conv = 2 * s.conv
+    fla = 2 * k + 2 * k + 4 * hk + 4 * hk + 2 * v + 4 * hv + 2 * hv + 2 * FLA_CHUNK * hv
+    decay = 4 * hv + 4 * hv
+    gated_norm = 4 * v + 4 * hv + 2 * v + 4 * v + 4 * v
+    return float(conv + fla + decay + gated_norm)
+
+
+def gated_deltanet_trained(s: DeltaNetSizes) -> float:
+    """Bytes per token more when the gated RMSNorm's weight trains: its bf16 normalised input, 2Vd."""
+    return float(2 * s.values)
+
+
+def gated_deltanet_backward(s: DeltaNetSizes) -> float:
+    """Gradient temporaries per token of a Gated DeltaNet layer's backward, the tensors fla's
+    ``chunk_gated_delta_rule_bwd`` allocates and holds until it returns, with the gated RMSNorm's fp32 gradients and
+    the convolution's input gradient: Hv·dk·dv/16 + 4Hv·dk + 18Vd + 6K + 2C. That is: the chunk states h and their
+    gradient dh, bf16 [Hv, dk, dv] per ``FLA_CHUNK`` tokens (``k.new_empty(B, NT, H, K, V)``) 2·2·Hv·dk·dv/64; the
+    recomputed w and its gradient dw 2Hv·dk each; u, v_new and three value gradients 2Vd each; dq, dk and dk2 2K
+    each; the norm's fp32 gradients of x and of the gate 8Vd; the convolution's dx 2C."""
+    states = s.value_heads * s.key_head_dim * s.value_head_dim * 4 // FLA_CHUNK
+    return float(states + 4 * s.value_heads * s.key_head_dim + 10 * s.values + 6 * s.keys + 8 * s.values
+                 + 2 * s.conv)
+
+
+def _gated_deltanet(config: Mapping[str, Any], projections: tuple[Linear, ...]) -> MixerShape:
+    """A Gated DeltaNet layer at ``linear_attn`` with its in-projections ``projections``: the depthwise causal
+    convolution ``conv1d`` (C x 1 x kernel, no bias), ``dt_bias`` and ``A_log`` (Hv each), the gated RMSNorm
+    ``norm`` (dv) and ``out_proj`` (Vd -> h, no bias)."""
+    s = DeltaNetSizes.read(config)
+    others = (("conv1d.weight", s.conv * s.kernel), ("dt_bias", s.value_heads), ("A_log", s.value_heads),
+              ("norm.weight", s.value_head_dim))
+    return MixerShape("linear_attn", projections + (Linear("out_proj", s.values, s.hidden),), others,
+                      gated_deltanet_saved(s), gated_deltanet_backward(s), inner_linears=("out_proj",),
+                      trained_per_token=gated_deltanet_trained(s))
+
+
+def gated_deltanet_fused(config: Mapping[str, Any], layer: int) -> MixerShape:
+    """Qwen3-Next (transformers 5.24 ``models/qwen3_next/modeling_qwen3_next.py``, ``Qwen3NextGatedDeltaNet``): two
+    in-projections, ``in_proj_qkvz`` (h -> 2K + 2Vd) and ``in_proj_ba`` (h -> 2Hv), no biases."""
+    s = DeltaNetSizes.read(config)
+    return _gated_deltanet(config, (Linear("in_proj_qkvz", s.hidden, 2 * s.keys + 2 * s.values),
+                                    Linear("in_proj_ba", s.hidden, 2 * s.value_heads)))
+
+
+def gated_deltanet_split(config: Mapping[str, Any], layer: int) -> MixerShape:
+    """Qwen3.5 (transformers 5.24 ``models/qwen3_5/modeling_qwen3_5.py`` ``Qwen3_5GatedDeltaNet``, and the same
+    layer in ``models/qwen3_5_moe``): four in-projections, ``in_proj_qkv`` (h -> C), ``in_proj_z`` (h -> Vd),
+    ``in_proj_b`` and ``in_proj_a`` (h -> Hv each), no biases."""
+    s = DeltaNetSizes.read(config)
+    return _gated_deltanet(config, (Linear("in_proj_qkv", s.hidden, s.conv), Linear("in_proj_z", s.hidden, s.values),
+                                    Linear("in_proj_b", s.hidden, s.value_heads),
+                                    Linear("in_proj_a", s.hidden, s.value_heads)))
+
+
+def qwen_sparse_layer(config: Mapping[str, Any], layer: int) -> bool:
+    """The Qwen-MoE rule (transformers 5.24 ``Qwen3NextDecoderLayer``): a MoE block when config.json has experts,
+    ``layer`` is not in ``mlp_only_layers`` and ``(layer + 1) % decoder_sparse_step == 0``."""
+    return (bool(config.get("num_experts")) and layer not in (config.get("mlp_only_layers") or [])
+            and (layer + 1) % int(config.get("decoder_sparse_step") or 1) == 0)
+
+
+def _layer_types(config: Mapping[str, Any], layers: int) -> list[str]:
+    """config.json's ``layer_types``; without it the config classes' default: every ``full_attention_interval``-th
+    layer (default 4) full attention, the others linear attention."""
+    types = config.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        return [str(t) for t in types]
+    interval = int(config.get("full_attention_interval") or 4)
+    return ["linear_attention" if (i + 1) % interval else "full_attention" for i in range(layers)]
+
+
+def _qwen_hybrid_plan(mixer: str) -> PlanReader:
+    """The plan of a Qwen hybrid decoder whose linear-attention layers run ``mixer``: "linear_attention" layers
+    that mixer, "full_attention" layers the family's attention; every layer an MLP, MoE by ``qwen_sparse_layer``
+    (Qwen3.5-MoE's configs name experts and neither key, so every layer is MoE, as ``Qwen3_5MoeDecoderLayer``
+    builds it; a Qwen3.5 dense config names no experts)."""
+    def plan(config: Mapping[str, Any], layers: int) -> tuple[LayerPlan, ...]:
+        return tuple(LayerPlan((mixer if kind == "linear_attention" else ATTENTION,),
+                               "moe" if qwen_sparse_layer(config, i) else "dense")
+                     for i, kind in enumerate(_layer_types(config, layers)))
+    return plan
+
+
+MIXER_NOTES.update({"gated_deltanet": GATED_DELTANET_PATH, "gated_deltanet_split": GATED_DELTANET_PATH})
+MIXERS.update({"gated_deltanet": gated_deltanet_fused, "gated_deltanet_split": gated_deltanet_split})
+LAYER_PLANS.update({"qwen3_next": _qwen_hybrid_plan("gated_deltanet"),
+                    "qwen3_5": _qwen_hybrid_plan("gated_deltanet_split")})

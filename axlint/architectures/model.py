@@ -332,6 +332,12 @@ class Architecture:
         return self.layer_plan(layer), self.attention_type(layer), self.mixer_shapes(layer)
 
     @property
+    def query_factor(self) -> int:
+        """The query projection's width over the query's: 2 where it also makes the output gate
+        (``Family.attention_gate``), else 1."""
+        return 2 if self.layout.attention_gate else 1
+
+    @property
     def gated_mlp(self) -> bool:
         return self.layout.mlp != "plain"
 
@@ -392,6 +398,11 @@ class Architecture:
         return tuple(tuple(MIXERS[m](self.config, i) for m in plan.other_mixers)
                      for i, plan in enumerate(self.layer_plans))
 
+    @cached_property
+    def mixer_kinds(self) -> tuple[str, ...]:
+        """The ``mixers.MIXERS`` kinds that some layer runs, sorted."""
+        return tuple(sorted({m for plan in self.layer_plans for m in plan.other_mixers}))
+
     def is_moe_layer(self, layer: int) -> bool:
         """Whether ``layer``'s MLP is a MoE block (``layer_plan``)."""
         return self.layer_plan(layer).mlp == "moe"
@@ -426,7 +437,7 @@ class Architecture:
     def _typed_attention_linears(self, kind: str | None, k_eq_v: bool, q: int, kv: int) -> tuple[Linear, ...]:
         h, names = self.hidden_size, self.layout.attention_names
         qkv_bias, o_bias = flag(self.layout.qkv_bias, self.config), flag(self.layout.o_bias, self.config)
-        out = [Linear(names[0], h, q, qkv_bias), Linear(names[1], h, kv, qkv_bias)]
+        out = [Linear(names[0], h, q * self.query_factor, qkv_bias), Linear(names[1], h, kv, qkv_bias)]
         if not k_eq_v:
             out.append(Linear(names[2], h, kv, qkv_bias))
         return tuple(out + [Linear(names[3], q, h, o_bias)])
@@ -463,8 +474,8 @@ class Architecture:
         if f.attention == "fused_qkv":
             return (Linear(f.attention_names[0], h, q + 2 * kv, qkv_bias), Linear(f.attention_names[1], q, h, o_bias))
         names = f.attention_names
-        return (Linear(names[0], h, q, qkv_bias), Linear(names[1], h, kv, qkv_bias), Linear(names[2], h, kv, qkv_bias),
-                Linear(names[3], q, h, o_bias))
+        return (Linear(names[0], h, q * self.query_factor, qkv_bias), Linear(names[1], h, kv, qkv_bias),
+                Linear(names[2], h, kv, qkv_bias), Linear(names[3], q, h, o_bias))
 
     @cached_property
     def _dense_linears(self) -> tuple[Linear, ...]:

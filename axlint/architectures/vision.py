@@ -16,6 +16,8 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
   (3-D patch convolution over ``temporal_patch_size`` frames, fused qkv, the ``merger`` inside the tower)
 - ``smolvlm_vision`` / ``idefics3_vision``: models/smolvlm/modeling_smolvlm.py, models/idefics3/modeling_idefics3.py
 - ``llama4_vision_model``: models/llama4/modeling_llama4.py (patch Linear, class token, pixel-shuffle adapter)
+- ``qwen3_5_vision`` / ``qwen3_5_moe_vision``: models/qwen3_5/modeling_qwen3_5.py, models/qwen3_5_moe (learned
+  position table of ``num_position_embeddings`` rows, the merger inside the tower)
 - projectors: models/gemma3/modeling_gemma3.py, models/llava/modeling_llava.py, models/mistral3/modeling_mistral3.py
   (RMSNorm, patch merger, two-layer MLP), the Qwen merger above, models/smolvlm (pixel-shuffle connector),
   models/llama4/modeling_llama4.py (one Linear).
@@ -30,7 +32,7 @@ from math import prod
 from typing import Any, Literal, Mapping
 
 Size = Literal["hidden", "layers", "intermediate", "patch", "image", "channels", "temporal", "vision_out", "adapter_in",
-               "adapter_out"]
+               "adapter_out", "positions"]
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ class Tower:
     width 3h, then the output) inside ``attention_module`` and ``mlp_names`` (gated: gate, up, down; plain: in, out)
     inside ``mlp_module``, and two norms of kind ``norm``. Outside the layers: the patch convolution (with a bias per
     ``patch_bias``, over ``temporal`` frames when that size is read), a learned position table (``positions``: one row
-    per patch, plus one for a class token with ``class_token``), ``pre_norm`` / ``post_norm`` when named, and the
+    per patch, plus one for a class token with ``class_token``; the "positions" size's rows when it is read), ``pre_norm`` / ``post_norm`` when named, and the
     attention-pooling ``head`` when ``head_key`` is true (SigLIP's ``vision_use_head``). ``patch_linear``: the patch
     embedding is an ``nn.Linear`` at this path (over channels x patch² inputs) instead of a convolution. ``pieces``:
     further modules of the tower below its path (Llama 4's pixel-shuffle adapter), sized as a projector's are, with
@@ -134,7 +136,19 @@ TOWERS: dict[str, Tower] = {
                                  pieces=(Piece("vision_adapter.mlp.fc1", "linear", ("intermediate",), ("adapter_in",)),
                                          Piece("vision_adapter.mlp.fc2", "linear", ("adapter_out",),
                                                ("adapter_out",)))),
+    # models/qwen3_5/modeling_qwen3_5.py (Qwen3_5VisionModel, transformers 5.24): a biased 3-D patch convolution,
+    # a learned position table of num_position_embeddings rows (resampled to each image's grid), blocks of fused
+    # biased qkv + proj and a plain linear_fc1 / linear_fc2 MLP with biases, LayerNorms norm1 / norm2; the merger
+    # (PROJECTORS) inside the tower. Qwen3.5-MoE's tower (models/qwen3_5_moe) is the same.
+    "qwen3_5_vision": Tower({"hidden": ("hidden_size", 1152), "layers": ("depth", 27),
+                             "intermediate": ("intermediate_size", 4304), "channels": ("in_channels", 3),
+                             "patch": ("patch_size", 16), "temporal": ("temporal_patch_size", 2),
+                             "positions": ("num_position_embeddings", 2304)},
+                            path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
+                            attention_module="attn", attention_names=("qkv", "proj"),
+                            mlp_names=("linear_fc1", "linear_fc2"), post_norm=None),
 }
+TOWERS["qwen3_5_moe_vision"] = TOWERS["qwen3_5_vision"]
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
 TOWER_ALIASES = {"qwen2_vl_vision": "qwen2_vl", "qwen2_5_vl_vision": "qwen2_5_vl"}
 """transformers 5's names for the Qwen towers (the published configs say ``qwen2_vl`` / ``qwen2_5_vl``)."""
@@ -194,6 +208,14 @@ PROJECTORS: dict[str, Projector] = {
 # language_model.model, its output at language_model.lm_head), all at the top level.
 PROJECTORS["llama4"] = Projector("multi_modal_projector", (Piece("linear_1", "linear", ("vision_out",), ("text",)),),
                                  tower="llama4_vision_model", decoder_path="language_model.model")
+# models/qwen3_5/modeling_qwen3_5.py (Qwen3_5VisionPatchMerger): a LayerNorm over the tower's width, then
+# linear_fc1 over the merge² patches of a token (square) and linear_fc2 to out_hidden_size, both biased.
+_QWEN3_5_MERGER = (Piece("norm", "layernorm", ("vision",)),
+                   Piece("linear_fc1", "linear", ("vision", "merge"), ("vision", "merge"), True),
+                   Piece("linear_fc2", "linear", ("vision", "merge"), ("out",), True))
+PROJECTORS["qwen3_5"] = Projector("model.visual.merger", _QWEN3_5_MERGER, tower="qwen3_5_vision",
+                                  merge=("vision", "spatial_merge_size", 2), out=("vision", "out_hidden_size", 3584))
+PROJECTORS["qwen3_5_moe"] = Projector(**{**PROJECTORS["qwen3_5"].__dict__, "tower": "qwen3_5_moe_vision"})
 PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
 
 
@@ -354,7 +376,9 @@ class Vision:
         norm = 2 * h if t.norm == "layernorm" else h
         # a patch Linear is among linears(); a convolution is counted here
         total = 0 if t.patch_linear else h * self._patch_inputs() + (h if t.patch_bias else 0)
-        if t.positions:
+        if t.positions and "positions" in t.sizes:
+            total += self.size("positions") * h
+        elif t.positions:
             total += ((self.size("image") // self.size("patch")) ** 2 + int(t.class_token)) * h
         total += h if t.class_token else 0
         total += norm * (2 * self.size("layers") + bool(t.pre_norm) + bool(t.post_norm))

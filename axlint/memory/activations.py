@@ -65,8 +65,9 @@ def norm_bytes(arch: Architecture, setup: TrainSetup, width: int, trains: bool) 
 
 def attention_bytes(arch: Architecture, setup: TrainSetup, layer: int = 0) -> float:
     """sdpa / flash: 4hq + 4hkv + 4a (q, k, v, output, fp32 lse); eager: 6hq + 6·a·s; qk-norm: norm internals over
-    hq + hkv. Linear inputs are counted by ``input_bytes``. hq and hkv are the layer's (Gemma 4's full-attention
-    layers have wider heads)."""
+    hq + hkv; an output gate (``Family.attention_gate``, Qwen3-Next / Qwen3.5: o_proj reads output × sigmoid(gate))
+    its sigmoid 2hq. Linear inputs are counted by ``input_bytes``. hq and hkv are the layer's (Gemma 4's
+    full-attention layers have wider heads)."""
     hq, hkv, a = arch.layer_q_dim(layer), arch.layer_kv_dim(layer), arch.num_heads
     if setup.attention == "eager":
         out = C.ATTN_EAGER_Q * hq + C.EAGER_SCORES_BYTES * a * setup.sequence_len
@@ -74,14 +75,19 @@ def attention_bytes(arch: Architecture, setup: TrainSetup, layer: int = 0) -> fl
         out = C.ATTN_FLASH_Q * hq + C.ATTN_FLASH_KV * hkv + C.ATTN_LSE_PER_HEAD * a
     if arch.qk_norm:
         out += norm_bytes(arch, setup, hq + hkv, base_trains(setup))
+    if arch.layout.attention_gate:  # sigmoid(gate), kept by the sigmoid and by the product with the output
+        out += C.BF16 * hq
     return out
 
 
 def mixer_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     """The token mixers of a layer: the family's attention (``attention_bytes``) where the layer has it, plus each
-    other mixer's ``saved_per_token`` (``mixers.MixerShape``)."""
+    other mixer's ``saved_per_token`` (``mixers.MixerShape``), and its ``trained_per_token`` when the base weights
+    train."""
     attention = attention_bytes(arch, setup, layer) if arch.has_attention(layer) else 0.0
-    return attention + sum(shape.saved_per_token for shape in arch.mixer_shapes(layer))
+    trains = base_trains(setup)
+    return attention + sum(shape.saved_per_token + (shape.trained_per_token if trains else 0.0)
+                           for shape in arch.mixer_shapes(layer))
 
 
 def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
@@ -140,8 +146,8 @@ def _group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linea
 
 def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = ()) -> float:
     """Σ over the layer's input groups (see ``_group_bytes``); the attention output of sdpa / flash is kept by the
-    kernel itself."""
-    kernel_keeps_output = setup.attention != "eager"
+    kernel itself (not so the gated output of an ``attention_gate`` family, a product of its own)."""
+    kernel_keeps_output = setup.attention != "eager" and not arch.layout.attention_gate
     return sum(_group_bytes(width, consumers, adapted, kernel_keeps_output and consumers[0].name in _O_NAMES, setup)
                for width, consumers in input_groups(arch, layer) if consumers)
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from axlint.architectures import Architecture
+from axlint.architectures.mixers import MIXER_NOTES
 from axlint.facts import RunFacts, ShardingKind
 from axlint.hardware import Hardware
 from axlint.memory import constants as C
@@ -185,6 +186,7 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         + logits_bytes(arch, setup, setup.eval_tokens, training=False)
     eval_device = p_eval + allocator_slack_bytes(p_eval, expandable_segments) + ctx + paged
     notes.append(f"peak phase: {phase}; {setup.tokens} tokens per micro batch")
+    notes += [MIXER_NOTES[kind] for kind in arch.mixer_kinds if kind in MIXER_NOTES]
     if arch.source == "catalog":
         notes.append(catalog_note(arch.model_id))
     if hw.assumed:
