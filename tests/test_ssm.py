@@ -147,22 +147,24 @@ NEMOTRON_SMALL = {"model_type": "nemotron_h", "hidden_size": 64, "mamba_num_head
 def test_mamba2_activations_by_hand() -> None:
     """d = 128, g = 2, n = 16, H = 4, Q = 32: zxbcdt 2·(256 + 64 + 4) = 648, rstd 4·2 = 8 kept; backward: dzxbcdt
     648, conv output and its gradient 2·2·192 = 768, three d-wide tensors 3·256 = 768, fp32 states and gradient
-    2·4·128·16/32 = 512. Falcon-H1 without its norm keeps no rstd but its scaled input copy 2·64."""
+    2·4·128·16/32 = 512. Falcon-H1 without its norm keeps no rstd, and its scaled input copy 2·64 when in_proj
+    trains."""
     shape = ssm.mamba2_mixer(NEMOTRON_SMALL, 0)
-    assert shape.saved_per_token == 648 + 8
+    assert shape.saved_per_token == 648 + 8 and shape.trained_per_token == 0
     assert shape.backward_per_token == 648 + 768 + 768 + 512
     falcon = ssm.mamba2_mixer({"model_type": "falcon_h1", "hidden_size": 64, "mamba_d_ssm": 128, "mamba_n_heads": 4,
                                "mamba_n_groups": 2, "mamba_d_state": 16, "mamba_chunk_size": 32}, 0)
-    assert falcon.saved_per_token == 648 + 128
+    assert falcon.saved_per_token == 648 and falcon.trained_per_token == 128
 
 
 def test_mamba1_activations_by_hand() -> None:
     """h = 64, d = 128, n = 16, r = ceil(64/16) = 4. Fused (mamba): 2·128 + 8·16 + scan 4·2·16·128/2048 = 8 ->
-    392; Jamba: 8·128 + 6·4 + 16·16 + 8 = 1312; backward 14·128 = 1792 for both."""
+    392; Jamba: 8·128 + 4·4 + 12·16 + 8 = 1240, and its norms' normalised inputs 2·(4 + 32) = 72 when they train;
+    backward 14·128 = 1792 for both."""
     fused = ssm.mamba1_mixer({"model_type": "mamba", "hidden_size": 64, "state_size": 16}, 0)
     jamba = ssm.mamba1_mixer({"model_type": "jamba", "hidden_size": 64, "mamba_d_state": 16}, 0)
-    assert fused.saved_per_token == 256 + 128 + 8
-    assert jamba.saved_per_token == 1024 + 24 + 256 + 8
+    assert fused.saved_per_token == 256 + 128 + 8 and fused.trained_per_token == 0
+    assert jamba.saved_per_token == 1024 + 16 + 192 + 8 and jamba.trained_per_token == 72
     assert fused.backward_per_token == jamba.backward_per_token == 1792
 
 

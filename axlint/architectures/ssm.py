@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from axlint.architectures.linear import Linear
-from axlint.architectures.mixers import ATTENTION, LAYER_PLANS, MIXERS, LayerPlan, MixerShape
+from axlint.architectures.mixers import ATTENTION, LAYER_PLANS, MIXER_NOTES, MIXERS, LayerPlan, MixerShape
 
 BF16 = 2
 FP32 = 4
@@ -123,14 +123,30 @@ MAMBA2_SIZES = {"falcon_h1": falcon_h1_mamba2, "nemotron_h": nemotron_h_mamba2, 
 """Decoder model_type -> reader of its Mamba-2 sizes."""
 
 
+MAMBA2_PATH = ("Mamba-2 layers: the activations of mamba-ssm's fused mamba_split_conv1d_scan_combined (with "
+               "causal-conv1d), which transformers runs in training when both are installed; without them the "
+               "PyTorch fallback keeps more")
+"""The estimate's note for a model with Mamba-2 layers: the kernel path ``mamba2_saved_per_token`` models."""
+MAMBA1_PATH = ("Mamba layers: the activations of mamba-ssm's selective_scan_fn (Jamba, with causal-conv1d) or "
+               "mamba_inner_fn (Mamba), which transformers runs in training when mamba-ssm and causal-conv1d are "
+               "installed; without them the PyTorch fallback keeps more")
+"""The estimate's note for a model with Mamba-1 layers: the kernel path ``mamba1_saved_per_token`` models."""
+
+
 def mamba2_saved_per_token(m: Mamba2) -> float:
     """What the fused ``MambaSplitConv1dScanCombinedFn`` keeps (ssd_combined.py ``ctx.save_for_backward``):
     zxbcdt, the in_proj output, 2·(2d + 2gn + H); the scan output before the gated norm ``out_x``, 2d, which the
     fused out_proj reads (it recomputes the normed product in backward), counted here as out_proj's input; the
-    norm's fp32 ``rstd``, 4g, when the norm has a weight; + 2h for Falcon-H1's scaled copy of the normed input.
-    The conv output, dt, B and C are recomputed in backward."""
-    saved = BF16 * m.projection + (FP32 * m.groups if m.gated_norm else 0)
-    return saved + (BF16 * m.hidden if m.scaled_input else 0)
+    norm's fp32 ``rstd``, 4g, when the norm has a weight. The conv output, dt, B and C are recomputed in
+    backward."""
+    return BF16 * m.projection + (FP32 * m.groups if m.gated_norm else 0)
+
+
+def mamba2_trained_per_token(m: Mamba2) -> float:
+    """Falcon-H1's in_proj reads its own copy of the normed input (× ssm_in_multiplier), beside the attention's
+    (× attention_in_multiplier): 2h more when in_proj's weight trains (a LoRA adapter on in_proj keeps it too,
+    which is not counted)."""
+    return BF16 * m.hidden if m.scaled_input else 0.0
 
 
 def mamba2_backward_per_token(m: Mamba2) -> float:
@@ -150,7 +166,7 @@ def mamba2_shape(m: Mamba2) -> MixerShape:
     others += [("norm.weight", m.inner)] if m.gated_norm else []
     linears = (Linear("in_proj", m.hidden, m.projection, m.in_bias), Linear("out_proj", m.inner, m.hidden, m.out_bias))
     return MixerShape(m.module, linears, tuple(others), mamba2_saved_per_token(m), mamba2_backward_per_token(m),
-                      inner_linears=("out_proj",))
+                      inner_linears=("out_proj",), trained_per_token=mamba2_trained_per_token(m))
 
 
 def mamba2_mixer(config: Mapping[str, Any], layer: int) -> MixerShape:
@@ -223,13 +239,19 @@ def mamba1_saved_per_token(m: Mamba1) -> float:
 
     models/jamba, causal_conv1d_fn + x_proj + selective_scan_fn: ``CausalConv1dFn`` keeps its input, a view of the
     in_proj output, and the scan keeps the gate z, another view: xz 2·2d; the dt/B/C RMSNorms keep their fp32 input
-    and, for the weight's gradient, the normalised input: 6(r + 2n); ``SelectiveScanFn`` keeps delta (dt_proj's
-    output) 2d, contiguous B and C 2·2n, its output before the gate 2d and the chunk states; u, the conv output,
-    is x_proj's input: 8d + 6r + 16n + scan."""
+    4(r + 2n) (the normalised input, for their weights' gradient: ``mamba1_trained_per_token``);
+    ``SelectiveScanFn`` keeps delta (dt_proj's output) 2d, contiguous B and C 2·2n, its output before the gate 2d
+    and the chunk states; u, the conv output, is x_proj's input: 8d + 4r + 12n + scan."""
     if m.fused:
         return BF16 * (m.inner + 4 * m.state) + scan_states_per_token(m)
-    return (BF16 * (2 * m.inner + m.inner + m.inner + 2 * m.state) + (FP32 + BF16) * (m.rank + 2 * m.state)
+    return (BF16 * (2 * m.inner + m.inner + m.inner + 2 * m.state) + FP32 * (m.rank + 2 * m.state)
             + scan_states_per_token(m))
+
+
+def mamba1_trained_per_token(m: Mamba1) -> float:
+    """Jamba's dt/B/C RMSNorms keep their normalised input for their weights' gradient, 2(r + 2n), when the base
+    weights train (models/jamba ``JambaRMSNorm``: weight · normed)."""
+    return BF16 * (m.rank + 2 * m.state) if m.bc_norms else 0.0
 
 
 def mamba1_backward_per_token(m: Mamba1) -> float:
@@ -249,7 +271,7 @@ def mamba1_shape(m: Mamba1) -> MixerShape:
     linears = (Linear("in_proj", m.hidden, 2 * m.inner, m.proj_bias), Linear("x_proj", m.inner, m.rank + 2 * m.state),
                Linear("dt_proj", m.rank, m.inner, True), Linear("out_proj", m.inner, m.hidden, m.proj_bias))
     return MixerShape(m.module, linears, tuple(others), mamba1_saved_per_token(m), mamba1_backward_per_token(m),
-                      inner_linears=("x_proj", "dt_proj", "out_proj"))
+                      inner_linears=("x_proj", "dt_proj", "out_proj"), trained_per_token=mamba1_trained_per_token(m))
 
 
 def mamba1_mixer(config: Mapping[str, Any], layer: int) -> MixerShape:
@@ -355,4 +377,5 @@ SSM_PLANS = {"falcon_h1": falcon_h1_plan, "nemotron_h": nemotron_h_plan, "jamba"
 """Layer-plan name (a ``Family.layer_plan``) -> reader."""
 
 MIXERS.update(SSM_MIXERS)
+MIXER_NOTES.update({"mamba2": MAMBA2_PATH, "mamba": MAMBA1_PATH})
 LAYER_PLANS.update(SSM_PLANS)
