@@ -299,6 +299,43 @@ def test_orpheus_is_llama_3_2_3b_with_its_audio_vocabulary():
     assert orpheus.total_params - llama.total_params == (156_940 - 128_256) * 3072
 
 
+
+
+# Mamba / short-conv hybrids (layer plans and mixers in axlint/architectures/ssm.py), from copies of their
+# config.json (each entry's "source"). LFM2-350M's total is the published 354,483,968 (also checked above through
+# published_parameters); the others are computed, and each equals the numel sum of the model transformers 5.24 builds
+# from the entry on the meta device. Active: the routed experts of the top-k only.
+@pytest.mark.parametrize("model_id, params, active", [
+    ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", 31_577_937_344, 3_580_073_408),  # computed (published: 31.6B / 3.5B)
+    ("ai21labs/Jamba-v0.1", 51_570_323_328, 12_110_311_296),  # computed (published: 52B / 12B)
+    ("LiquidAI/LFM2-350M", 354_483_968, 354_483_968),  # published
+    ("LiquidAI/LFM2-8B-A1B", 8_339_929_856, 1_557_740_288),  # computed (published: 8.3B / 1.5B)
+    ("state-spaces/mamba-2.8b", 2_768_345_600, 2_768_345_600),  # computed
+    ("tiiuae/Falcon-H1-0.5B-Instruct", 521_411_104, 521_411_104),  # computed
+    ("tiiuae/Falcon-H1-3B-Base", 3_149_256_192, 3_149_256_192),  # computed
+    ("tiiuae/Falcon-H1-7B-Base", 7_585_513_568, 7_585_513_568),  # computed
+])
+def test_hybrid_entries_total_and_active(model_id, params, active):
+    arch = resolve_architecture(model_id)
+    assert arch.source == "catalog" and arch.unsized_decoder is None
+    assert arch.total_params == params and arch.active_params == active
+
+
+def test_hybrid_entries_layer_plans():
+    """Nemotron 3 Nano: 23 Mamba-2 blocks, 23 MoE blocks, 6 attention blocks; Jamba: attention at 4, 12, 20, 28 and
+    MoE in the odd layers; LFM2: attention at full_attn_idxs; Mamba: the mixer alone in every layer."""
+    nemotron = resolve_architecture("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    kinds = [(p.mixers, p.mlp) for p in nemotron.layer_plans]
+    assert kinds.count((("mamba2",), None)) == 23 and kinds.count(((), "moe")) == 23
+    assert kinds.count((("attention",), None)) == 6
+    jamba = resolve_architecture("ai21labs/Jamba-v0.1")
+    assert [i for i in range(32) if jamba.has_attention(i)] == [4, 12, 20, 28]
+    assert [i for i in range(6) if jamba.is_moe_layer(i)] == [1, 3, 5]
+    lfm2 = resolve_architecture("LiquidAI/LFM2-350M")
+    assert [i for i in range(16) if lfm2.has_attention(i)] == [2, 5, 8, 10, 12, 14]
+    assert lfm2.dense_intermediate_size == 4608 and lfm2.tie_word_embeddings
+    mamba = resolve_architecture("state-spaces/mamba-2.8b-hf")
+    assert {(p.mixers, p.mlp) for p in mamba.layer_plans} == {(("mamba",), None)}
 @pytest.mark.parametrize("model_id, total, active", [
     ("Qwen/Qwen3.5-4B", 4_539_265_536, 4_539_265_536),
     ("Qwen/Qwen3.5-9B", 9_409_813_744, 9_409_813_744),

@@ -19,11 +19,13 @@ SMALL = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "n
          "bos_token_id": 1, "eos_token_id": 2}
 UNREAD = {"falcon": ("intermediate_size",), "gpt_neox": ("num_key_value_heads",),
           "gpt2": ("intermediate_size", "num_key_value_heads"), "gptj": ("intermediate_size", "num_key_value_heads"),
-          "mpt": ("intermediate_size", "num_key_value_heads"), "dbrx": ("hidden_size", "intermediate_size", "num_key_value_heads")}
+          "mpt": ("intermediate_size", "num_key_value_heads"), "dbrx": ("hidden_size", "intermediate_size", "num_key_value_heads"),
+          "mamba": ("intermediate_size", "num_attention_heads", "num_key_value_heads", "max_position_embeddings")}
 """Fields of SMALL a family's config.json does not have (Falcon: ffn_hidden_size, 4h by default; GPT-NeoX, GPT-2,
 GPT-J and MPT have no grouped-query attention, GPT-2 / GPT-J an n_inner, 4h by default, MPT a fixed 4h MLP; DBRX
 keeps kv heads and the expert width in attn_config / ffn_config, and its width as d_model: DbrxConfig copies d_model
-into ffn_config before a hidden_size given by name is mapped onto it)."""
+into ffn_config before a hidden_size given by name is mapped onto it; Mamba has no attention, its inner width
+comes from expand)."""
 MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32}
 MLA = {"kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16, "n_routed_experts": 4,
        "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32, "first_k_dense_replace": 1,
@@ -44,6 +46,16 @@ full-attention layer (full_attention_interval 4); twice as many value heads as k
 QWEN_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48}
 GLM_MOE = {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32,
            "first_k_dense_replace": 1, "head_dim": 16}
+FALCON_H1 = {"mamba_d_ssm": 96, "mamba_n_heads": 4, "mamba_d_state": 16, "mamba_chunk_size": 32}
+NEMOTRON_H = {"head_dim": 16, "mamba_num_heads": 4, "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 16,
+              "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+              "moe_shared_expert_intermediate_size": 48}
+"""Nemotron-H: the variants read the published hybrid_override_pattern and transformers' layers_block_type, flip the
+biases and the LatentMoE projections, and drop the experts."""
+JAMBA = {"num_experts": 4, "num_experts_per_tok": 2, "mamba_d_state": 8, "expert_layer_period": 2,
+         "expert_layer_offset": 1}
+GRANITE_HYBRID = {"num_hidden_layers": 3, "layer_types": ["mamba", "attention", "mamba"], "mamba_n_heads": 4,
+                  "mamba_d_state": 16, "shared_intermediate_size": 48}
 
 CONFIGS: dict[str, list[dict[str, Any]]] = {
     "llama": [{}, {"attention_bias": True, "mlp_bias": True}],
@@ -104,6 +116,29 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
                      "layer_types": ["sliding_attention", "full_attention"]},
                     {**GEMMA4, **GEMMA4_MOE, "num_hidden_layers": 3, "tie_word_embeddings": False,
                      "layer_types": ["full_attention", "sliding_attention", "full_attention"]}],
+    "falcon_h1": [{**FALCON_H1, "head_dim": 16},
+                  {**FALCON_H1, "head_dim": 16, "mamba_d_ssm": None, "mamba_n_heads": 8, "mamba_n_groups": 2,
+                   "mamba_rms_norm": True, "mamba_proj_bias": True, "projectors_bias": True, "attention_bias": True,
+                   "mlp_bias": True, "tie_word_embeddings": True}],
+    "nemotron_h": [{**NEMOTRON_H, "hybrid_override_pattern": "ME*-"},
+                   {**NEMOTRON_H, "layers_block_type": ["mamba", "moe", "attention", "moe"], "moe_latent_size": 16,
+                    "use_bias": True, "mlp_bias": True, "n_groups": 4},
+                   {**NEMOTRON_H, "hybrid_override_pattern": "M*-", "n_routed_experts": 0}],
+    "jamba": [{**JAMBA, "num_hidden_layers": 4, "attn_layer_period": 2, "attn_layer_offset": 1},
+              {**JAMBA, "num_hidden_layers": 3, "num_experts": 1, "mamba_proj_bias": True, "mamba_dt_rank": 6}],
+    "granitemoehybrid": [{**GRANITE_HYBRID, "num_local_experts": 4, "num_experts_per_tok": 2},
+                         {**GRANITE_HYBRID, "num_local_experts": 0, "attention_bias": True, "mamba_n_groups": 2,
+                          "mamba_proj_bias": True}],
+    "lfm2": [{"full_attn_idxs": [1]},
+             {"layer_types": ["conv", "conv", "full_attention"], "num_hidden_layers": 3, "conv_bias": True,
+              "block_ffn_dim_multiplier": 1.5, "block_multiple_of": 32},
+             {"full_attn_idxs": [0], "block_auto_adjust_ff_dim": False, "tie_word_embeddings": False}],
+    "lfm2_moe": [{"layer_types": ["conv", "full_attention", "conv"], "num_hidden_layers": 3, "num_dense_layers": 1,
+                  "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32},
+                 {"layer_types": ["full_attention", "conv"], "num_dense_layers": 0, "num_experts": 8,
+                  "num_experts_per_tok": 2, "moe_intermediate_size": 16, "conv_bias": True}],
+    "mamba": [{"state_size": 8}, {"state_size": 4, "expand": 3, "use_bias": True, "use_conv_bias": False,
+                                  "time_step_rank": 6, "tie_word_embeddings": False}],
     "qwen3_next": [{**GDN, **QWEN_MOE}, {**GDN, "num_experts": 0, "attention_bias": True},
                    {**GDN, **QWEN_MOE, "decoder_sparse_step": 2, "mlp_only_layers": [3],
                     "layer_types": ["linear_attention", "full_attention", "linear_attention", "full_attention"]}],
@@ -166,6 +201,16 @@ def test_gemma4_published_keys_size_the_same_model(fields: dict[str, Any]) -> No
     written = {k: v for k, v in config.to_dict().items() if k != "per_layer_config"}
     written.update({k: fields[k] for k in ("global_head_dim", "num_global_key_value_heads") if k in fields})
     arch = Architecture.from_config("test/model", "model-config", written)
+    assert arch.total_params == sum(p.numel() for p in model.parameters())
+
+
+def test_lfm2_published_keys_size_the_same_model() -> None:
+    """A published LFM2 config.json names the MLP width block_ff_dim and the tie tie_embedding, which Lfm2Config
+    reads as intermediate_size and tie_word_embeddings (the published keys win)."""
+    published = {**SMALL, "model_type": "lfm2", "full_attn_idxs": [1], "block_ff_dim": 96, "tie_embedding": False}
+    model = _meta_model(_hf_config("lfm2", {k: v for k, v in published.items() if k != "model_type"}))
+    arch = Architecture.from_config("test/model", "model-config", published)
+    assert arch.intermediate_size == 96 and not arch.tie_word_embeddings
     assert arch.total_params == sum(p.numel() for p in model.parameters())
 
 

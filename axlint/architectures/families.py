@@ -65,6 +65,16 @@ class Family:
     Hybrid decoders (``mixers.py``): ``layer_plan`` names the reader in ``mixers.LAYER_PLANS`` that gives each
     layer its token mixers (the family's attention, or a ``mixers.MIXERS`` kind) and its MLP (dense, MoE or none);
     None: every layer is the family's attention and an MLP (MoE where ``Architecture.is_moe_layer`` says).
+    ``expert_mlp``: "gated" routed experts (gate, up, down) or "plain" ones (``expert_names`` up, down: Nemotron-H),
+    whose shared experts are then laid out as the family's dense MLP (``mlp``, ``mlp_names``, ``mlp_bias``).
+    ``shared_width_key``: the config.json key of the shared experts' width when it has its own (Nemotron-H's
+    moe_shared_expert_intermediate_size). ``moe_latent_key``: a config.json key that, when set, routes the experts
+    through a latent width: ``fc1_latent_proj`` h -> latent before them, ``fc2_latent_proj`` latent -> h after,
+    the experts latent-wide (Nemotron-H's LatentMoE). ``ff_dim_adjust_key``: a config.json key (default on) that
+    makes the dense MLP int(2I/3)·block_ffn_dim_multiplier wide, rounded up to block_multiple_of (LFM2).
+    ``config_aliases``: (published key, the key the family's config class stores it as) pairs, the published one
+    winning when config.json has it (Lfm2Config: block_ff_dim is intermediate_size, tie_embedding is
+    tie_word_embeddings).
     ``attention_gate``: the attention's first projection is twice the query's width, the query and an output gate
     (the attention output times sigmoid(gate) is the input of the output projection).
     """
@@ -111,6 +121,11 @@ class Family:
     router_scales: bool = False
     unsized_when: tuple[tuple[str, Any], ...] = ()
     layer_plan: str | None = None
+    expert_mlp: Literal["gated", "plain"] = "gated"
+    shared_width_key: str | None = None
+    moe_latent_key: str | None = None
+    ff_dim_adjust_key: str | None = None
+    config_aliases: tuple[tuple[str, str], ...] = ()
     attention_gate: bool = False
 
 
@@ -131,6 +146,7 @@ _COHERE = Family(norm="layernorm_nobias", norm_names=NORM_NAMES[:1], tied_defaul
 _MLA = Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False))
 _FUSED_QKV = ("query_key_value", "dense")
 _UP_DOWN = ("up_proj", "down_proj")
+_LFM2_ALIASES = (("block_ff_dim", "intermediate_size"), ("tie_embedding", "tie_word_embeddings"))
 _QWEN3_5 = Family(qk_norm="head", norm="gemma_rmsnorm", attention_gate=True, layer_plan="qwen3_5",
                   shared_expert_name="shared_expert")
 _GLM_4_NORMS = ("input_layernorm", "post_attention_layernorm", "post_self_attn_layernorm", "post_mlp_layernorm")
@@ -276,6 +292,55 @@ FAMILIES: dict[str, Family] = {
     # q_a_proj, kv_a_proj_with_mqa and o_proj), routed experts (router weight E x h, fused gate_up + down) and
     # n_shared_experts shared ones after the first first_k_dense_replace dense layers.
     "mistral4": _MLA,
+    # Hybrid decoders (layer plans and mixers in ssm.py). models/falcon_h1 (5.24) FalconH1DecoderLayer: the Mamba-2
+    # mixer ("mamba") and attention side by side on the input norm, then the gated MLP "feed_forward" after
+    # pre_ff_layernorm; q/k/v/o biased by attention_bias.
+    "falcon_h1": Family(mlp_module="feed_forward", norm_names=("input_layernorm", "pre_ff_layernorm"),
+                        final_norm_name="final_layernorm", layer_plan="falcon_h1"),
+    # models/nemotron_h NemotronHBlock: a norm and one "mixer" per block (Mamba-2, attention without biases, a
+    # relu2 up/down MLP biased by mlp_bias, or NemotronHMoE: fp32 router "gate", up/down experts, shared experts
+    # as the MLP moe_shared_expert_intermediate_size wide, the LatentMoE projections with moe_latent_size);
+    # embedding "embeddings", final norm "norm_f".
+    "nemotron_h": Family(qkv_bias=False, o_bias=False, mlp="plain", mlp_names=_UP_DOWN, expert_mlp="plain",
+                         expert_names=_UP_DOWN, shared_width_key="moe_shared_expert_intermediate_size",
+                         moe_latent_key="moe_latent_size", norm_names=("norm",), embed_name="embeddings",
+                         attention_module="mixer", mlp_module="mixer", final_norm_name="norm_f",
+                         layer_plan="nemotron_h"),
+    # models/jamba JambaAttentionDecoderLayer / JambaMambaDecoderLayer: attention (no biases) or the Mamba-1 mixer
+    # ("mamba"), then "feed_forward": a gated MLP or JambaSparseMoeBlock (router "router", experts
+    # intermediate_size wide).
+    "jamba": Family(qkv_bias=False, o_bias=False, mlp_module="feed_forward", router_name="router",
+                    norm_names=("input_layernorm", "pre_ff_layernorm"), final_norm_name="final_layernorm",
+                    layer_plan="jamba"),
+    # models/granitemoehybrid GraniteMoeHybridDecoderLayer: attention or the Mamba-2 mixer ("mamba"); the shared
+    # MLP "shared_mlp" (input_linear h -> 2·shared_intermediate_size, output_linear) in every layer, with
+    # num_local_experts the MoE block_sparse_moe (router weight, experts intermediate_size wide) beside it.
+    "granitemoehybrid": Family(mlp="fused_gated", mlp_names=("input_linear", "output_linear"),
+                               mlp_module="shared_mlp", dense_width_key="shared_intermediate_size",
+                               moe_beside_mlp=True, router_name="block_sparse_moe.router",
+                               expert_names=("block_sparse_moe.experts.gate_proj", "block_sparse_moe.experts.up_proj",
+                                             "block_sparse_moe.experts.down_proj"),
+                               layer_plan="granitemoehybrid"),
+    # models/lfm2 Lfm2DecoderLayer: the short conv ("conv") or attention (out_proj; head-wise q_layernorm /
+    # k_layernorm), operator_norm and ffn_norm, the gated MLP w1 / w3 / w2 "feed_forward" whose width
+    # block_auto_adjust_ff_dim adjusts; the final norm is "embedding_norm"; the output tied by default.
+    "lfm2": Family(attention_names=("q_proj", "k_proj", "v_proj", "out_proj"), qk_norm="head",
+                   qk_norm_names=("q_layernorm", "k_layernorm"), mlp_module="feed_forward",
+                   mlp_names=("w1", "w3", "w2"), norm_names=("operator_norm", "ffn_norm"),
+                   final_norm_name="embedding_norm", tied_default=True, ff_dim_adjust_key="block_auto_adjust_ff_dim",
+                   config_aliases=_LFM2_ALIASES, layer_plan="lfm2"),
+    # models/lfm2_moe Lfm2MoeDecoderLayer: LFM2's layer; the first num_dense_layers MLPs dense (intermediate_size,
+    # not adjusted), then Lfm2MoeSparseMoeBlock (router "gate", experts moe_intermediate_size wide; its
+    # expert_bias is a buffer).
+    "lfm2_moe": Family(attention_names=("q_proj", "k_proj", "v_proj", "out_proj"), qk_norm="head",
+                       qk_norm_names=("q_layernorm", "k_layernorm"), mlp_module="feed_forward",
+                       mlp_names=("w1", "w3", "w2"), norm_names=("operator_norm", "ffn_norm"),
+                       final_norm_name="embedding_norm", tied_default=True, config_aliases=_LFM2_ALIASES,
+                       layer_plan="lfm2_moe"),
+    # models/mamba MambaBlock: a norm and the Mamba-1 "mixer", nothing else; backbone.embeddings, backbone.norm_f,
+    # the output tied by default.
+    "mamba": Family(norm_names=("norm",), root="backbone", embed_name="embeddings", final_norm_name="norm_f",
+                    tied_default=True, layer_plan="mamba"),
     # models/qwen3_next/modeling_qwen3_next.py (transformers 5.24): layer_types' "linear_attention" layers run a
     # Gated DeltaNet at linear_attn (mixers.gated_deltanet_fused), the "full_attention" ones a gated attention
     # (q_proj 2 x heads x head_dim: query and output gate; q/k/v/o biased by attention_bias; q_norm / k_norm over

@@ -61,11 +61,15 @@ class Architecture:
     def from_config(cls, model_id: str, source: str, config: Mapping[str, Any],
                     published_parameters: int | None = None) -> "Architecture":
         """Build from a full config.json; a multimodal model's decoder config (its ``text_config``, or the top-level
-        fields of a flat Qwen2-VL config: ``vision.decoder_config``) becomes the decoder config, and its vision tower
-        and projector (``vision.Vision``) the ``extra_parameters``."""
+        fields of a flat Qwen2-VL config: ``vision.decoder_config``) becomes the decoder config, with the family's
+        ``config_aliases`` read as its config class reads them, and its vision tower and projector
+        (``vision.Vision``) the ``extra_parameters``."""
         model_type = str(config.get("model_type", "llama"))
         decoder = vision.decoder_config(config)
         family = family_of(str(decoder.get("model_type", model_type)))
+        for published, stored in family.config_aliases if family else ():
+            if decoder.get(published) is not None:
+                decoder[stored] = decoder[published]
         decoder.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", family and family.tied_default))
         tower = vision.vision_of(config, int(decoder.get("hidden_size") or 0))
         extra = tower.params if tower else 0
@@ -155,7 +159,12 @@ class Architecture:
 
     @cached_property
     def num_layers(self) -> int:
-        return int(self._get("num_hidden_layers", "n_layer", "num_layers", "n_layers"))
+        """The layer count; without one, the length of the per-layer type list (NemotronHConfig derives
+        num_hidden_layers from layers_block_type, and save_pretrained writes the list alone)."""
+        count = self._get("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+        if count is None:
+            count = len(self._get("layers_block_type", "hybrid_override_pattern", default=()))
+        return int(count)
 
     @cached_property
     def num_heads(self) -> int:
@@ -209,19 +218,29 @@ class Architecture:
     def shared_expert_intermediate_size(self) -> int:
         """Width of the shared-expert MLP: DeepSeek ``n_shared_experts × moe_I``; Qwen2-MoE its own field; a family's
         ``shared_experts_default`` experts when config.json has neither (Llama 4: one)."""
-        if self.config.get("shared_expert_intermediate_size"):
-            return int(self.config["shared_expert_intermediate_size"])
+        own = self.layout.shared_width_key or "shared_expert_intermediate_size"
+        if self.config.get(own):
+            return int(self.config[own])
         shared = self._get("n_shared_experts", default=self.layout.shared_experts_default)
         return int(shared or 0) * self.moe_intermediate_size
 
     @property
     def dense_intermediate_size(self) -> int:
         """Width of a dense layer's MLP: intermediate_size, or the family's ``dense_width_key`` (Llama 4's
-        intermediate_size_mlp) when config.json sets it."""
-        key = self.layout.dense_width_key
+        intermediate_size_mlp) when config.json sets it; with the family's ``ff_dim_adjust_key`` on (LFM2,
+        models/lfm2 ``Lfm2MLP``): int(2I/3), times block_ffn_dim_multiplier (1.0) and rounded up to a multiple of
+        block_multiple_of (256) when the multiplier is set."""
+        key, adjust = self.layout.dense_width_key, self.layout.ff_dim_adjust_key
         if key and self.config.get(key) is not None:
             return int(self.config[key])
-        return self.intermediate_size
+        if not adjust or not self.config.get(adjust, True):
+            return self.intermediate_size
+        width = int(2 * self.intermediate_size / 3)
+        multiplier = self.config.get("block_ffn_dim_multiplier", 1.0)
+        if multiplier is None:
+            return width
+        multiple = int(self.config.get("block_multiple_of") or 256)
+        return multiple * -(-int(multiplier * width) // multiple)
 
     @property
     def first_dense_layers(self) -> int:
@@ -466,24 +485,40 @@ class Architecture:
     def _moe_linears(self) -> tuple[Linear, ...]:
         return self._mlp(moe=True) if self.is_moe else ()
 
+    def _dense_mlp(self, i: int, prefix: str = "", bias: bool = False) -> tuple[Linear, ...]:
+        """The family's dense MLP (``mlp``, ``mlp_names``) of width ``i``, its names under ``prefix``."""
+        h, f, names = self.hidden_size, self.layout, [prefix + n for n in self.layout.mlp_names]
+        if f.mlp == "plain":
+            return (Linear(names[0], h, i, bias), Linear(names[1], i, h, bias))
+        if f.mlp == "fused_gated":
+            return (Linear(names[0], h, 2 * i, bias), Linear(names[1], i, h, bias))
+        return (Linear(names[0], h, i, bias), Linear(names[1], h, i, bias), Linear(names[2], i, h, bias))
+
     def _mlp(self, moe: bool) -> tuple[Linear, ...]:
         h, f = self.hidden_size, self.layout
         if not moe:
-            i, bias, names = self.dense_intermediate_size, flag(f.mlp_bias, self.config), f.mlp_names
-            if f.mlp == "plain":
-                return (Linear(names[0], h, i, bias), Linear(names[1], i, h, bias))
-            if f.mlp == "fused_gated":
-                return (Linear(names[0], h, 2 * i, bias), Linear(names[1], i, h, bias))
-            return (Linear(names[0], h, i, bias), Linear(names[1], h, i, bias), Linear(names[2], i, h, bias))
+            return self._dense_mlp(self.dense_intermediate_size, bias=flag(f.mlp_bias, self.config))
         e, i = self.num_experts, self.moe_intermediate_size
         names = f.expert_names
         bias = f.expert_bias
         beside = self._mlp(moe=False) if f.moe_beside_mlp else ()
-        out = [*beside, Linear(f.router_name, h, e, f.router_bias, router=not f.router_linear),
-               Linear(names[0], h, i, bias, count=e, expert=True), Linear(names[1], h, i, bias, count=e, expert=True),
-               Linear(names[2], i, h, bias, count=e, expert=True)]
+        latent = int(self.config.get(f.moe_latent_key) or 0) if f.moe_latent_key else 0
+        width = latent or h  # the experts' input and output width
+        out = [*beside, Linear(f.router_name, h, e, f.router_bias, router=not f.router_linear)]
+        if latent:  # models/nemotron_h NemotronHMoE: fc1_latent_proj / fc2_latent_proj, biased by mlp_bias
+            latent_bias = flag(f.mlp_bias, self.config)
+            out += [Linear("fc1_latent_proj", h, latent, latent_bias), Linear("fc2_latent_proj", latent, h, latent_bias)]
+        if f.expert_mlp == "plain":
+            out += [Linear(names[0], width, i, bias, count=e, expert=True),
+                    Linear(names[1], i, width, bias, count=e, expert=True)]
+        else:
+            out += [Linear(names[0], width, i, bias, count=e, expert=True),
+                    Linear(names[1], width, i, bias, count=e, expert=True),
+                    Linear(names[2], i, width, bias, count=e, expert=True)]
         si = self.shared_expert_intermediate_size
-        if si:
+        if si and f.expert_mlp == "plain":
+            out += self._dense_mlp(si, f"{f.shared_expert_name}.", flag(f.mlp_bias, self.config))
+        elif si:
             shared = f.shared_expert_name
             out += [Linear(f"{shared}.gate_proj", h, si), Linear(f"{shared}.up_proj", h, si),
                     Linear(f"{shared}.down_proj", si, h)]

@@ -53,10 +53,13 @@ def check_sample_packing_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit
 
 @register_check("ax_eager_long_sequence", args=("sequence_len", "size"), options=("min_sequence_len",))
 def check_eager_long_sequence(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """Eager attention keeps the fp32 softmax of every head: 6·heads·seq² bytes per sequence and layer."""
+    """Eager attention keeps the fp32 softmax of every head: 6·heads·seq² bytes per sequence and layer; nothing for a
+    decoder without softmax attention (Mamba)."""
     seq = run.facts.sequence_len.value
     threshold = rule.options["min_sequence_len"]
     if run.axolotl is None or run.facts.attn_implementation.value != "eager" or seq < threshold:
+        return
+    if run.arch is not None and not any(map(run.arch.has_attention, range(run.arch.num_layers))):
         return
     heads = getattr(run.arch, "num_heads", None)
     mbs = run.facts.micro_batch_size.value
