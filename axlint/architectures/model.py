@@ -199,7 +199,8 @@ class Architecture:
     def experts_per_token(self) -> int:
         if not self.num_experts:
             return 0
-        return int(self._get("num_experts_per_tok", "moe_topk", "moe_top_k", "top_k_experts", default=0))
+        return int(self._get("num_experts_per_tok", "num_experts_per_token", "moe_topk", "moe_top_k", "top_k_experts",
+                             default=0))
 
     @cached_property
     def moe_intermediate_size(self) -> int:
@@ -211,7 +212,7 @@ class Architecture:
         ``shared_experts_default`` experts when config.json has neither (Llama 4: one)."""
         if self.config.get("shared_expert_intermediate_size"):
             return int(self.config["shared_expert_intermediate_size"])
-        shared = self._get("n_shared_experts", default=self.layout.shared_experts_default)
+        shared = self._get("n_shared_experts", "num_shared_experts", default=self.layout.shared_experts_default)
         return int(shared or 0) * self.moe_intermediate_size
 
     @property
@@ -225,7 +226,7 @@ class Architecture:
 
     @property
     def first_dense_layers(self) -> int:
-        return int(self._get("first_k_dense_replace", default=0)) if self.num_experts else 0
+        return int(self._get("first_k_dense_replace", "num_dense_layers", default=0)) if self.num_experts else 0
 
     @property
     def is_moe(self) -> bool:
@@ -315,8 +316,13 @@ class Architecture:
     @property
     def query_factor(self) -> int:
         """The query projection's width over the query's: 2 where it also makes the output gate
-        (``Family.attention_gate``), else 1."""
-        return 2 if self.layout.attention_gate else 1
+        (``Family.attention_gate`` without a ``gate_linear``), else 1."""
+        return 2 if self.layout.attention_gate and not self.layout.gate_linear else 1
+
+    def _gate_linears(self, q: int) -> tuple[Linear, ...]:
+        """The attention's own output-gate Linear (``Family.gate_linear``: h -> the query width q, no bias)."""
+        name = self.layout.gate_linear
+        return (Linear(name, self.hidden_size, q),) if name else ()
 
     @property
     def gated_mlp(self) -> bool:
@@ -421,7 +427,7 @@ class Architecture:
         out = [Linear(names[0], h, q * self.query_factor, qkv_bias), Linear(names[1], h, kv, qkv_bias)]
         if not k_eq_v:
             out.append(Linear(names[2], h, kv, qkv_bias))
-        return tuple(out + [Linear(names[3], q, h, o_bias)])
+        return tuple(out + [Linear(names[3], q, h, o_bias)]) + self._gate_linears(q)
 
     def mlp_linears(self, layer: int) -> tuple[Linear, ...]:
         """The MLP's Linears (the experts' and router's in a MoE layer); none in a layer without an MLP."""
@@ -456,7 +462,7 @@ class Architecture:
             return (Linear(f.attention_names[0], h, q + 2 * kv, qkv_bias), Linear(f.attention_names[1], q, h, o_bias))
         names = f.attention_names
         return (Linear(names[0], h, q * self.query_factor, qkv_bias), Linear(names[1], h, kv, qkv_bias),
-                Linear(names[2], h, kv, qkv_bias), Linear(names[3], q, h, o_bias))
+                Linear(names[2], h, kv, qkv_bias), Linear(names[3], q, h, o_bias)) + self._gate_linears(q)
 
     @cached_property
     def _dense_linears(self) -> tuple[Linear, ...]:
@@ -514,6 +520,8 @@ class Architecture:
             sizes += [1] * len(self.activation_param_names)
         if self.layout.router_scales and self.is_moe_layer(layer):
             sizes += [self.hidden_size, self.num_experts]
+        if self.layout.expert_score_bias and self.is_moe_layer(layer):
+            sizes.append(self.num_experts)
         if not self.has_attention(layer):
             return tuple(sizes)
         if self.qk_norm == "head":
