@@ -42,8 +42,8 @@ GDN = {"num_hidden_layers": 4, "head_dim": 16, "linear_num_key_heads": 2, "linea
 """Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5): four layers, by default three linear-attention layers and one gated
 full-attention layer (full_attention_interval 4); twice as many value heads as key heads, as the published models."""
 QWEN_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48}
-AFMOE = {"head_dim": 16, "num_hidden_layers": 3, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
-         "num_dense_layers": 1, "num_shared_experts": 1}
+AFMOE = {"head_dim": 16, "num_hidden_layers": 3, "num_experts": 4, "num_experts_per_tok": 2,
+         "moe_intermediate_size": 32, "num_dense_layers": 1, "num_shared_experts": 1}
 """Trinity (afmoe): a dense first layer, then MoE layers with a shared expert and the per-expert routing bias."""
 KIMI = {"num_hidden_layers": 4, "num_key_value_heads": 4, "kv_lora_rank": 32, "qk_nope_head_dim": 16,
         "qk_rope_head_dim": 8, "v_head_dim": 16, "num_experts": 4, "num_experts_per_token": 2,

@@ -208,8 +208,9 @@ class Architecture:
 
     @property
     def shared_expert_intermediate_size(self) -> int:
-        """Width of the shared-expert MLP: DeepSeek ``n_shared_experts × moe_I``; Qwen2-MoE its own field; a family's
-        ``shared_experts_default`` experts when config.json has neither (Llama 4: one)."""
+        """Width of the shared-expert MLP: DeepSeek ``n_shared_experts × moe_I`` (Kimi Linear / Trinity:
+        ``num_shared_experts``); Qwen2-MoE its own field; a family's ``shared_experts_default`` experts when
+        config.json has neither (Llama 4: one)."""
         if self.config.get("shared_expert_intermediate_size"):
             return int(self.config["shared_expert_intermediate_size"])
         shared = self._get("n_shared_experts", "num_shared_experts", default=self.layout.shared_experts_default)
@@ -395,10 +396,11 @@ class Architecture:
         return self.layer_plan(layer).mlp == "moe"
 
     def _moe_layer(self, layer: int) -> bool:
-        """DeepSeek: ``layer >= first_k_dense_replace and layer % moe_layer_freq == 0``; Qwen-MoE:
-        ``layer not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0``; a ``mlp_layer_types`` list
-        ("dense" / "sparse" per layer, GLM-4.7-Flash) decides alone, and so does a ``moe_layers`` list of MoE layer
-        indices (Llama 4; without it every ``interleave_moe_layer_step``-th layer, counting from 1)."""
+        """DeepSeek: ``layer >= first_k_dense_replace`` (Trinity: ``num_dense_layers``) ``and layer % moe_layer_freq ==
+        0``; Qwen-MoE: ``layer not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0``; a
+        ``mlp_layer_types`` list ("dense" / "sparse" per layer, GLM-4.7-Flash) decides alone, and so does a
+        ``moe_layers`` list of MoE layer indices (Llama 4; without it every ``interleave_moe_layer_step``-th layer,
+        counting from 1)."""
         kinds = self.config.get("mlp_layer_types")
         if self.is_moe and isinstance(kinds, list) and len(kinds) == self.num_layers:
             return kinds[layer] == "sparse"
