@@ -150,3 +150,13 @@ def test_kimi_linear_layers_and_the_estimate_note() -> None:
     run = {"base_model": "t/kimi", "sequence_len": 512, "micro_batch_size": 1, "bf16": True, "flash_attention": True,
            "sample_packing": True}
     assert mixers.KDA_PATH in estimate_memory(facts(run, None, arch, hw), arch, hw).assumptions
+
+
+@pytest.mark.parametrize("remote, quantized", [(True, True), (False, False)])
+def test_kimi_remote_code_quantizes_its_linear_experts(remote: bool, quantized: bool) -> None:
+    """Under trust_remote_code Moonshot's modeling_kimi.py runs (the entry's auto_map): its experts are nn.Linear
+    modules, which an 8-bit load quantizes; transformers' own KimiLinearExperts are 3-D parameters it leaves in bf16."""
+    from axlint.architectures import resolve_architecture
+    arch = resolve_architecture("moonshotai/Kimi-Linear-48B-A3B-Instruct")
+    setup = _setup(arch, adapter="lora", load_in_8bit=True, lora_r=16, trust_remote_code=remote)
+    assert setup.quantize_experts is quantized

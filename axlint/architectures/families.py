@@ -68,7 +68,9 @@ class Family:
     ``attention_gate``: the attention output times sigmoid(gate) is the input of the output projection; the gate is
     made by the query projection, twice the query's width, or by its own bias-free Linear ``gate_linear`` (h ->
     heads x head_dim) inside the attention when the row names one. ``expert_score_bias``: a learned per-expert
-    routing bias (E values) registered as a parameter at this name in the MoE block.
+    routing bias (E values) registered as a parameter at this name in the MoE block. ``remote_linear_experts``: the
+    modelling code the published repository ships (config.json's ``auto_map``, run under ``trust_remote_code``)
+    builds the routed experts as per-expert ``nn.Linear`` modules, which a 4/8-bit load quantizes.
     """
 
     attention: Attention = "split"
@@ -116,6 +118,7 @@ class Family:
     attention_gate: bool = False
     gate_linear: str | None = None
     expert_score_bias: str | None = None
+    remote_linear_experts: bool = False
 
 
 def flag(value: Flag, config: Mapping[str, Any]) -> bool:
@@ -307,8 +310,10 @@ FAMILIES: dict[str, Family] = {
     # q_a_proj, kv_a_proj_with_mqa and o_proj), the others Kimi Delta Attention (mixers.kda), both at self_attn;
     # MoE layers (mixers.kimi_linear_plan) a router weight E x h (e_score_correction_bias a buffer), experts
     # moe_intermediate_size wide (gate_up_proj fused, down_proj) and num_shared_experts shared ones.
+    # Moonshot's own modeling_kimi.py (the checkpoint's auto_map) builds the experts as an nn.ModuleList of
+    # KimiBlockSparseMLP (w1 / w2 / w3 nn.Linear): under trust_remote_code a 4/8-bit load quantizes them.
     "kimi_linear": Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False),
-                          layer_plan="kimi_linear"),
+                          layer_plan="kimi_linear", remote_linear_experts=True),
 }
 """``model_type`` -> layout. A new family whose layer is built from these parts is one row here."""
 
