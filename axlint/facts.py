@@ -295,6 +295,7 @@ class RunFacts:
     num_labels: int = 0              # the score head's outputs (head != "lm")
     mlp_tiles: int | None = None     # tiled_mlp: its tiled_mlp_num_shards (None: Axolotl's default per sequence)
     tiled_mlp: bool = False
+    remote_code: bool = False        # trust_remote_code: a model with an auto_map runs its repository's own code
 
     @property
     def attention(self) -> str:
@@ -693,6 +694,7 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         head=head,
         num_labels=num_labels,
         tiled_mlp=_flag(raw, "tiled_mlp"),
+        remote_code=_flag(raw, "trust_remote_code"),
         mlp_tiles=lax_int(raw.get("tiled_mlp_num_shards")) or None,
     )
 

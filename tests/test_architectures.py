@@ -381,3 +381,16 @@ def test_gemma_4_entries_total_and_active(model_id, params, vision, active):
 ])
 def test_gemma_4_aliases_resolve(alias, canonical):
     assert catalog_lookup(alias)["id"] == canonical
+
+
+@pytest.mark.parametrize("model_id, total, active", [
+    # computed (the card: 48B total, 3B activated); equal to the numel of the KimiLinearForCausalLM transformers 5.24
+    # builds from the entry on the meta device
+    ("moonshotai/Kimi-Linear-48B-A3B-Instruct", 49_122_675_072, 3_484_453_248),
+    # computed (Arcee's technical report: 6B total, 1B active); equal to the meta-device AfmoeForCausalLM's numel
+    ("arcee-ai/Trinity-Nano-Preview", 6_120_003_328, 1_023_923_968),
+])
+def test_kimi_linear_and_trinity_totals(model_id, total, active):
+    arch = resolve_architecture(model_id)
+    assert arch.unsized_decoder is None
+    assert (arch.total_params, arch.active_params) == (total, active)

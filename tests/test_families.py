@@ -44,6 +44,15 @@ GDN = {"num_hidden_layers": 4, "head_dim": 16, "linear_num_key_heads": 2, "linea
 """Gated DeltaNet hybrids (Qwen3-Next, Qwen3.5): four layers, by default three linear-attention layers and one gated
 full-attention layer (full_attention_interval 4); twice as many value heads as key heads, as the published models."""
 QWEN_MOE = {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32, "shared_expert_intermediate_size": 48}
+AFMOE = {"head_dim": 16, "num_hidden_layers": 3, "num_experts": 4, "num_experts_per_tok": 2,
+         "moe_intermediate_size": 32, "num_dense_layers": 1, "num_shared_experts": 1}
+"""Trinity (afmoe): a dense first layer, then MoE layers with a shared expert and the per-expert routing bias."""
+KIMI = {"num_hidden_layers": 4, "num_key_value_heads": 4, "kv_lora_rank": 32, "qk_nope_head_dim": 16,
+        "qk_rope_head_dim": 8, "v_head_dim": 16, "num_experts": 4, "num_experts_per_token": 2,
+        "moe_intermediate_size": 32, "num_shared_experts": 1,
+        "linear_attn_config": {"num_heads": 2, "head_dim": 16, "short_conv_kernel_size": 3, "kda_layers": [1, 2, 4],
+                               "full_attn_layers": [3]}}
+"""Kimi Linear: KDA layers 0, 1 and 3, MLA layer 2 (1-based lists, as published), the first layer dense."""
 GLM_MOE = {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32,
            "first_k_dense_replace": 1, "head_dim": 16}
 FALCON_H1 = {"mamba_d_ssm": 96, "mamba_n_heads": 4, "mamba_d_state": 16, "mamba_chunk_size": 32}
@@ -151,6 +160,12 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
     "ministral3": [{"head_dim": 16}, {"head_dim": 8, "tie_word_embeddings": True}],
     "mistral4": [{**MLA, "q_lora_rank": 48, "first_k_dense_replace": 0},
                  {**MLA, "q_lora_rank": None, "attention_bias": True, "n_shared_experts": 2}],
+    "afmoe": [{**AFMOE}, {**AFMOE, "attention_bias": True, "num_dense_layers": 0, "num_shared_experts": 2}],
+    "kimi_linear": [{**KIMI, "first_k_dense_replace": 1},
+                    {**KIMI, "q_lora_rank": 24, "attention_bias": True, "first_k_dense_replace": 2,
+                     "num_shared_experts": 2,
+                     "linear_attn_config": {"num_heads": 4, "head_dim": 8, "kda_layers": [2, 3, 4],
+                                            "full_attn_layers": [1]}}],
 }
 """Per family: config.json fields beside SMALL, one model each (the variants flip the fields a row reads)."""
 
@@ -221,3 +236,18 @@ def test_gemma4_per_layer_embeddings_and_shared_kv_are_unsized() -> None:
                    {}):
         arch = Architecture.from_config("t", "model-config", {**SMALL, "model_type": "gemma4_text", **fields})
         assert arch.family is None and arch.unsized_decoder == "gemma4_text"
+
+
+@pytest.mark.parametrize("fields", CONFIGS["kimi_linear"], ids=lambda f: f"kimi_linear-published-{len(f)}")
+def test_kimi_linear_published_keys_size_the_same_model(fields: dict[str, Any]) -> None:
+    """A published Kimi Linear config.json holds the KDA sizes and the layer lists in linear_attn_config and names no
+    layer_types / mlp_layer_types; save_pretrained (5.24) writes those lists and linear_head_dim / linear_num_heads
+    too. Both read the same model: the one transformers builds."""
+    config = _hf_config("kimi_linear", fields)
+    model = _meta_model(config)
+    written = {k: v for k, v in config.to_dict().items()
+               if k not in ("layer_types", "mlp_layer_types", "linear_head_dim", "linear_num_heads",
+                            "linear_conv_kernel_dim")}
+    arch = Architecture.from_config("test/model", "model-config", {**written, **fields})
+    assert arch.mixer_kinds == ("kda",)
+    assert arch.total_params == sum(p.numel() for p in model.parameters())

@@ -117,3 +117,46 @@ def test_gated_deltanet_layers_and_the_estimate_note() -> None:
            "flash_attention": True, "sample_packing": True}
     notes = estimate_memory(facts(run, None, arch, hw), arch, hw).assumptions
     assert mixers.GATED_DELTANET_PATH in notes
+
+
+SMALL_KDA = {"model_type": "kimi_linear", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 4,
+             "num_attention_heads": 4, "vocab_size": 256, "kv_lora_rank": 32, "qk_nope_head_dim": 16,
+             "qk_rope_head_dim": 8, "v_head_dim": 16, "num_experts": 4, "num_experts_per_token": 2,
+             "moe_intermediate_size": 32, "linear_attn_config": {"num_heads": 2, "head_dim": 16,
+                                                                 "short_conv_kernel_size": 4, "full_attn_layers": [4]}}
+"""H = 2, d = 16: D = 32; the fourth layer MLA (1-based full_attn_layers), the others KDA."""
+
+
+def test_kda_activation_formula_by_hand() -> None:
+    """saved 45D + 398H = 1440 + 796 = 2236 bytes per token; backward H·d²/16 + 42D = 32 + 1344 = 1376; when the
+    gated norm's weight trains 4D = 128 more. Its Linears: q/k/v, f_a, b, g_a read the layer's normed input; f_b,
+    g_b (d -> D) and o_proj (D -> h) a tensor of the mixer's own."""
+    shape = mixers.MIXERS["kda"](SMALL_KDA, 0)
+    assert (shape.saved_per_token, shape.backward_per_token, shape.trained_per_token) == (2236, 1376, 128)
+    assert [lin.name for lin in shape.input_linears] == ["q_proj", "k_proj", "v_proj", "forget_gate.f_a_proj",
+                                                         "b_proj", "g_a_proj"]
+    assert [(lin.d_in, lin.d_out) for lin in shape.own_linears] == [(16, 32), (16, 32), (32, 64)]
+
+
+def test_kimi_linear_layers_and_the_estimate_note() -> None:
+    """Layers 0-2 KDA, layer 3 MLA; the first layer dense (first_k_dense_replace defaults to 1), the others MoE; the
+    estimate names the kernels its KDA formula assumes."""
+    arch = Architecture.from_config("t/kimi", "model-config", SMALL_KDA)
+    assert [arch.has_attention(i) for i in range(4)] == [False, False, False, True]
+    assert [arch.is_moe_layer(i) for i in range(4)] == [False, True, True, True]
+    assert activations.mixer_bytes(arch, _setup(arch), 0) == 2236 + 128
+    from axlint.memory import estimate_memory
+    hw = parse_hardware("1xH100")
+    run = {"base_model": "t/kimi", "sequence_len": 512, "micro_batch_size": 1, "bf16": True, "flash_attention": True,
+           "sample_packing": True}
+    assert mixers.KDA_PATH in estimate_memory(facts(run, None, arch, hw), arch, hw).assumptions
+
+
+@pytest.mark.parametrize("remote, quantized", [(True, True), (False, False)])
+def test_kimi_remote_code_quantizes_its_linear_experts(remote: bool, quantized: bool) -> None:
+    """Under trust_remote_code Moonshot's modeling_kimi.py runs (the entry's auto_map): its experts are nn.Linear
+    modules, which an 8-bit load quantizes; transformers' own KimiLinearExperts are 3-D parameters it leaves in bf16."""
+    from axlint.architectures import resolve_architecture
+    arch = resolve_architecture("moonshotai/Kimi-Linear-48B-A3B-Instruct")
+    setup = _setup(arch, adapter="lora", load_in_8bit=True, lora_r=16, trust_remote_code=remote)
+    assert setup.quantize_experts is quantized

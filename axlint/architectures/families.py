@@ -77,6 +77,12 @@ class Family:
     tie_word_embeddings).
     ``attention_gate``: the attention's first projection is twice the query's width, the query and an output gate
     (the attention output times sigmoid(gate) is the input of the output projection).
+    ``attention_gate``: the attention output times sigmoid(gate) is the input of the output projection; the gate is
+    made by the query projection, twice the query's width, or by its own bias-free Linear ``gate_linear`` (h ->
+    heads x head_dim) inside the attention when the row names one. ``expert_score_bias``: a learned per-expert
+    routing bias (E values) registered as a parameter at this name in the MoE block. ``remote_linear_experts``: the
+    modelling code the published repository ships (config.json's ``auto_map``, run under ``trust_remote_code``)
+    builds the routed experts as per-expert ``nn.Linear`` modules, which a 4/8-bit load quantizes.
     """
 
     attention: Attention = "split"
@@ -127,6 +133,9 @@ class Family:
     ff_dim_adjust_key: str | None = None
     config_aliases: tuple[tuple[str, str], ...] = ()
     attention_gate: bool = False
+    gate_linear: str | None = None
+    expert_score_bias: str | None = None
+    remote_linear_experts: bool = False
 
 
 def flag(value: Flag, config: Mapping[str, Any]) -> bool:
@@ -354,6 +363,24 @@ FAMILIES: dict[str, Family] = {
     # Qwen3_5(Moe)ForConditionalGeneration (vision.py: the qwen3_5 tower and merger).
     "qwen3_5_text": _QWEN3_5,
     "qwen3_5_moe_text": _QWEN3_5,
+    # models/afmoe/modeling_afmoe.py (transformers 5.24, Arcee's Trinity): q/k/v/o biased by attention_bias, q_norm /
+    # k_norm over head_dim, a bias-free gate_proj (h -> heads x head_dim) whose sigmoid gates the attention output;
+    # four norms per layer; from layer num_dense_layers on, AfmoeSparseMoeBlock: router.gate (an nn.Linear E x h),
+    # experts moe_intermediate_size wide (gate_up_proj fused, down_proj), shared_experts num_shared_experts x that
+    # width, and expert_bias (E, an nn.Parameter that does not train); before it a dense MLP.
+    "afmoe": Family(qk_norm="head", attention_gate=True, gate_linear="gate_proj",
+                    norm_names=("input_layernorm", "post_attention_layernorm", "pre_mlp_layernorm",
+                                "post_mlp_layernorm"),
+                    router_name="router.gate", router_linear=True, expert_score_bias="expert_bias"),
+    # models/kimi_linear/modeling_kimi_linear.py (transformers 5.24): the "full_attention" layers run DeepSeek's MLA
+    # (q_proj or q_a_proj / q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj; attention_bias biases
+    # q_a_proj, kv_a_proj_with_mqa and o_proj), the others Kimi Delta Attention (mixers.kda), both at self_attn;
+    # MoE layers (mixers.kimi_linear_plan) a router weight E x h (e_score_correction_bias a buffer), experts
+    # moe_intermediate_size wide (gate_up_proj fused, down_proj) and num_shared_experts shared ones.
+    # Moonshot's own modeling_kimi.py (the checkpoint's auto_map) builds the experts as an nn.ModuleList of
+    # KimiBlockSparseMLP (w1 / w2 / w3 nn.Linear): under trust_remote_code a 4/8-bit load quantizes them.
+    "kimi_linear": Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False),
+                          layer_plan="kimi_linear", remote_linear_experts=True),
 }
 """``model_type`` -> layout. A new family whose layer is built from these parts is one row here."""
 

@@ -243,3 +243,128 @@ MIXER_NOTES.update({"gated_deltanet": GATED_DELTANET_PATH, "gated_deltanet_split
 MIXERS.update({"gated_deltanet": gated_deltanet_fused, "gated_deltanet_split": gated_deltanet_split})
 LAYER_PLANS.update({"qwen3_next": _qwen_hybrid_plan("gated_deltanet"),
                     "qwen3_5": _qwen_hybrid_plan("gated_deltanet_split")})
+
+
+# ---- Kimi Delta Attention (Kimi Linear) -----------------------------------------------------------------------------
+KDA_PATH = ("Kimi Delta Attention layers: the activations of flash-linear-attention's chunk_kda and causal-conv1d's "
+            "kernel, which transformers runs when both are installed; without them the PyTorch fallback keeps more")
+"""The estimate's note for a model with KDA layers: the kernel path the activation formula models."""
+
+
+@dataclass(frozen=True)
+class KdaSizes:
+    """The sizes of a KDA layer: ``heads`` H of ``head_dim`` d (q, k and v alike), the short convolution's
+    ``kernel``; read from config.json's ``linear_attn_config`` (num_heads, head_dim, short_conv_kernel_size: the
+    published files), else the top-level linear_num_heads / linear_head_dim / linear_conv_kernel_dim that transformers
+    5.24's ``KimiLinearConfig`` writes, else its defaults 32 / 128 / 4."""
+
+    hidden: int
+    heads: int
+    head_dim: int
+    kernel: int
+
+    @classmethod
+    def read(cls, config: Mapping[str, Any]) -> "KdaSizes":
+        nested = config.get("linear_attn_config")
+        nested = nested if isinstance(nested, Mapping) else {}
+
+        def get(key: str, top: str, default: int) -> int:
+            return int(nested.get(key) or config.get(top) or default)
+        return cls(int(config["hidden_size"]), get("num_heads", "linear_num_heads", 32),
+                   get("head_dim", "linear_head_dim", 128), get("short_conv_kernel_size", "linear_conv_kernel_dim", 4))
+
+    @property
+    def width(self) -> int:
+        """D = H·d, the width of q, k, v, the decay g, the output gate and the core output."""
+        return self.heads * self.head_dim
+
+
+def kda_saved(s: KdaSizes) -> float:
+    """Bytes per token a KDA layer keeps for backward beyond its Linears' inputs, on the kernel path (``KDA_PATH``):
+    45D + 398H, the sum of
+
+    - causal-conv1d (Dao-AILab/causal-conv1d ``CausalConv1dFn.forward`` saves x): the concatenated q|k|v
+      projections, 2·3D;
+    - flash-linear-attention (fla-org/flash-linear-attention ``fla/ops/kda/chunk.py``, ``ChunkKDAFunction.forward``
+      saves q, q_rstd, k, k_rstd, v, g_cumsum, g, beta, Aqk, Akk; w, u, qg, kg, v_new and h are None without
+      ``disable_recompute``, ``chunk_kda_fwd`` in ``chunk_fwd.py``): the l2-normalised bf16 q and k 4D, their fp32
+      rstd 8H, v 2D, the chunk-local cumsum of g in fp32 4D and g itself, the forget gate's fp32 output, 4D; beta,
+      the sigmoid's bf16 output, 2H; Aqk in fp32 and Akk in bf16 (``chunk_kda_fwd_intra`` in ``chunk_intra.py``),
+      ``FLA_CHUNK`` columns per head, 256H + 128H;
+    - the forget gate in PyTorch (transformers 5.24 ``KimiLinearForgetGate.forward``, -exp(A_log)·softplus(g +
+      dt_bias) in fp32): exp's output 4D, log's input 4D, where's mask 1D and the softplus the product keeps 4D;
+    - the gated RMSNorm in PyTorch (``KimiLinearRMSNormGated``, fp32 throughout): its fp32 input 4D, rsqrt 4H, the
+      weighted norm 4D and sigmoid(gate) 4D; the normalised input to the weight, 4D, only when the weight trains
+      (``kda_trained``).
+
+    D = H·d (``KdaSizes``)."""
+    d, h = s.width, s.heads
+    conv = 2 * 3 * d
+    fla = 4 * d + 8 * h + 2 * d + 4 * d + 4 * d + 2 * h + 4 * FLA_CHUNK * h + 2 * FLA_CHUNK * h
+    forget_gate = 4 * d + 4 * d + d + 4 * d
+    gated_norm = 4 * d + 4 * h + 4 * d + 4 * d
+    return float(conv + fla + forget_gate + gated_norm)
+
+
+def kda_trained(s: KdaSizes) -> float:
+    """Bytes per token more when the gated RMSNorm's weight trains: its fp32 normalised input, 4D."""
+    return float(4 * s.width)
+
+
+def kda_backward(s: KdaSizes) -> float:
+    """Gradient temporaries per token of a KDA layer's backward (fla ``chunk_kda_bwd``, recomputing what the forward
+    dropped), with the gated RMSNorm's fp32 gradients and the convolution's input gradient: H·d²/16 + 42D. That is:
+    the chunk states h and their gradient dh, bf16 [H, d, d] per ``FLA_CHUNK`` tokens, 2·2·H·d²/64; the recomputed w,
+    u, qg, kg and v_new 2D each; dq, dk, dv 2D each and the intra-chunk dq2, dk2 2D each; the fp32 gate gradients dg
+    and dg2 4D each; the norm's fp32 gradients of its input and its gate 8D; the convolution's dx 2·3D."""
+    d = s.width
+    states = s.heads * s.head_dim * s.head_dim * 4 // FLA_CHUNK
+    return float(states + 10 * d + 6 * d + 4 * d + 8 * d + 8 * d + 6 * d)
+
+
+def kda(config: Mapping[str, Any], layer: int) -> MixerShape:
+    """A KDA layer at ``self_attn`` (transformers 5.24 ``models/kimi_linear/modeling_kimi_linear.py``,
+    ``KimiLinearDeltaAttention``): q_proj, k_proj, v_proj (h -> D), the depthwise ``conv1d`` over q|k|v (3D x 1 x
+    kernel, no bias), ``forget_gate`` (f_a_proj h -> d, f_b_proj d -> D, dt_bias D, A_log H), ``b_proj`` (h -> H),
+    g_a_proj (h -> d) and g_b_proj (d -> D) making the output gate, the gated RMSNorm ``o_norm`` (d) and ``o_proj``
+    (D -> h); no biases."""
+    s = KdaSizes.read(config)
+    h, d, dk = s.hidden, s.width, s.head_dim
+    linears = (Linear("q_proj", h, d), Linear("k_proj", h, d), Linear("v_proj", h, d),
+               Linear("forget_gate.f_a_proj", h, dk), Linear("forget_gate.f_b_proj", dk, d),
+               Linear("b_proj", h, s.heads), Linear("g_a_proj", h, dk), Linear("g_b_proj", dk, d),
+               Linear("o_proj", d, h))
+    others = (("conv1d.weight", 3 * d * s.kernel), ("forget_gate.dt_bias", d), ("forget_gate.A_log", s.heads),
+              ("o_norm.weight", dk))
+    return MixerShape("self_attn", linears, others, kda_saved(s), kda_backward(s),
+                      inner_linears=("forget_gate.f_b_proj", "g_b_proj", "o_proj"), trained_per_token=kda_trained(s))
+
+
+def _kimi_layer_types(config: Mapping[str, Any], layers: int) -> list[str]:
+    """config.json's ``layer_types``; else ``linear_attn_config``'s 1-based ``full_attn_layers`` (the others KDA);
+    else ``KimiLinearConfig``'s default: every fourth layer from layer 4 (0-based) full attention."""
+    types = config.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        return [str(t) for t in types]
+    nested = config.get("linear_attn_config")
+    full = nested.get("full_attn_layers") if isinstance(nested, Mapping) else None
+    if isinstance(full, list):
+        return ["full_attention" if i + 1 in full else "linear_attention" for i in range(layers)]
+    return ["full_attention" if i and i % 4 == 0 else "linear_attention" for i in range(layers)]
+
+
+def kimi_linear_plan(config: Mapping[str, Any], layers: int) -> tuple[LayerPlan, ...]:
+    """Kimi Linear (``KimiLinearDecoderLayer``): "full_attention" layers MLA (the family's attention), the others KDA;
+    the MLP MoE by config.json's ``mlp_layer_types`` ("sparse"), else from layer ``first_k_dense_replace`` (default
+    1) on, as ``KimiLinearConfig`` builds that list."""
+    kinds = config.get("mlp_layer_types")
+    if not (isinstance(kinds, list) and len(kinds) == layers):
+        dense = int(config.get("first_k_dense_replace", 1) or 0)
+        kinds = ["dense" if i < dense else "sparse" for i in range(layers)]
+    return tuple(LayerPlan((ATTENTION if kind == "full_attention" else "kda",), "moe" if mlp == "sparse" else "dense")
+                 for kind, mlp in zip(_kimi_layer_types(config, layers), kinds))
+
+
+MIXER_NOTES["kda"] = KDA_PATH
+MIXERS["kda"] = kda
+LAYER_PLANS["kimi_linear"] = kimi_linear_plan

@@ -208,7 +208,8 @@ class Architecture:
     def experts_per_token(self) -> int:
         if not self.num_experts:
             return 0
-        return int(self._get("num_experts_per_tok", "moe_topk", "moe_top_k", "top_k_experts", default=0))
+        return int(self._get("num_experts_per_tok", "num_experts_per_token", "moe_topk", "moe_top_k", "top_k_experts",
+                             default=0))
 
     @cached_property
     def moe_intermediate_size(self) -> int:
@@ -216,12 +217,13 @@ class Architecture:
 
     @property
     def shared_expert_intermediate_size(self) -> int:
-        """Width of the shared-expert MLP: DeepSeek ``n_shared_experts × moe_I``; Qwen2-MoE its own field; a family's
+        """Width of the shared-expert MLP: DeepSeek ``n_shared_experts × moe_I`` (Kimi Linear / Trinity:
+        ``num_shared_experts``); Qwen2-MoE its own field (a family's ``shared_width_key``); a family's
         ``shared_experts_default`` experts when config.json has neither (Llama 4: one)."""
         own = self.layout.shared_width_key or "shared_expert_intermediate_size"
         if self.config.get(own):
             return int(self.config[own])
-        shared = self._get("n_shared_experts", default=self.layout.shared_experts_default)
+        shared = self._get("n_shared_experts", "num_shared_experts", default=self.layout.shared_experts_default)
         return int(shared or 0) * self.moe_intermediate_size
 
     @property
@@ -244,7 +246,7 @@ class Architecture:
 
     @property
     def first_dense_layers(self) -> int:
-        return int(self._get("first_k_dense_replace", default=0)) if self.num_experts else 0
+        return int(self._get("first_k_dense_replace", "num_dense_layers", default=0)) if self.num_experts else 0
 
     @property
     def is_moe(self) -> bool:
@@ -334,8 +336,13 @@ class Architecture:
     @property
     def query_factor(self) -> int:
         """The query projection's width over the query's: 2 where it also makes the output gate
-        (``Family.attention_gate``), else 1."""
-        return 2 if self.layout.attention_gate else 1
+        (``Family.attention_gate`` without a ``gate_linear``), else 1."""
+        return 2 if self.layout.attention_gate and not self.layout.gate_linear else 1
+
+    def _gate_linears(self, q: int) -> tuple[Linear, ...]:
+        """The attention's own output-gate Linear (``Family.gate_linear``: h -> the query width q, no bias)."""
+        name = self.layout.gate_linear
+        return (Linear(name, self.hidden_size, q),) if name else ()
 
     @property
     def gated_mlp(self) -> bool:
@@ -408,10 +415,11 @@ class Architecture:
         return self.layer_plan(layer).mlp == "moe"
 
     def _moe_layer(self, layer: int) -> bool:
-        """DeepSeek: ``layer >= first_k_dense_replace and layer % moe_layer_freq == 0``; Qwen-MoE:
-        ``layer not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0``; a ``mlp_layer_types`` list
-        ("dense" / "sparse" per layer, GLM-4.7-Flash) decides alone, and so does a ``moe_layers`` list of MoE layer
-        indices (Llama 4; without it every ``interleave_moe_layer_step``-th layer, counting from 1)."""
+        """DeepSeek: ``layer >= first_k_dense_replace`` (Trinity: ``num_dense_layers``) ``and layer % moe_layer_freq ==
+        0``; Qwen-MoE: ``layer not in mlp_only_layers and (layer + 1) % decoder_sparse_step == 0``; a
+        ``mlp_layer_types`` list ("dense" / "sparse" per layer, GLM-4.7-Flash) decides alone, and so does a
+        ``moe_layers`` list of MoE layer indices (Llama 4; without it every ``interleave_moe_layer_step``-th layer,
+        counting from 1)."""
         kinds = self.config.get("mlp_layer_types")
         if self.is_moe and isinstance(kinds, list) and len(kinds) == self.num_layers:
             return kinds[layer] == "sparse"
@@ -440,7 +448,7 @@ class Architecture:
         out = [Linear(names[0], h, q * self.query_factor, qkv_bias), Linear(names[1], h, kv, qkv_bias)]
         if not k_eq_v:
             out.append(Linear(names[2], h, kv, qkv_bias))
-        return tuple(out + [Linear(names[3], q, h, o_bias)])
+        return tuple(out + [Linear(names[3], q, h, o_bias)]) + self._gate_linears(q)
 
     def mlp_linears(self, layer: int) -> tuple[Linear, ...]:
         """The MLP's Linears (the experts' and router's in a MoE layer); none in a layer without an MLP."""
@@ -475,7 +483,7 @@ class Architecture:
             return (Linear(f.attention_names[0], h, q + 2 * kv, qkv_bias), Linear(f.attention_names[1], q, h, o_bias))
         names = f.attention_names
         return (Linear(names[0], h, q * self.query_factor, qkv_bias), Linear(names[1], h, kv, qkv_bias),
-                Linear(names[2], h, kv, qkv_bias), Linear(names[3], q, h, o_bias))
+                Linear(names[2], h, kv, qkv_bias), Linear(names[3], q, h, o_bias)) + self._gate_linears(q)
 
     @cached_property
     def _dense_linears(self) -> tuple[Linear, ...]:
@@ -549,6 +557,8 @@ class Architecture:
             sizes += [1] * len(self.activation_param_names)
         if self.layout.router_scales and self.is_moe_layer(layer):
             sizes += [self.hidden_size, self.num_experts]
+        if self.layout.expert_score_bias and self.is_moe_layer(layer):
+            sizes.append(self.num_experts)
         if not self.has_attention(layer):
             return tuple(sizes)
         if self.qk_norm == "head":

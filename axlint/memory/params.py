@@ -144,6 +144,8 @@ def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
             router = f"{layer_prefix}.{f.router_name.rsplit('.', 1)[0]}"
             yield f"{router}.scale", h
             yield f"{router}.per_expert_scale", arch.num_experts
+        if f.expert_score_bias and arch.is_moe_layer(layer):
+            yield f"{layer_prefix}.{f.mlp_module}.{f.expert_score_bias}", arch.num_experts
         if f.attention_sinks and has_attention:
             yield f"{attention}.sinks", arch.num_heads
         for name in arch.activation_param_names if arch.layer_plan(layer).mlp == "dense" else ():

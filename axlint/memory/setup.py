@@ -91,6 +91,13 @@ def mlp_tiles(facts: RunFacts, local_sequence_len: int) -> int:
     return max(1, facts.mlp_tiles or -(-local_sequence_len // TILED_MLP_TOKENS_PER_TILE))
 
 
+def remote_linear_experts(facts: RunFacts, arch: Architecture) -> bool:
+    """A 4/8-bit run under ``trust_remote_code`` of a model whose repository's own code (``auto_map``) builds its
+    routed experts as ``nn.Linear`` modules (``Family.remote_linear_experts``): bitsandbytes quantizes them."""
+    return bool(facts.remote_code and facts.quantization.value and arch.expert_params and arch.remote_modeling
+                and arch.layout.remote_linear_experts)
+
+
 def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
     """The memory-relevant facts of a resolved run (axlint.facts), with the notes the estimate rests on."""
     notes: list[str] = []
@@ -100,7 +107,11 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
     if facts.loss.value is LossKernel.CCE and not cce_supports(arch.model_type):
         notes.append(f"Cut Cross-Entropy has no patch for model_type {arch.model_type!r}; "
                      "Axolotl's generic (experimental) patch assumed to apply")
-    if facts.quantization.value and arch.expert_params and not facts.quantize_experts:
+    remote_experts = remote_linear_experts(facts, arch)
+    if remote_experts:
+        notes.append("trust_remote_code: the repository's own modelling code runs (config.json's auto_map), whose "
+                     f"routed experts are nn.Linear modules that {facts.quantization.value} quantizes")
+    elif facts.quantization.value and arch.expert_params and not facts.quantize_experts:
         notes.append(f"routed experts ({arch.expert_params / 1e9:.1f} B weights) stay in the load dtype under "
                      f"{facts.quantization.value}: transformers 5 quantizes nn.Linear modules only; "
                      "`quantize_moe_experts: true` stores them quantized")
@@ -128,7 +139,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         param_bytes=C.FP32 if facts.dtype.value == "float32" else C.BF16,
         quantization=facts.quantization.value,
         double_quant=facts.double_quant,
-        quantize_experts=facts.quantize_experts,
+        quantize_experts=facts.quantize_experts or remote_experts,
         adapter=facts.adapter.value,
         lora_r=facts.lora.r,
         lora_dropout=facts.lora.dropout,
