@@ -80,7 +80,7 @@ def run_notes(facts: "MemoryFacts") -> list[str]:
     notes += [f"{setting}: {why}; the estimate ignores the parallel sizes" for setting, why in
               layout_problem(facts.config, sharding).items()]
     notes += [f"{part} has {what}: its memory is left out, so the peak is unknown (at least the numbers above)"
-              for part, what in unsized_parts(facts.arch).items()]
+              for part, what in unsized_parts(facts.arch, facts.estimate.setup.prequantized).items()]
     if not facts.evaluating:
         notes.append("no evaluation (val_set_size 0, no test_datasets): the eval peak does not count")
     return notes
