@@ -201,3 +201,34 @@ def test_adapted_experts_keep_their_inputs():
     without = _estimate(None, lora_target_parameters=None)
     with_experts = _estimate(None)
     assert with_experts.components["activations"] > without.components["activations"]
+
+
+# ---- catalog entries and the corpus ------------------------------------------------------------------------------
+
+def test_minimax_m2_entry_is_the_model_transformers_builds():
+    from axlint.architectures import resolve_architecture
+
+    arch = resolve_architecture("MiniMaxAI/MiniMax-M2")
+    config = {k: v for k, v in arch.raw_config.items() if k != "quantization_config"}
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(transformers.AutoConfig.for_model(**config))
+    assert sum(p.numel() for p in model.parameters()) == arch.total_params
+
+
+@pytest.mark.parametrize("example, readme_gib", [
+    ("qwen3/30b-a3b-nvfp4-lora.yaml", 31),  # examples/qwen3/README.md: "~31 GiB at sequence_len 2048"
+    ("qwen3-next/qwen3-next-80b-a3b-nvfp4-lora.yaml", 86),  # examples/qwen3-next/README.md: "~86 GiB"
+])
+def test_nvfp4_corpus_runs_land_near_axolotls_published_memory(example, readme_gib):
+    """Axolotl's READMEs give the memory of its NVFP4 MoE-LoRA examples on one GPU; sized as bf16 the experts alone
+    would be 54 / 144 GiB."""
+    from pathlib import Path
+
+    from axlint.document import load_document
+    from axlint.memory.facts import memory_facts
+    from axlint.run import build_run
+
+    run = build_run(load_document(Path(__file__).parents[1] / "fixtures/axolotl/examples" / example))
+    facts_ = memory_facts(run)
+    assert facts_ is not None and not unsized_parts(run.arch, facts_.estimate.setup.prequantized)
+    assert facts_.estimate.required / 2**30 == pytest.approx(readme_gib, rel=0.1)
