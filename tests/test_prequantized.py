@@ -232,3 +232,22 @@ def test_nvfp4_corpus_runs_land_near_axolotls_published_memory(example, readme_g
     facts_ = memory_facts(run)
     assert facts_ is not None and not unsized_parts(run.arch, facts_.estimate.setup.prequantized)
     assert facts_.estimate.required / 2**30 == pytest.approx(readme_gib, rel=0.1)
+
+
+def test_an_unsized_checkpoint_stops_the_memory_rules_and_says_so(tmp_path):
+    import json
+
+    from axlint.commands.estimate import run_notes
+    from axlint.document import load_document
+    from axlint.memory.facts import memory_facts, modelled_facts, unknown_parts
+    from axlint.run import build_run
+
+    (tmp_path / "config.json").write_text(json.dumps({**SMALL_MOE, "quantization_config": {"quant_method": "awq"}}))
+    path = tmp_path / "run.yaml"
+    path.write_text(f"base_model: {tmp_path}\nadapter: lora\nlora_target_linear: true\nsequence_len: 512\n"
+                    "micro_batch_size: 1\nbf16: true\nsample_packing: true\n")
+    run = build_run(load_document(path))
+    facts_ = memory_facts(run)
+    assert "awq" in unknown_parts(facts_)[f"base_model: {tmp_path}"]
+    assert modelled_facts(run) is None
+    assert any("awq" in note and "load dtype" in note for note in run_notes(facts_))

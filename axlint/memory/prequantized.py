@@ -149,8 +149,9 @@ def _modelopt(qc: Mapping[str, Any], model_type: str, moe: bool, kernels: tuple[
                                                     "transformers 5.24 does not know quant_method modelopt and loads "
                                                     "its experts as uninitialised bf16 placeholders")
     if nonexpert and nonexpert.lower() not in ("none", "bf16"):
-        return Prequantized("modelopt", "", unsized=f"nonexpert_quantization: {nonexpert} re-quantizes the non-expert "
-                                                    "Linears, which axlint does not size")
+        return Prequantized("modelopt", "", unsized=f"a ModelOpt NVFP4 checkpoint whose non-expert Linears "
+                                                    f"nonexpert_quantization: {nonexpert} re-quantizes, which axlint "
+                                                    "does not size")
     ignore = tuple(str(p) for p in qc.get("ignore") or qc.get("exclude_modules") or ())
     note = ("ModelOpt NVFP4 checkpoint: routed experts kept packed on the GPU (4-bit values + an FP8 scale per 16 "
             "+ a per-tensor scale = 0.5625 B per weight); Axolotl's KernelsPlugin dequantizes every other NVFP4 "
