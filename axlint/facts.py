@@ -246,6 +246,7 @@ class Lora:
     target_modules: tuple[str, ...] | str = ()
     target_linear: bool = False
     modules_to_save: tuple[str, ...] = ()
+    target_parameters: tuple[str, ...] = ()  # lora_target_parameters: PEFT target_parameters (3-D expert weights)
 
 
 @dataclass(frozen=True)
@@ -296,6 +297,9 @@ class RunFacts:
     mlp_tiles: int | None = None     # tiled_mlp: its tiled_mlp_num_shards (None: Axolotl's default per sequence)
     tiled_mlp: bool = False
     remote_code: bool = False        # trust_remote_code: a model with an auto_map runs its repository's own code
+    expert_kernels: tuple[str, ...] = ()  # KernelsPlugin expert paths turned on: "scattermoe", "sonicmoe"
+    nonexpert_quantization: str | None = None  # KernelsPlugin's nonexpert_quantization policy, as written
+    dequantize: bool = False         # model_quantization_config_kwargs.dequantize: a quantized checkpoint loads in bf16
 
     @property
     def attention(self) -> str:
@@ -669,7 +673,8 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
                   dropout=lax_float(raw.get("lora_dropout")) or 0.0,
                   target_modules=targets if isinstance(targets, str) else _strings(targets),
                   target_linear=_flag(raw, "lora_target_linear"),
-                  modules_to_save=_strings(raw.get("lora_modules_to_save"))),
+                  modules_to_save=_strings(raw.get("lora_modules_to_save")),
+                  target_parameters=_strings(raw.get("lora_target_parameters"))),
         unfrozen_parameters=_strings(raw.get("unfrozen_parameters")),
         optimizer=Fact(optimizer, ("optimizer",), Origin.WRITTEN) if isinstance(optimizer, str) and optimizer
         else Fact("adamw_torch_fused"),
@@ -696,7 +701,27 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         tiled_mlp=_flag(raw, "tiled_mlp"),
         remote_code=_flag(raw, "trust_remote_code"),
         mlp_tiles=lax_int(raw.get("tiled_mlp_num_shards")) or None,
+        expert_kernels=_expert_kernels(raw, plugins),
+        nonexpert_quantization=str(raw["nonexpert_quantization"]) if raw.get("nonexpert_quantization") else None,
+        dequantize=_dequantize(raw),
     )
+
+
+def _expert_kernels(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> tuple[str, ...]:
+    """The KernelsPlugin expert paths a run turns on (``use_scattermoe`` / ``use_sonicmoe``, Axolotl 0.18.0
+    integrations/kernels/args.py); without the plugin the flags do nothing."""
+    if not any(p.endswith("kernels.KernelsPlugin") for p in plugins):
+        return ()
+    return tuple(name for name in ("scattermoe", "sonicmoe") if _flag(raw, f"use_{name}"))
+
+
+def _dequantize(raw: Mapping[str, Any]) -> bool:
+    """``model_quantization_config_kwargs: {dequantize: true}``: Axolotl builds FineGrainedFP8Config / Mxfp4Config
+    from these kwargs (0.18.0 loaders/model.py ``_set_quantization_config``), and transformers then loads a
+    quantized checkpoint dequantized to the load dtype."""
+    kwargs = raw.get("model_quantization_config_kwargs")
+    return (raw.get("model_quantization_config") in ("FineGrainedFP8Config", "Mxfp4Config")
+            and isinstance(kwargs, Mapping) and lax_bool(kwargs.get("dequantize")) is True)
 
 
 def _head(raw: Mapping[str, Any]) -> tuple[str, int]:

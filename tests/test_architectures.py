@@ -394,3 +394,19 @@ def test_kimi_linear_and_trinity_totals(model_id, total, active):
     arch = resolve_architecture(model_id)
     assert arch.unsized_decoder is None
     assert (arch.total_params, arch.active_params) == (total, active)
+
+
+# Checkpoints stored quantized: their entries carry config.json's quantization_config (axlint/memory/prequantized.py
+# reads it). The NVFP4 exports keep their base model's sizes, so their totals are the base entries'.
+@pytest.mark.parametrize("model_id, total, method", [
+    ("nvidia/Qwen3-30B-A3B-NVFP4", 30_532_122_624, "modelopt"),  # Qwen/Qwen3-30B-A3B's published total
+    ("nvidia/Qwen3-Next-80B-A3B-Instruct-NVFP4", 79_674_391_296, "modelopt"),  # computed, as its base
+    ("nvidia/Gemma-4-26B-A4B-NVFP4", 25_805_933_872, "modelopt"),  # computed, as google/gemma-4-26B-A4B
+    # computed (the card: 230B total, 10B active); equal to the transformers 5.24 model on the meta device
+    ("MiniMaxAI/MiniMax-M2", 228_689_748_992, "fp8"),
+])
+def test_quantized_checkpoint_entries_total(model_id, total, method):
+    arch = resolve_architecture(model_id)
+    assert arch.source == "catalog" and arch.unsized_decoder is None and arch.unsized_vision is None
+    assert arch.total_params == total
+    assert arch.raw_config["quantization_config"]["quant_method"] == method

@@ -81,6 +81,10 @@ def run_notes(facts: "MemoryFacts") -> list[str]:
               layout_problem(facts.config, sharding).items()]
     notes += [f"{part} has {what}: its memory is left out, so the peak is unknown (at least the numbers above)"
               for part, what in unsized_parts(facts.arch).items()]
+    checkpoint = facts.estimate.setup.prequantized
+    if checkpoint is not None and checkpoint.unsized:
+        notes.append(f"base_model: {facts.arch.model_id} is {checkpoint.unsized}: the numbers above take its weights "
+                     "in the load dtype, so the peak is unknown")
     if not facts.evaluating:
         notes.append("no evaluation (val_set_size 0, no test_datasets): the eval peak does not count")
     return notes

@@ -33,7 +33,7 @@ from typing import Sequence
 
 from axlint.architectures import Architecture, Linear
 from axlint.memory import constants as C
-from axlint.memory.params import lora_targets
+from axlint.memory.params import adapted_expert_parameters, lora_targets
 from axlint.memory.setup import TrainSetup
 
 _O_NAMES = ("o_proj", "dense")
@@ -91,9 +91,10 @@ def mixer_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
 
 
 def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
-    """Gated 6I (Liger GLU 4I), plain 2I; MoE: router 4E + per choice 38 + 4I + 2I + 2h, trained experts + 2h + 2I,
-    plus the shared experts as a gated MLP (Qwen2-MoE's sigmoid gate keeps the shared output 2h); 0 in a layer
-    without an MLP."""
+    """Gated 6I (Liger GLU 4I), plain 2I; MoE: router 4E + per choice 38 + 4I + 2I + 2h, trained experts + 2h + 2I
+    (so are experts under a ``lora_target_parameters`` adapter: PEFT's ParamWrapper runs them on W + BA, a weight that
+    needs a gradient, so the grouped matmuls keep their inputs), plus the shared experts as a gated MLP (Qwen2-MoE's
+    sigmoid gate keeps the shared output 2h); 0 in a layer without an MLP."""
     gated = C.MLP_GATED_LIGER if setup.liger_glu else C.MLP_GATED
     if arch.layer_plan(layer).mlp is None:
         return 0.0
@@ -103,7 +104,7 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
         return gated * arch.dense_intermediate_size
     h, i, k = arch.hidden_size, arch.moe_intermediate_size, arch.experts_per_token
     per_choice = C.ROUTING_BYTES_PER_CHOICE + (C.MOE_GATE_UP_BYTES + C.MOE_ACT_BYTES) * i + C.MOE_DOWN_OUT_BYTES * h
-    if base_trains(setup):
+    if base_trains(setup) or adapted_expert_parameters(arch, setup, layer):
         per_choice += C.LINEAR_INPUT_BYTES * (h + i)
     shared = gated * arch.shared_expert_intermediate_size
     if arch.layout.moe_beside_mlp:  # Gemma 4: the dense MLP runs beside the experts
@@ -186,7 +187,7 @@ def per_layer_bytes_per_token(arch: Architecture, setup: TrainSetup) -> list[flo
     memo: dict[tuple, float] = {}
     out = []
     for i in range(arch.num_layers):
-        key = (arch.layer_kind(i), adapted.get(i, ()))
+        key = (arch.layer_kind(i), adapted.get(i, ()), adapted_expert_parameters(arch, setup, i))
         if key not in memo:
             memo[key] = layer_bytes_per_token(arch, setup, i, key[1])
         out.append(memo[key])

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from axlint.hardware import Hardware
     from axlint.memory.estimate import MemoryEstimate
     from axlint.memory.knobs import Knob, Saver
+    from axlint.memory.prequantized import Prequantized
     from axlint.memory.solver import ScaleOut, Suggestion
     from axlint.run import TrainingRun
 
@@ -120,10 +121,13 @@ def layout_problem(config: Mapping[str, Any], sharding: "Sharding") -> dict[str,
     return {f"{key}: {config.get(key)} on {sharding.world} GPUs": f"a layout Axolotl refuses: {sharding.mesh_problem}"}
 
 
-def unsized_parts(arch: "Architecture") -> dict[str, str]:
+def unsized_parts(arch: "Architecture", checkpoint: "Prequantized | None" = None) -> dict[str, str]:
     """Parts of the model the estimate cannot size, `base_model: id` -> which: their memory is left out, so the
-    estimate is a lower bound and the memory rules stand aside."""
+    estimate is a lower bound and the memory rules stand aside. ``checkpoint``: the checkpoint's own quantization
+    (``TrainSetup.prequantized``); one that axlint cannot size is never taken for bf16."""
     key = f"base_model: {arch.model_id}"
+    if checkpoint is not None and checkpoint.unsized:
+        return {key: checkpoint.unsized}
     if arch.unsized_decoder:
         return {key: f"a {arch.unsized_decoder} decoder, whose layer layout axlint does not know"}
     kind = arch.unsized_vision
@@ -133,7 +137,8 @@ def unsized_parts(arch: "Architecture") -> dict[str, str]:
 def unknown_parts(facts: MemoryFacts) -> dict[str, str]:
     """Everything that makes the verdict unknown: settings the model does not cover and parts it cannot size."""
     sharding = facts.run.sharding
-    return not_modelled(facts.config, sharding) | layout_problem(facts.config, sharding) | unsized_parts(facts.arch)
+    return (not_modelled(facts.config, sharding) | layout_problem(facts.config, sharding)
+            | unsized_parts(facts.arch, facts.estimate.setup.prequantized))
 
 
 def compute_facts(run: "TrainingRun", *, expandable_segments: bool = False) -> MemoryFacts | None:

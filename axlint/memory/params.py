@@ -21,7 +21,7 @@ class Trainable:
         return self.adapter + self.base
 
 
-def _layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
+def layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
     """(HF module path, Linear) of one layer, e.g. ``model.layers.3.self_attn.q_proj``,
     ``model.layers.3.mlp.experts.w1``, ``gpt_neox.layers.3.attention.query_key_value``,
     ``model.layers.0.linear_attn.out_proj`` (a hybrid layer's other mixer, ``Architecture.mixer_shapes``)."""
@@ -53,6 +53,41 @@ def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
     return any(name == t or name.endswith("." + t) for t in targets)
 
 
+def expert_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
+    """(parameter path, shape as a Linear with ``count`` experts) of the routed experts' 3-D parameters of a MoE layer
+    in transformers 5, which fuses gate and up: ``<experts>.gate_up_proj`` [E, 2I, h] and ``<experts>.down_proj``
+    [E, h, I] (e.g. models/qwen3_moe, minimax_m2, gemma4 ``*Experts``; names checked in tests/test_families.py)."""
+    experts = [(name, lin) for name, lin in layer_modules(arch, layer) if lin.expert]
+    if len(experts) != 3 or "." in experts[0][1].name:  # DBRX-style nested expert modules are laid out otherwise
+        return
+    (gate_path, gate), _, (down_path, down) = experts
+    module = gate_path.rsplit(".", 1)[0]
+    yield f"{module}.gate_up_proj", Linear("gate_up_proj", gate.d_in, 2 * gate.d_out, count=gate.count, expert=True)
+    yield f"{module}.down_proj", Linear("down_proj", down.d_in, down.d_out, count=down.count, expert=True)
+
+
+def _parameter_targeted(path: str, targets: tuple[str, ...]) -> bool:
+    """PEFT 0.21 ``BaseTuner._inject_parameters``: a ``target_parameters`` entry matches a parameter whose
+    ``module.param`` name equals it or ends with ``.`` + it."""
+    return any(path == t or path.endswith("." + t) for t in targets)
+
+
+def adapted_expert_parameters(arch: Architecture, setup: TrainSetup, layer: int) -> tuple[Linear, ...]:
+    """The routed-expert parameters of ``layer`` that ``lora_target_parameters`` wraps in a LoRA ``ParamWrapper``."""
+    if not setup.adapter or not setup.lora_target_parameters or not arch.is_moe_layer(layer):
+        return ()
+    return tuple(lin for path, lin in expert_parameters(arch, layer)
+                 if _parameter_targeted(path, setup.lora_target_parameters))
+
+
+def target_parameter_lora_params(arch: Architecture, setup: TrainSetup) -> int:
+    """LoRA on 3-D expert weights (``lora_target_parameters``): PEFT 0.21 ``lora.ParamWrapper.update_layer`` gives a
+    [E, d_in, d_out] parameter ``lora_A = Linear(d_in, r·E)`` and ``lora_B = Linear(r·E, d_out)``:
+    r·E·(d_in + d_out) per parameter, the same as one LoRA per expert."""
+    return sum(setup.lora_r * lin.count * (lin.d_in + lin.d_out)
+               for layer in range(arch.num_layers) for lin in adapted_expert_parameters(arch, setup, layer))
+
+
 def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linear, ...]]:
     """Layer index -> the Linears of that layer that get a LoRA adapter. A list of names matches the same
     modules in every layer of one kind (dense / MoE), so only a regex needs every layer's paths."""
@@ -61,7 +96,7 @@ def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linea
     for layer in range(arch.num_layers):
         kind = arch.layer_kind(layer)
         if isinstance(setup.lora_target_modules, str) or kind not in by_kind:
-            by_kind[kind] = tuple(lin for name, lin in _layer_modules(arch, layer) if _targeted(name, lin, setup))
+            by_kind[kind] = tuple(lin for name, lin in layer_modules(arch, layer) if _targeted(name, lin, setup))
         out[layer] = by_kind[kind]
     return out
 
@@ -126,7 +161,7 @@ def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
     if f.position_embed_name:
         yield f"{root}.{f.position_embed_name}.weight", arch.position_embedding_params
     for layer in range(arch.num_layers):
-        for name, lin in _layer_modules(arch, layer):
+        for name, lin in layer_modules(arch, layer):
             yield f"{name}.weight", lin.count * lin.d_in * lin.d_out
             if lin.bias:
                 yield f"{name}.bias", lin.count * lin.d_out
@@ -236,7 +271,7 @@ def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
         saved = modules_to_save_params(arch, setup)
         if arch.num_labels and arch.head_name not in setup.modules_to_save:
             saved += arch.lm_head_params
-        return Trainable(lora_params(arch, setup), saved)
+        return Trainable(lora_params(arch, setup) + target_parameter_lora_params(arch, setup), saved)
     if setup.unfrozen_parameters:
         return Trainable(0, unfrozen_params(arch, setup.unfrozen_parameters))
     return Trainable(0, arch.total_params)
@@ -248,7 +283,7 @@ def module_paths(arch: Architecture) -> tuple[str, ...]:
     architecture (the MEM011 checks and every solver estimate with modules_to_save ask for them)."""
     cached = arch.__dict__.get("_module_paths")
     if cached is None:
-        leaves = [name for layer in range(arch.num_layers) for name, _ in _layer_modules(arch, layer)]
+        leaves = [name for layer in range(arch.num_layers) for name, _ in layer_modules(arch, layer)]
         leaves += [name.rsplit(".", 1)[0] for name, _ in _decoder_params(arch)]
         leaves += [name for name, _ in _vision_modules(arch)]
         cached = tuple(sorted({".".join(parts[:i]) for parts in (p.split(".") for p in leaves)

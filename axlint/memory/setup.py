@@ -12,6 +12,7 @@ from axlint.architectures import Architecture
 from axlint.facts import LossKernel, RunFacts, Sharding
 from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
+from axlint.memory.prequantized import Prequantized, read_prequantized
 
 
 HEAD_NOTES = {
@@ -63,6 +64,8 @@ class TrainSetup:
     pair_factor: int = 1             # sequences per sample in one forward: 2 for a preference pair (RewardTrainer)
     context_parallel: int = 1        # context_parallel_size: the GPUs one sequence is split over
     mlp_tiles: int = 1               # tiled_mlp: the sequence tiles the MLP runs in (1: not tiled)
+    lora_target_parameters: tuple[str, ...] = ()  # PEFT target_parameters: LoRA on 3-D expert weights
+    prequantized: Prequantized | None = None      # the checkpoint's own quantization (config.json)
     assumptions: tuple[str, ...] = ()
 
     @property
@@ -115,6 +118,18 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         notes.append(f"routed experts ({arch.expert_params / 1e9:.1f} B weights) stay in the load dtype under "
                      f"{facts.quantization.value}: transformers 5 quantizes nn.Linear modules only; "
                      "`quantize_moe_experts: true` stores them quantized")
+    pre = read_prequantized(arch.raw_config, arch.decoder_type, moe=arch.is_moe,
+                            expert_kernels=facts.expert_kernels,
+                            nonexpert_quantization=facts.nonexpert_quantization, dequantize=facts.dequantize)
+    if pre is not None and pre.note:
+        notes.append(pre.note)
+    quantization, double_quant = facts.quantization.value, facts.double_quant
+    if pre is not None and pre.bnb and quantization is None:
+        quantization, double_quant = pre.bnb, pre.bnb_double_quant
+    if facts.lora.target_parameters and facts.adapter.value:
+        notes.append("lora_target_parameters: PEFT wraps the 3-D expert weights (ParamWrapper), r·E·(d_in + d_out) "
+                     "adapter weights each; the experts then keep their inputs for backward like trained experts; "
+                     "the merged delta weights the kernels build per layer are not counted")
     packed = facts.sample_packing.value or facts.pad_to_sequence_len.value
     seq, mbs = facts.sequence_len.value, facts.micro_batch_size.value
     pair = 2 if facts.head == "sequence" else 1
@@ -137,8 +152,8 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
                      f"sequence_len ({pair * mbs}×{seq} tokens, the worst case)")
     return TrainSetup(
         param_bytes=C.FP32 if facts.dtype.value == "float32" else C.BF16,
-        quantization=facts.quantization.value,
-        double_quant=facts.double_quant,
+        quantization=quantization,
+        double_quant=double_quant,
         quantize_experts=facts.quantize_experts or remote_experts,
         adapter=facts.adapter.value,
         lora_r=facts.lora.r,
@@ -168,5 +183,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         pair_factor=pair,
         context_parallel=cp,
         mlp_tiles=tiles,
+        lora_target_parameters=facts.lora.target_parameters,
+        prequantized=pre,
         assumptions=tuple(notes),
     )

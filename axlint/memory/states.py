@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from axlint.architectures import Architecture
+from axlint.architectures import Architecture, Linear
 from axlint.facts import ShardingKind
 from axlint.memory import constants as C
-from axlint.memory.params import Trainable
+from axlint.memory.params import Trainable, layer_modules
+from axlint.memory.prequantized import Prequantized, tensor_bytes
 from axlint.memory.setup import TrainSetup
 
 
@@ -136,13 +137,60 @@ def trainable_base_bytes(setup: TrainSetup) -> int:
     return C.FP32 if fsdp1_upcasts(setup) else setup.param_bytes
 
 
+def stored_checkpoint(setup: TrainSetup) -> Prequantized | None:
+    """The checkpoint's own quantization when it sets the stored bytes (a bitsandbytes checkpoint is sized as the
+    bnb load it is, ``setup.quantization``)."""
+    q = setup.prequantized
+    return q if q is not None and not q.bnb and not q.unsized else None
+
+
+def prequantized_bytes(arch: Architecture, setup: TrainSetup, q: Prequantized) -> tuple[float, float]:
+    """(all weights, the routed experts' part) of a quantized checkpoint as kept on the GPU: every decoder Linear
+    weight in its format (``prequantized.tensor_bytes``: NVFP4 0.5625 B, FP8 1 B + block scales) unless a skip
+    pattern keeps its module in the load dtype; routers that are not ``nn.Linear`` (``Linear.router``), biases,
+    norms, embeddings and the vision tower in the load dtype; lm_head converted only when ``q.lm_head`` and no
+    pattern keeps it. Computed once per (architecture, format, load dtype)."""
+    memo = arch.__dict__.setdefault("_prequantized_bytes", {})
+    key = (q, setup.param_bytes)
+    if key in memo:
+        return memo[key]
+    lp = setup.param_bytes
+    weights = experts = 0.0
+    for layer in range(arch.num_layers):
+        for path, lin in layer_modules(arch, layer):
+            fmt = None if lin.router or q.keeps(_skip_probe(path, lin, q)) else q.experts if lin.expert else q.linears
+            size = lin.count * tensor_bytes(fmt, lin.d_out, lin.d_in, q, lp)
+            weights += size
+            experts += size if lin.expert else 0.0
+    rest = (arch.total_params - arch.quantizable_params - arch.expert_params) * lp
+    head = arch.layout.lm_head_name
+    if q.lm_head and q.linears and not arch.tie_word_embeddings and not arch.num_labels and not q.keeps(head):
+        head_params = arch.vocab_size * arch.hidden_size
+        rest += tensor_bytes(q.linears, arch.vocab_size, arch.hidden_size, q, lp) - head_params * lp
+    memo[key] = (weights + rest, experts)
+    return memo[key]
+
+
+def _skip_probe(path: str, lin: Linear, q: Prequantized) -> str:
+    """The module path a skip pattern is matched against: a Linear's own; for routed experts one expert's projection
+    (``...experts.0.gate_proj``, as ModelOpt names the checkpoint's modules in ``ignore``) or, for transformers'
+    patterns, the ``...experts`` module that ``replace_with_fp8_linear`` swaps whole."""
+    if not lin.expert:
+        return path
+    module = path.rsplit(".", 1)[0]
+    return f"{module}.0.{lin.name}" if q.skip_glob else module
+
+
 def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     """W = quantized linears × (0.516 NF4+DQ | 0.5625 NF4 | 1 int8) + the rest (embeddings, lm_head, norms,
     biases, vision tower, routed experts unless ``quantize_moe_experts``) × load dtype, + LoRA adapters × 4 (fp32)
-    + modules_to_save copies × load dtype.
+    + modules_to_save copies × load dtype; a quantized checkpoint's weights as it keeps them (``prequantized_bytes``).
     Axolotl casts embeddings/norms back to the load dtype after PEFT's fp32 upcast (Axolotl 0.18.0
     `loaders/model.py`, `_convert_embedding_modules_dtype`)."""
-    if setup.quantization:
+    stored = stored_checkpoint(setup)
+    if stored is not None:
+        base = prequantized_bytes(arch, setup, stored)[0]
+    elif setup.quantization:
         q = arch.quantizable_params + (arch.expert_params if setup.quantize_experts else 0)
         base = q * _quantized_bytes(setup) + (arch.total_params - q) * setup.param_bytes
     else:
@@ -154,7 +202,10 @@ def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
 
 def expert_weight_bytes(arch: Architecture, setup: TrainSetup) -> float:
     """The routed experts' part of W: their weights in the load dtype, quantized only with
-    ``quantize_moe_experts``."""
+    ``quantize_moe_experts``, or as a quantized checkpoint keeps them."""
+    stored = stored_checkpoint(setup)
+    if stored is not None:
+        return prequantized_bytes(arch, setup, stored)[1]
     quantized = setup.quantization and setup.quantize_experts
     return arch.expert_params * (_quantized_bytes(setup) if quantized else setup.param_bytes)
 

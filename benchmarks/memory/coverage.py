@@ -32,11 +32,14 @@ def classify(path: Path) -> tuple[str, str, str]:
     if run.arch is None:
         return model, "-", "unknown model"
     unsized = unsized_parts(run.arch)
+    facts = None if unsized else memory_facts(run)
+    if facts is not None:
+        unsized = unsized_parts(run.arch, facts.estimate.setup.prequantized)
     family = run.arch.decoder_type if run.arch.model_type == run.arch.decoder_type \
         else f"{run.arch.model_type} ({run.arch.decoder_type})"
     if unsized:
-        return model, family, "unsized: " + ", ".join(unsized)
-    if memory_facts(run) is None:
+        return model, family, "unsized: " + ", ".join(unsized.values())
+    if facts is None:
         return model, family, "no estimate"
     settings = not_modelled(run.config, run.facts.sharding) | layout_problem(run.config, run.facts.sharding)
     return model, family, "not modelled: " + ", ".join(settings) if settings else "covered"
