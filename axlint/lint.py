@@ -137,9 +137,12 @@ def _strip_path(error: DocumentError) -> DocumentError:
 
 
 def lint_paths(paths: list[Path], options: LintOptions) -> LintResult:
-    """Lint several files; a DeepSpeed file reached from two configs is reported once per finding."""
+    """Lint several files; a DeepSpeed file reached from two configs is reported once per finding. A finding there
+    that differs between the configs (a memory figure of each run) is reported once per config, each naming the
+    config it is about."""
     total = LintResult()
     seen: set[tuple] = set()
+    reached_from: dict[tuple, list[tuple[Diagnostic, Path]]] = {}
     for path in paths:
         one = lint_text(path, None, options)
         total.documents.update(one.documents)
@@ -149,6 +152,11 @@ def lint_paths(paths: list[Path], options: LintOptions) -> LintResult:
             key = (diag.path.resolve(), diag.span, diag.code, diag.message)  # one file, however it was reached
             if key not in seen:
                 seen.add(key)
-                total.diagnostics.append(diag)
+                reached_from.setdefault(key[:3], []).append((diag, path))
+    for found in reached_from.values():
+        if len(found) == 1:
+            total.diagnostics.append(found[0][0])
+        else:
+            total.diagnostics.extend(replace(diag, message=f"{diag.message} (for {config})") for diag, config in found)
     total.diagnostics.sort(key=Diagnostic.sort_key)
     return total

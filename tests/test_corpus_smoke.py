@@ -41,7 +41,7 @@ def library_findings() -> set[tuple[str, int, int, str]]:
         assert d.code != "AX000", f"a real config was refused: {path}:{d.span.line}: {d.message}"
         assert path in lines, f"finding outside the corpus: {path}"
         assert 1 <= d.span.line <= d.span.end_line <= lines[path] and d.span.col >= 1, d
-        found.add((path, d.span.line, d.span.col, d.code))
+        found.add((path, d.span.line, d.span.col, d.code, d.message))
     assert len(found) == len(diags), "the same finding is reported twice"
     return found
 
@@ -58,6 +58,14 @@ def test_one_cli_process_checks_the_whole_corpus(library_findings):
     assert done.returncode in (0, 1), done.stderr
     findings = json.loads(done.stdout)
     assert not [f for f in findings if f["code"] == "AX999"]
-    got = {(f["path"], f["location"]["line"], f["location"]["column"], f["code"]) for f in findings}
+    got = {(f["path"], f["location"]["line"], f["location"]["column"], f["code"], f["message"]) for f in findings}
     assert got == library_findings
     assert done.returncode == (1 if any(f["severity"] != "info" for f in findings) else 0)
+
+
+def test_a_shared_deepspeed_file_names_the_config_of_each_differing_finding(library_findings):
+    """Mixtral 8x22B and the ALST Llama run both use zero3_bf16_cpuoffload_all.json; PERF003 (offload not needed)
+    holds for both with different figures, so each says which config it is about."""
+    configs = sorted(message.rsplit(" (for ", 1)[1] for path, _, _, code, message in library_findings
+                     if path == "deepspeed_configs/zero3_bf16_cpuoffload_all.json" and code == "PERF003")
+    assert configs == ["examples/alst/llama3-8b-deepspeed-alst.yaml)", "examples/mistral/mixtral/mixtral_22.yml)"]
