@@ -84,7 +84,7 @@ def test_expert_parameters_are_the_models_3d_parameters(model_type, fields):
     model = _meta_model(config)
     prefix = "" if hasattr(model, "lm_head") else "model."  # a bare decoder names its modules from ``layers``
     real = {prefix + name: tuple(p.shape) for name, p in model.named_parameters()
-            if name.endswith(("experts.gate_up_proj", "experts.down_proj"))}
+            if name.endswith(("experts.gate_up_proj", "experts.up_proj", "experts.down_proj"))}
     arch = Architecture.from_config("t", "model-config", config.to_dict())
     ours = {path: (lin.count, lin.d_in, lin.d_out) for layer in range(arch.num_layers)
             for path, lin in expert_parameters(arch, layer)}

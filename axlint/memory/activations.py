@@ -33,7 +33,7 @@ from typing import Sequence
 
 from axlint.architectures import Architecture, Linear
 from axlint.memory import constants as C
-from axlint.memory.params import adapted_expert_parameters, lora_targets
+from axlint.memory.params import adapted_expert_parameters, adapted_router, lora_targets
 from axlint.memory.setup import TrainSetup
 
 _O_NAMES = ("o_proj", "dense")
@@ -259,6 +259,25 @@ def layer_backward_bytes(arch: Architecture, setup: TrainSetup, tokens: int, lay
             temps[kind] = backward_temp_bytes_per_token(arch, setup, i)
         peak = max(peak, (a if recompute else 0.0) + temps[kind])
     return tokens * peak
+
+
+def merged_weight_bytes(arch: Architecture, setup: TrainSetup) -> tuple[float, float]:
+    """LoRA on a parameter (PEFT's ``ParamWrapper``: ``lora_target_parameters``, or old expert names PEFT converts):
+    each forward of the layer computes ΔW = B·A from the fp32 adapters, casts it to the weight's dtype and runs the
+    module on W + ΔW, a full copy of the weight that autograd keeps for the matmul's backward; backward makes that
+    copy's gradient and casts it to fp32 for B and A (PEFT 0.19.1 tuners/lora/layer.py ``ParamWrapper._activate_lora``,
+    ``get_delta_weight``, ``_LoraParameterProxy``; torch ``parametrize.cached``). For n adapted elements in a layer:
+    (stored, backward) = (Σ over layers 2n without gradient checkpointing, 0 with it; the largest layer's 2n + 2n +
+    4n). Not counted when the KernelsPlugin's ScatterMoE / SonicMoE runs the experts with their own LoRA path."""
+    if not setup.adapter or not setup.lora_target_parameters or setup.expert_kernels:
+        return 0.0, 0.0
+    per_layer = []
+    for layer in range(arch.num_layers):
+        n = sum(lin.count * lin.d_in * lin.d_out for lin in adapted_expert_parameters(arch, setup, layer))
+        router = adapted_router(arch, setup, layer)
+        per_layer.append(n + (router.d_in * router.d_out if router else 0))
+    stored = 0.0 if setup.gradient_checkpointing else setup.param_bytes * sum(per_layer)
+    return stored, (2 * setup.param_bytes + C.FP32) * max(per_layer, default=0)
 
 
 def eval_activation_bytes(tokens: int, layers: Sequence[float]) -> float:

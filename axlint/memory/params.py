@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Iterable, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from axlint.architectures import Architecture, Linear
-from axlint.memory.setup import TrainSetup
+from axlint.memory.peft_targets import convert_targets
+
+if TYPE_CHECKING:  # setup.py reads the model's Linear names from here
+    from axlint.memory.setup import TrainSetup
 
 @dataclass(frozen=True)
 class Trainable:
@@ -34,8 +37,9 @@ def layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]
             yield f"{prefix}.{shape.module}.{lin.name}", lin
     for lin in arch.mlp_linears(layer):
         if f.moe_beside_mlp and (lin.expert or lin.router or lin.name == f.router_name):
-            # Gemma 4: the router and the experts sit at the layer, beside its dense MLP
-            yield f"{prefix}.{'experts.' if lin.expert else ''}{lin.name}", lin
+            # Gemma 4: the router and the experts sit at the layer, beside its dense MLP (granitemoehybrid: in the
+            # block_sparse_moe its names carry)
+            yield f"{prefix}.{'experts.' if lin.expert and '.' not in lin.name else ''}{lin.name}", lin
         else:
             yield f"{prefix}.{f.mlp_module}.{'experts.' if lin.expert else ''}{lin.name}", lin
 
@@ -44,25 +48,36 @@ def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
     """PEFT matching: a regex string must fullmatch the module path; a list entry must equal the path or be a
     ``.``-separated suffix of it. ``lora_target_linear`` = Axolotl's ``find_all_linear_names``: every module that is
     an ``nn.Linear`` (or has "Linear" in its class name) except lm_head; transformers >= 5 stores the experts as 3-D
-    parameters and the router as a ``*TopKRouter`` module holding a weight, so neither is one."""
+    parameters and the router as a ``*TopKRouter`` module holding a weight, so neither is one, and no module target
+    reaches the experts (``lora_target_parameters``, or PEFT's conversion in ``peft_targets``, does) unless the
+    repository's own code builds them as modules (``TrainSetup.expert_modules``)."""
     targets = setup.lora_target_modules
-    if setup.lora_target_linear and not lin.expert and not lin.router:
+    if lin.expert and not setup.expert_modules:
+        return False
+    if setup.lora_target_linear and not lin.router:
         return True
     if isinstance(targets, str):
         return re.fullmatch(targets, name) is not None
     return any(name == t or name.endswith("." + t) for t in targets)
 
 
+_EXPERT_PROJECTIONS = frozenset({"gate_proj", "up_proj", "down_proj", "w1", "w2", "w3"})
+
+
 def expert_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
     """(parameter path, shape as a Linear with ``count`` experts) of the routed experts' 3-D parameters of a MoE layer
-    in transformers 5, which fuses gate and up: ``<experts>.gate_up_proj`` [E, 2I, h] and ``<experts>.down_proj``
-    [E, h, I] (e.g. models/qwen3_moe, minimax_m2, gemma4 ``*Experts``; names checked in tests/test_families.py)."""
+    in transformers 5, which fuses gate and up: ``<experts>.gate_up_proj`` [E, 2I, h] (``up_proj`` [E, I, h] for experts
+    without a gate) and ``<experts>.down_proj`` [E, h, I] (e.g. models/qwen3_moe, minimax_m2, gemma4 ``*Experts``; names checked in tests/test_families.py)."""
     experts = [(name, lin) for name, lin in layer_modules(arch, layer) if lin.expert]
-    if len(experts) != 3 or "." in experts[0][1].name:  # DBRX-style nested expert modules are laid out otherwise
-        return
-    (gate_path, gate), _, (down_path, down) = experts
-    module = gate_path.rsplit(".", 1)[0]
-    yield f"{module}.gate_up_proj", Linear("gate_up_proj", gate.d_in, 2 * gate.d_out, count=gate.count, expert=True)
+    if len(experts) not in (2, 3) or any(name.rsplit(".", 1)[-1] not in _EXPERT_PROJECTIONS for name, _ in experts):
+        return  # DBRX's experts are 2-D w1 / v1 / w2 parameters, laid out otherwise
+    (first_path, first), (down_path, down) = experts[0], experts[-1]
+    module = first_path.rsplit(".", 1)[0]
+    if len(experts) == 3:
+        yield f"{module}.gate_up_proj", Linear("gate_up_proj", first.d_in, 2 * first.d_out, count=first.count,
+                                               expert=True)
+    else:  # experts without a gate (Nemotron-H): up_proj [E, I, h]
+        yield f"{module}.up_proj", Linear("up_proj", first.d_in, first.d_out, count=first.count, expert=True)
     yield f"{module}.down_proj", Linear("down_proj", down.d_in, down.d_out, count=down.count, expert=True)
 
 
@@ -80,12 +95,37 @@ def adapted_expert_parameters(arch: Architecture, setup: TrainSetup, layer: int)
                  if _parameter_targeted(path, setup.lora_target_parameters))
 
 
+def adapted_router(arch: Architecture, setup: TrainSetup, layer: int) -> Linear | None:
+    """The router of a MoE ``layer`` when a ``target_parameters`` entry names its weight (``gate.weight``, what PEFT
+    makes of a ``gate`` module target on a converted model: ``peft_targets``)."""
+    if not setup.adapter or not setup.lora_target_parameters or not arch.is_moe_layer(layer):
+        return None
+    return next((lin for path, lin in layer_modules(arch, layer) if (lin.router or lin.name == arch.layout.router_name)
+                 and _parameter_targeted(f"{path}.weight", setup.lora_target_parameters)), None)
+
+
 def target_parameter_lora_params(arch: Architecture, setup: TrainSetup) -> int:
-    """LoRA on 3-D expert weights (``lora_target_parameters``): PEFT 0.21 ``lora.ParamWrapper.update_layer`` gives a
-    [E, d_in, d_out] parameter ``lora_A = Linear(d_in, r·E)`` and ``lora_B = Linear(r·E, d_out)``:
-    r·E·(d_in + d_out) per parameter, the same as one LoRA per expert."""
-    return sum(setup.lora_r * lin.count * (lin.d_in + lin.d_out)
-               for layer in range(arch.num_layers) for lin in adapted_expert_parameters(arch, setup, layer))
+    """LoRA on parameters (``lora_target_parameters`` and PEFT's conversion of old expert names): PEFT
+    ``lora.ParamWrapper.update_layer`` gives a [E, d_in, d_out] parameter ``lora_A = Linear(d_in, r·E)`` and
+    ``lora_B = Linear(r·E, d_out)``, r·E·(d_in + d_out), the same as one LoRA per expert; a fused gate_up_proj
+    reached through both old names has rank 2r (``TrainSetup.lora_doubled``); the router weight [E, h] r·(h + E)."""
+    total = 0
+    for layer in range(arch.num_layers):
+        for lin in adapted_expert_parameters(arch, setup, layer):
+            rank = setup.lora_r * (2 if lin.name in setup.lora_doubled else 1)
+            total += rank * lin.count * (lin.d_in + lin.d_out)
+        router = adapted_router(arch, setup, layer)
+        total += setup.lora_r * (router.d_in + router.d_out) if router else 0
+    return total
+
+
+def linear_names(arch: Architecture) -> tuple[str, ...]:
+    """Axolotl's ``find_all_linear_names`` (0.18.0 loaders/adapter.py): the last name of every ``nn.Linear``
+    module path (the vision tower's too), lm_head excepted; what ``lora_target_linear`` hands PEFT."""
+    names = {path.rsplit(".", 1)[-1] for layer in range(arch.num_layers)
+             for path, lin in layer_modules(arch, layer) if not lin.expert and not lin.router}
+    names |= {path.rsplit(".", 1)[-1] for path, _ in _vision_modules(arch)}
+    return tuple(sorted(names - {arch.layout.lm_head_name}))
 
 
 def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linear, ...]]:
@@ -235,11 +275,13 @@ def unmatched_unfrozen(arch: Architecture, patterns: tuple[str, ...]) -> list[st
 def unmatched_lora_targets(arch: Architecture, targets: tuple[str, ...]) -> list[str]:
     """The ``lora_target_modules`` names that are neither a module path nor a ``.``-separated suffix of one, in any
     layer (PEFT's matching of a list). Every module counts, the containers too (``mlp``, ``self_attn``: PEFT matches
-    them and then refuses them for their type, another error), and the norms, embed_tokens and lm_head."""
+    them and then refuses them for their type, another error), and the norms, embed_tokens and lm_head. A name PEFT
+    turns into a routed-expert parameter (``peft_targets.convert_targets``) matches the experts."""
     paths = module_paths(arch)
     plain = {_after_index(p) for p in paths}  # a target without an index part matches within what follows the index
     plain_suffixes = _suffixes(plain)
-    unmatched = [t for t in targets if _has_index(t) or t not in plain_suffixes]
+    moved = set(convert_targets(arch.model_type, targets).moved) if arch.is_moe else set()
+    unmatched = [t for t in targets if t not in moved and (_has_index(t) or t not in plain_suffixes)]
     if any(_has_index(t) for t in unmatched):
         every = _suffixes(paths)
         return [t for t in unmatched if t not in every]
@@ -279,12 +321,15 @@ def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
 
 def module_paths(arch: Architecture) -> tuple[str, ...]:
     """Every module path a regex ``lora_target_modules`` is matched against (PEFT ``re.fullmatch``): the decoder's
-    Linears and containers, its norms, embed_tokens and lm_head, and a vision tower's Linears. Built once per
-    architecture (the MEM011 checks and every solver estimate with modules_to_save ask for them)."""
+    Linears and containers, its norms, embed_tokens and lm_head, and a vision tower's Linears. Routed experts are the
+    one ``experts`` module that holds their 3-D parameters (transformers 5). Built once per architecture (the MEM011
+    checks and every solver estimate with modules_to_save ask for them)."""
     cached = arch.__dict__.get("_module_paths")
     if cached is None:
-        leaves = [name for layer in range(arch.num_layers) for name, _ in layer_modules(arch, layer)]
-        leaves += [name.rsplit(".", 1)[0] for name, _ in _decoder_params(arch)]
+        modules = [(name, lin) for layer in range(arch.num_layers) for name, lin in layer_modules(arch, layer)]
+        experts = {name for name, lin in modules if lin.expert}
+        leaves = [name.rsplit(".", 1)[0] if lin.expert else name for name, lin in modules]
+        leaves += [owner for name, _ in _decoder_params(arch) if (owner := name.rsplit(".", 1)[0]) not in experts]
         leaves += [name for name, _ in _vision_modules(arch)]
         cached = tuple(sorted({".".join(parts[:i]) for parts in (p.split(".") for p in leaves)
                                for i in range(1, len(parts) + 1)}))

@@ -12,6 +12,8 @@ from axlint.architectures import Architecture
 from axlint.facts import LossKernel, RunFacts, Sharding
 from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
+from axlint.memory.params import linear_names
+from axlint.memory.peft_targets import PeftTargets, convert_targets
 from axlint.memory.prequantized import Prequantized, read_prequantized
 
 
@@ -65,6 +67,9 @@ class TrainSetup:
     context_parallel: int = 1        # context_parallel_size: the GPUs one sequence is split over
     mlp_tiles: int = 1               # tiled_mlp: the sequence tiles the MLP runs in (1: not tiled)
     lora_target_parameters: tuple[str, ...] = ()  # PEFT target_parameters: LoRA on 3-D expert weights
+    lora_doubled: tuple[str, ...] = ()            # target parameters whose LoRA rank PEFT doubles (fused pairs)
+    expert_kernels: tuple[str, ...] = ()          # KernelsPlugin expert paths (scattermoe / sonicmoe) that run the experts
+    expert_modules: bool = False                  # the repository's own code builds the experts as nn.Linear modules
     prequantized: Prequantized | None = None      # the checkpoint's own quantization (config.json)
     assumptions: tuple[str, ...] = ()
 
@@ -94,11 +99,29 @@ def mlp_tiles(facts: RunFacts, local_sequence_len: int) -> int:
     return max(1, facts.mlp_tiles or -(-local_sequence_len // TILED_MLP_TOKENS_PER_TILE))
 
 
+def remote_modeling(facts: RunFacts, arch: Architecture) -> bool:
+    """The run trusts remote code and config.json maps the model to the repository's own modelling code."""
+    return facts.remote_code and arch.remote_modeling
+
+
 def remote_linear_experts(facts: RunFacts, arch: Architecture) -> bool:
     """A 4/8-bit run under ``trust_remote_code`` of a model whose repository's own code (``auto_map``) builds its
     routed experts as ``nn.Linear`` modules (``Family.remote_linear_experts``): bitsandbytes quantizes them."""
     return bool(facts.remote_code and facts.quantization.value and arch.expert_params and arch.remote_modeling
                 and arch.layout.remote_linear_experts)
+
+
+def peft_targets(facts: RunFacts, arch: Architecture) -> PeftTargets:
+    """The LoRA targets PEFT ends up with for this run (``peft_targets.convert_targets``): the listed
+    ``lora_target_modules`` and, with ``lora_target_linear``, every Linear's name (Axolotl 0.18.0
+    ``_build_peft_lora_config``: the two lists joined), on the model's top-level ``model_type``. A regular-expression
+    string is not converted (PEFT iterates a list); nor is anything when the repository's own modelling code runs
+    (``remote_modeling``: transformers 4-style nn.Linear experts that module targets reach)."""
+    written = facts.lora.target_modules
+    if not facts.adapter.value or isinstance(written, str) or not arch.is_moe or remote_modeling(facts, arch):
+        return PeftTargets(written if isinstance(written, tuple) else (), facts.lora.target_parameters)
+    names = (*written, *linear_names(arch)) if facts.lora.target_linear else written
+    return convert_targets(arch.model_type, names, facts.lora.target_parameters)
 
 
 def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
@@ -127,9 +150,11 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
     if pre is not None and pre.bnb and quantization is None:
         quantization, double_quant = pre.bnb, pre.bnb_double_quant
     if facts.lora.target_parameters and facts.adapter.value:
+        merged = ("the ScatterMoE / SonicMoE kernels' own LoRA buffers are not counted" if facts.expert_kernels else
+                  "each layer runs on a merged copy W + BA of the weights it wraps")
         notes.append("lora_target_parameters: PEFT wraps the 3-D expert weights (ParamWrapper), r·E·(d_in + d_out) "
-                     "adapter weights each; the experts then keep their inputs for backward like trained experts; "
-                     "the merged delta weights the kernels build per layer are not counted")
+                     f"adapter weights each; the experts then keep their inputs for backward like trained experts; "
+                     f"{merged}")
     packed = facts.sample_packing.value or facts.pad_to_sequence_len.value
     seq, mbs = facts.sequence_len.value, facts.micro_batch_size.value
     pair = 2 if facts.head == "sequence" else 1
@@ -139,6 +164,12 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         if loss is not LossKernel.HF:
             notes.append(f"{loss.value} patches the causal LM loss only: the score head's loss is plain PyTorch")
         loss = LossKernel.HF
+    targets = peft_targets(facts, arch)
+    if targets.moved:
+        notes.append(f"PEFT turns lora_target_modules {', '.join(targets.moved)} into LoRA on the routed experts' 3-D "
+                     f"weights ({', '.join(targets.parameters)}; rank doubled for a fused gate_up_proj; each layer "
+                     f"runs on a merged copy W + BA of them), and the nn.Linear modules of those names (dense layers' "
+                     f"MLPs, shared experts) get no adapter")
     cp = facts.sharding.mesh.cp
     if cp > 1:
         notes.append(f"context_parallel_size {cp}: each GPU holds 1/{cp} of every sequence; ring attention's "
@@ -158,8 +189,8 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         adapter=facts.adapter.value,
         lora_r=facts.lora.r,
         lora_dropout=facts.lora.dropout,
-        lora_target_modules=facts.lora.target_modules,
-        lora_target_linear=facts.lora.target_linear,
+        lora_target_modules=targets.modules if targets.moved else facts.lora.target_modules,
+        lora_target_linear=facts.lora.target_linear and not targets.moved,
         modules_to_save=facts.lora.modules_to_save,
         unfrozen_parameters=facts.unfrozen_parameters,
         sequence_len=seq,
@@ -183,7 +214,10 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         pair_factor=pair,
         context_parallel=cp,
         mlp_tiles=tiles,
-        lora_target_parameters=facts.lora.target_parameters,
+        lora_target_parameters=targets.parameters,
+        lora_doubled=targets.doubled,
+        expert_kernels=facts.expert_kernels,
+        expert_modules=remote_modeling(facts, arch),
         prequantized=pre,
         assumptions=tuple(notes),
     )
