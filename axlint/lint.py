@@ -140,13 +140,16 @@ def lint_paths(paths: list[Path], options: LintOptions) -> LintResult:
     """Lint several files; a DeepSpeed file reached from two configs is reported once per finding."""
     total = LintResult()
     seen: set[tuple] = set()
+    resolved: dict[Path, Path] = {}  # resolving is a system call per path component: once per path named
     for path in paths:
         one = lint_text(path, None, options)
         total.documents.update(one.documents)
         total.runs.extend(one.runs)
         total.skipped.extend(one.skipped)
         for diag in one.diagnostics:
-            key = (diag.path.resolve(), diag.span, diag.code, diag.message)  # one file, however it was reached
+            if diag.path not in resolved:
+                resolved[diag.path] = diag.path.resolve()
+            key = (resolved[diag.path], diag.span, diag.code, diag.message)  # one file, however it was reached
             if key not in seen:
                 seen.add(key)
                 total.diagnostics.append(diag)
