@@ -32,7 +32,7 @@ def lookup(run: TrainingRun, path: str) -> Any:
         value = getattr(run.facts, rest, MISSING)
         value = value.value if isinstance(value, Fact) else value
         return value.value if isinstance(value, Enum) else value
-    data: Any = {"": run.config, "raw": run.raw, "ds": run.ds, "ds_raw": run.ds_raw}.get(prefix, MISSING)
+    data: Any = _SOURCES[prefix](run) if prefix in _SOURCES else MISSING
     for part in rest.split("."):
         if isinstance(data, dict) and part in data:
             data = data[part]
@@ -41,6 +41,11 @@ def lookup(run: TrainingRun, path: str) -> Any:
         else:
             return MISSING
     return data
+
+
+_SOURCES = {"": lambda run: run.config, "raw": lambda run: run.raw, "ds": lambda run: run.ds,
+            "ds_raw": lambda run: run.ds_raw}
+"""The mapping each key-path prefix reads; only the one named is computed (`ds_raw` walks the DeepSpeed file)."""
 
 
 def _operand(run: TrainingRun, value: Any) -> Any:
