@@ -43,14 +43,17 @@ class LintOptions:
 
     @cached_property
     def unused_suppression(self) -> Rule | None:
+        """The rule that reports a suppression comment with nothing to suppress, when selected."""
         return next((r for r in self.rules if r.code == UNUSED_SUPPRESSION), None)
 
     @cached_property
     def memory_codes(self) -> frozenset[str]:
+        """Codes of the selected memory rules, whose findings hold for the GPUs they were judged on."""
         return frozenset(r.code for r in self.rules if r.pack == "memory")
 
     @cached_property
     def schema_codes(self) -> frozenset[str]:
+        """Codes of the selected schema rules, whose findings say which schema versions were used."""
         return frozenset(r.code for r in self.rules if r.pack == "schema")
 
 
