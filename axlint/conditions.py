@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -23,6 +24,12 @@ from axlint.rule import MISSING, Hit, Rule, format_value
 from axlint.run import TrainingRun
 
 
+@lru_cache(maxsize=None)
+def _parts(rest: str) -> tuple[str, ...]:
+    """The keys of a dotted path; the packs name a few hundred paths, each looked up for every config."""
+    return tuple(rest.split("."))
+
+
 def lookup(run: TrainingRun, path: str) -> Any:
     """The value at a prefixed key path (see module docstring), or MISSING."""
     prefix, _, rest = path.rpartition(":")
@@ -32,8 +39,8 @@ def lookup(run: TrainingRun, path: str) -> Any:
         value = getattr(run.facts, rest, MISSING)
         value = value.value if isinstance(value, Fact) else value
         return value.value if isinstance(value, Enum) else value
-    data: Any = {"": run.config, "raw": run.raw, "ds": run.ds, "ds_raw": run.ds_raw}.get(prefix, MISSING)
-    for part in rest.split("."):
+    data: Any = _SOURCES[prefix](run) if prefix in _SOURCES else MISSING
+    for part in _parts(rest):
         if isinstance(data, dict) and part in data:
             data = data[part]
         elif isinstance(data, list) and part.isdigit() and int(part) < len(data):
@@ -41,6 +48,11 @@ def lookup(run: TrainingRun, path: str) -> Any:
         else:
             return MISSING
     return data
+
+
+_SOURCES = {"": lambda run: run.config, "raw": lambda run: run.raw, "ds": lambda run: run.ds,
+            "ds_raw": lambda run: run.ds_raw}
+"""The mapping each key-path prefix reads; only the one named is computed (`ds_raw` walks the DeepSpeed file)."""
 
 
 def _operand(run: TrainingRun, value: Any) -> Any:
@@ -111,16 +123,15 @@ def condition_keys(cond: Any) -> Iterator[str]:
             yield cond["key"]
 
 
-_CONDITION_KEYS: dict[tuple[str, Path], tuple[str, ...]] = {}
+_CONDITION_PREFIXES: dict[tuple[str, Path], tuple[str, ...]] = {}
 
 
 def scope_ok(run: TrainingRun, rule: Rule) -> bool:
     """A condition rule over Axolotl keys needs the YAML; one over DeepSpeed keys needs a DeepSpeed config."""
     ident = (rule.code, rule.source)
-    if ident not in _CONDITION_KEYS:  # a rule's condition never changes: walk it once per process
-        _CONDITION_KEYS[ident] = tuple(condition_keys(rule.when))
-    for key in _CONDITION_KEYS[ident]:
-        prefix = key.rpartition(":")[0]
+    if ident not in _CONDITION_PREFIXES:  # a rule's condition never changes: walk it once per process
+        _CONDITION_PREFIXES[ident] = tuple(key.rpartition(":")[0] for key in condition_keys(rule.when))
+    for prefix in _CONDITION_PREFIXES[ident]:
         if prefix in ("", "raw") and run.axolotl is None:
             return False
         if prefix in ("ds", "ds_raw") and run.ds is None:

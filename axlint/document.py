@@ -283,6 +283,7 @@ def _load_yaml(path: Path, text: str) -> Document:
 
 
 _STYLE = {None: "", "'": "'", '"': '"', "|": "|", ">": ">"}
+_ScalarNode, _MappingNode = yaml.ScalarNode, yaml.MappingNode
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
@@ -310,14 +311,14 @@ def _expanded_size(node: yaml.Node, sizes: dict[int, int], active: set[int]) -> 
 
 def _convert_yaml(node: yaml.Node, loader: Any) -> Node:
     span = _mark_span(node)
-    if isinstance(node, yaml.MappingNode):
+    if isinstance(node, _ScalarNode):  # most nodes: tested first
+        # the scalar exactly as safe_load constructs it; a merge key `<<` has no constructor of its own
+        value = "<<" if node.tag == _MERGE_TAG else loader.construct_object(node)
+        return Node("scalar", span, value=value, style=_STYLE.get(node.style, ""), tag=node.tag)
+    if isinstance(node, _MappingNode):
         pairs = [Pair(_convert_yaml(k, loader), _convert_yaml(v, loader)) for k, v in node.value]
         return Node("map", span, pairs=pairs, tag=node.tag)
-    if isinstance(node, yaml.SequenceNode):
-        return Node("seq", span, items=[_convert_yaml(v, loader) for v in node.value], tag=node.tag)
-    # the scalar exactly as safe_load constructs it; a merge key `<<` has no constructor of its own
-    value = "<<" if node.tag == _MERGE_TAG else loader.construct_object(node)
-    return Node("scalar", span, value=value, style=_STYLE.get(node.style, ""), tag=node.tag)
+    return Node("seq", span, items=[_convert_yaml(v, loader) for v in node.value], tag=node.tag)
 
 
 # ---------------------------------------------------------------------------------------------------- JSON

@@ -601,6 +601,13 @@ class _TrainerArgs:
     weight_decay: float
 
 
+def precision_flags(raw: Any, *, bf16_capable: bool) -> tuple[bool, bool]:
+    """The (bf16, fp16) pair the HF Trainer gets from an Axolotl config on a GPU whose bf16 support is
+    `bf16_capable`: the `bf16` and `fp16` facts of `resolve_facts`, without resolving the rest."""
+    bf16, fp16, _ = _precision(raw if isinstance(raw, Mapping) else {}, bf16_capable)
+    return bf16.value, fp16.value
+
+
 # ---------------------------------------------------------------------------------------------------- resolve
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -35,6 +36,26 @@ class LintOptions:
     host_memory_gib: float | None = None
     """CPU RAM of each host (`--host-memory`), against which offload suggestions are checked."""
 
+    @cached_property
+    def invalid_config(self) -> Rule | None:
+        """The AX000 rule when selected (found once, not once per file)."""
+        return next((r for r in self.rules if r.code == INVALID_CONFIG), None)
+
+    @cached_property
+    def unused_suppression(self) -> Rule | None:
+        """The rule that reports a suppression comment with nothing to suppress, when selected."""
+        return next((r for r in self.rules if r.code == UNUSED_SUPPRESSION), None)
+
+    @cached_property
+    def memory_codes(self) -> frozenset[str]:
+        """Codes of the selected memory rules, whose findings hold for the GPUs they were judged on."""
+        return frozenset(r.code for r in self.rules if r.pack == "memory")
+
+    @cached_property
+    def schema_codes(self) -> frozenset[str]:
+        """Codes of the selected schema rules, whose findings say which schema versions were used."""
+        return frozenset(r.code for r in self.rules if r.pack == "schema")
+
 
 @dataclass(frozen=True)
 class Skipped:
@@ -63,7 +84,7 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
     """Lint one file (its referenced DeepSpeed file too). `text` (or raw bytes) given means stdin under that name;
     `texts` gives the current text of other files by absolute path (the fixer's unwritten edits)."""
     result = LintResult()
-    invalid = next((r for r in options.rules if r.code == INVALID_CONFIG), None)
+    invalid = options.invalid_config
 
     def report(where: Path, error: DocumentError) -> None:
         if invalid is not None:
@@ -100,8 +121,7 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
     diags = run_rules(run, options.rules)
     if options.upstream is not None:
         diags += options.upstream.findings(run, options.rules)
-    memory_codes = {r.code for r in options.rules if r.pack == "memory"}
-    schema_codes = {r.code for r in options.rules if r.pack == "schema"}
+    memory_codes, schema_codes = options.memory_codes, options.schema_codes
     for diag in diags:
         if diag.code in schema_codes:  # machine outputs say which schema versions the verdict used
             diag.extra["schemas"] = run.schemas.to_json()
@@ -112,15 +132,14 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
                 diag.extra["hardware"] = {**hw.to_json(), "assumed": hw.assumed}
         if hw.assumed:
             diags = hold_guessed_fixes(diags, memory_codes, hw.label)
-    unused = next((r for r in options.rules if r.code == UNUSED_SUPPRESSION), None)
-    kept = apply_suppressions(diags, docs, unused)
+    kept = apply_suppressions(diags, docs, options.unused_suppression)
     if options.upstream is not None:
         kept = options.upstream.one_per_problem(kept, docs)
     result.diagnostics.extend(kept)
     return result
 
 
-def hold_guessed_fixes(diags: list[Diagnostic], memory_codes: set[str], label: str) -> list[Diagnostic]:
+def hold_guessed_fixes(diags: list[Diagnostic], memory_codes: frozenset[str], label: str) -> list[Diagnostic]:
     """Memory fixes are right only for the GPUs they were computed for: under assumed GPUs they are shown, never
     written (`fix --write` and `--unsafe-fixes` leave them), and their title says how to make them apply."""
     held = []
@@ -143,13 +162,16 @@ def lint_paths(paths: list[Path], options: LintOptions) -> LintResult:
     total = LintResult()
     seen: set[tuple] = set()
     reached_from: dict[tuple, list[tuple[Diagnostic, Path]]] = {}
+    resolved: dict[Path, Path] = {}  # resolving is a system call per path component: once per path named
     for path in paths:
         one = lint_text(path, None, options)
         total.documents.update(one.documents)
         total.runs.extend(one.runs)
         total.skipped.extend(one.skipped)
         for diag in one.diagnostics:
-            key = (diag.path.resolve(), diag.span, diag.code, diag.message)  # one file, however it was reached
+            if diag.path not in resolved:
+                resolved[diag.path] = diag.path.resolve()
+            key = (resolved[diag.path], diag.span, diag.code, diag.message)  # one file, however it was reached
             if key not in seen:
                 seen.add(key)
                 reached_from.setdefault(key[:3], []).append((diag, path))

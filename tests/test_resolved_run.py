@@ -17,7 +17,7 @@ import yaml
 from axlint.document import load_document
 from axlint.conditions import lookup
 from axlint.packs import load_rules, select_rules
-from axlint.facts import LossKernel, Origin, ShardingKind, resolve_facts
+from axlint.facts import LossKernel, Origin, ShardingKind, precision_flags, resolve_facts
 from axlint.hardware import parse_hardware
 from axlint.lint import LintOptions, lint_text
 from axlint.memory.setup import read_setup
@@ -119,6 +119,17 @@ def test_bf16_auto_follows_the_gpu(tmp_path: Path) -> None:
     volta = _run(tmp_path, BASE, hardware="1xV100-32GB").facts
     assert (ampere.bf16.value, ampere.fp16.value, ampere.dtype.value) == (True, False, "bfloat16")
     assert (volta.bf16.value, volta.fp16.value, volta.dtype.value) == (False, True, "float16")
+
+
+@pytest.mark.parametrize("written", [
+    {}, {"bf16": "auto"}, {"bf16": True}, {"bf16": "false"}, {"fp16": True}, {"bf16": "auto", "fp16": False},
+    {"bf16": False, "fp16": None}, {"float16": True}, {"bfloat16": True, "fp16": "yes"}, {"load_in_8bit": True},
+])
+@pytest.mark.parametrize("bf16_capable", [True, False])
+def test_precision_flags_are_the_resolved_bf16_and_fp16(written: dict[str, Any], bf16_capable: bool) -> None:
+    """DS106 asks for the precision on a GPU without bf16 without resolving every fact: the same answer."""
+    facts = resolve_facts(written, bf16_capable=bf16_capable)
+    assert precision_flags(written, bf16_capable=bf16_capable) == (facts.bf16.value, facts.fp16.value)
 
 
 def test_each_fact_keeps_the_key_it_came_from(tmp_path: Path) -> None:

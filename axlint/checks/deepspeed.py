@@ -12,7 +12,7 @@ import json
 from typing import Any, Iterator
 
 from axlint.document import KeyPath
-from axlint.facts import ZERO_ALIASES, resolve_facts
+from axlint.facts import ZERO_ALIASES, precision_flags
 from axlint.fixes import Applicability, Fix, key_fix
 from axlint.lax import as_number, is_int
 from axlint.rule import FixAvailability, Hit, Rule, register_check
@@ -261,8 +261,7 @@ def yaml_precisions(run: TrainingRun) -> set[tuple[bool, bool]]:
     facts = run.facts
     outcomes = {(facts.bf16.value, facts.fp16.value)}
     if getattr(run.hardware, "assumed", True):
-        other = resolve_facts(run.raw, bf16_capable=not getattr(run.hardware, "bf16", True))
-        outcomes.add((other.bf16.value, other.fp16.value))
+        outcomes.add(precision_flags(run.raw, bf16_capable=not getattr(run.hardware, "bf16", True)))
     return outcomes
 
 

@@ -17,15 +17,26 @@ if TYPE_CHECKING:
 FORMATS = ("full", "concise", "json", "sarif", "github")
 
 
-def display_path(path: Path) -> str:
+def display_path(path: Path, cwd: Path | None = None) -> str:
+    """`path` relative to the working folder when it lies inside it (`cwd`: that folder, resolved), else as given."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(path.resolve().relative_to(cwd or Path.cwd().resolve()))
     except ValueError:
         return str(path)
 
 
+def _display_paths(diags: list[Diagnostic]) -> dict[Path, str]:
+    """`display_path` of each file the findings name, resolved once per file (resolving is a system call per
+    folder of the path), not once per finding."""
+    if not diags:
+        return {}
+    cwd = Path.cwd().resolve()
+    return {path: display_path(path, cwd) for path in dict.fromkeys(d.path for d in diags)}
+
+
 def render_concise(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
-    return "".join(f"{display_path(d.path)}:{d.span.line}:{d.span.col}: {d.code} [{d.severity.value}] {d.message}"
+    shown = _display_paths(diags)
+    return "".join(f"{shown[d.path]}:{d.span.line}:{d.span.col}: {d.code} [{d.severity.value}] {d.message}"
                    f"{' [*]' if applicable(d) else ''}\n" for d in diags)
 
 
@@ -37,8 +48,9 @@ def applicable(d: Diagnostic) -> bool:
 def render_full(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
     """ruff-style: location, code and message, the source line with a caret under the span, and the fix title."""
     out = []
+    shown = _display_paths(diags)
     for d in diags:
-        out.append(f"{display_path(d.path)}:{d.span.line}:{d.span.col}: {d.code} [{d.severity.value}] {d.message}")
+        out.append(f"{shown[d.path]}:{d.span.line}:{d.span.col}: {d.code} [{d.severity.value}] {d.message}")
         doc = documents.get(d.path)
         line = doc.line_text(d.span.line) if doc else ""
         if line.strip():

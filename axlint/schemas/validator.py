@@ -36,6 +36,7 @@ FAILURES = frozenset({"unknown-key", "wrong-type", "bad-enum"})
 """Kinds that make a value invalid."""
 COERCED = frozenset({"coerced-string", "coerced-value"})
 """Values the JSON type rejects but pydantic's lax mode converts (Axolotl and DeepSpeed validate with pydantic)."""
+_NOT_AS_IS = FAILURES | COERCED
 
 _YAML_NAMES = {"object": "map", "array": "list", "string": "str", "integer": "int", "number": "float",
                "boolean": "bool", "null": "null"}
@@ -425,11 +426,15 @@ class _Checker:
     def check_union(self, node: Node, branches: list[dict], path: KeyPath) -> list[SchemaProblem]:
         """Valid when one branch is; otherwise descend into the branch of the node's own kind (map / list), or
         report one problem for the value covering every branch."""
-        results = [self.check(node, branch, path) for branch in branches]
-        for rejected in (FAILURES | COERCED, FAILURES):
-            for problems in results:
-                if not any(p.kind in rejected for p in problems):
-                    return problems
+        results = []
+        for branch in branches:  # the first branch that takes the value as it is decides: later ones are not checked
+            problems = self.check(node, branch, path)
+            if not any(p.kind in _NOT_AS_IS for p in problems):
+                return problems
+            results.append(problems)
+        for problems in results:  # else the first that takes it once coerced
+            if not any(p.kind in FAILURES for p in problems):
+                return problems
         kind = json_type(node)
         if node.kind != "scalar":
             for branch, problems in zip(branches, results):
