@@ -103,3 +103,12 @@ def test_merged_weights_are_kept_per_layer_without_checkpointing():
     assert merged_weight_bytes(arch, setup) == (2 * n * 2, 8 * n)
     checkpointed = read_setup(facts({**run, "gradient_checkpointing": True}, None, arch, H100), arch)
     assert merged_weight_bytes(arch, checkpointed) == (0.0, 8 * n)
+
+
+def test_a_regex_is_resolved_to_the_names_it_reaches_then_converted():
+    """PEFT 0.20 (Axolotl 0.19.0's pin) resolves a regex first: q_proj and v_proj alone stay modules; a regex that
+    spells out the old expert paths reaches the experts (compared with the installed PEFT's count)."""
+    assert _axlint_lora_numel("qwen3_moe", MOE, r"model\.layers\.\d+\.self_attn\.(q|v)_proj") == _peft_lora_numel(
+        "qwen3_moe", MOE, r"model\.layers\.\d+\.self_attn\.(q|v)_proj")
+    experts = r".*\.(q_proj|experts\.(gate|up|down)_proj)"
+    assert _axlint_lora_numel("qwen3_moe", MOE, experts) == _peft_lora_numel("qwen3_moe", MOE, experts)

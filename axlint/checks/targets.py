@@ -1,11 +1,14 @@
 """What a run trains, checked against the model's real module and parameter names: LoRA targets and unfrozen
-parameter patterns that match nothing (MEM011)."""
+parameter patterns that match nothing (MEM011), and the targets PEFT rewrites on a MoE model (AX225, AX226)."""
 from __future__ import annotations
 
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from axlint.rule import Hit, Rule, register_check
 from axlint.run import TrainingRun
+
+if TYPE_CHECKING:
+    from axlint.memory.peft_targets import PeftTargets
 
 
 def _where(run: TrainingRun, key: str, entry: str) -> Hit:
@@ -87,3 +90,61 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                                  f"{layer}.{layout.attention_module}.{layout.attention_names[0]}.weight, ..., "
                                  f"{layout.lm_head_name}.weight"}
             yield hit
+
+
+def _converted(run: TrainingRun) -> "tuple[PeftTargets, tuple[str, ...]] | None":
+    """What PEFT makes of the run's LoRA targets (``memory.setup.peft_targets``) and the explicit list, for a LoRA
+    run on a MoE model that transformers' own code builds; None otherwise."""
+    from axlint.memory.setup import peft_targets, remote_modeling
+
+    arch, facts = run.arch, run.facts
+    if run.axolotl is None or arch is None or arch.family is None or facts.adapter.value not in ("lora", "qlora"):
+        return None
+    if not arch.is_moe or remote_modeling(facts, arch):
+        return None
+    written = facts.lora.target_modules
+    return peft_targets(facts, arch), written if isinstance(written, tuple) else ()
+
+
+@register_check("lora_half_fused_pair", args=("entry", "model", "error"))
+def half_fused_pair(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """One half of a fused gate/up pair in `lora_target_modules` of a model whose routed experts PEFT converts
+    (``memory.peft_targets``): PEFT raises before any training, on the first such entry."""
+    found = _converted(run)
+    if found is None or not found[0].half_pair:
+        return
+    targets, written = found
+    entry = next(t for t, p in zip(targets.moved, targets.moved_to) if p == "gate_up_proj" and t in written)
+    hit = _where(run, "lora_target_modules", entry)
+    hit.args = {"entry": entry, "model": run.arch.model_id, "error": targets.half_pair}
+    yield hit
+
+
+@register_check("lora_targets_moved_to_experts", args=("key", "entry", "model_type", "parameter", "lost"))
+def targets_moved_to_experts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A target name that PEFT turns into LoRA on the routed experts (``memory.peft_targets``) while the model also
+    has ``nn.Linear`` modules of that name (a dense layer's MLP, a shared expert): those get no adapter. On the
+    entry of `lora_target_modules`, or on `lora_target_linear` when Axolotl's list of Linear names brought it."""
+    from axlint.memory.params import module_paths
+
+    found = _converted(run)
+    if found is None or found[0].half_pair:
+        return
+    targets, written = found
+    arch = run.arch
+    paths = module_paths(arch)
+    for entry, parameter in zip(targets.moved, targets.moved_to):
+        if parameter == "gate.weight":
+            continue  # the router: its weight is adapted either way
+        lost = [p for p in paths if p == entry or p.endswith("." + entry)]
+        if not lost:
+            continue
+        where = f"{lost[0]}" + (f" and {len(lost) - 1} more" if len(lost) > 1 else "")
+        if entry in written:
+            hit = _where(run, "lora_target_modules", entry)
+            key = "lora_target_modules"
+        else:
+            hit = Hit(run.axolotl, run.axolotl.span(("lora_target_linear",), "key"), {})
+            key = "lora_target_linear"
+        hit.args = {"key": key, "entry": entry, "model_type": arch.model_type, "parameter": parameter, "lost": where}
+        yield hit

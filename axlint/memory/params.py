@@ -337,6 +337,21 @@ def module_paths(arch: Architecture) -> tuple[str, ...]:
     return cached
 
 
+def regex_leaf_names(arch: Architecture, pattern: str, old_names: Iterable[str]) -> tuple[str, ...]:
+    """PEFT 0.20 (Axolotl 0.19.0's pin) ``_resolve_string_target_modules`` for a regex ``target_modules`` on a model
+    it converts: the last names of the module paths the regex fullmatches, and each old expert name (``old_names``)
+    whose transformers 4 path, ``<experts>.<old name>``, it would fullmatch. Empty when it does not compile or matches
+    nothing (PEFT then keeps the regex)."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return ()
+    matched = {path.rsplit(".", 1)[-1] for path in module_paths(arch) if compiled.fullmatch(path)}
+    containers = {path.rsplit(".", 1)[0] for layer in range(arch.num_layers) for path, _ in expert_parameters(arch, layer)}
+    matched |= {old for old in old_names if any(compiled.fullmatch(f"{c}.{old}") for c in containers)}
+    return tuple(sorted(matched))
+
+
 def regex_matches_nothing(arch: Architecture, pattern: str) -> bool:
     """A regex ``lora_target_modules`` that fullmatches no module path (one that does not compile is the schema's)."""
     try:

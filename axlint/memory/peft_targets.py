@@ -43,14 +43,15 @@ FUSED: dict[str, tuple[str, ...]] = {MIXTRAL: ("w1", "w3"), QWEN2_MOE: ("gate_pr
 class PeftTargets:
     """The targets PEFT ends up with: ``modules`` (matched against module paths), ``parameters`` (3-D expert
     weights and the router weight, wrapped by ``ParamWrapper``), ``doubled``: the parameters whose rank PEFT doubles
-    (a fused pair); ``moved``: the names the conversion took out of ``modules``; ``half_pair``: the ValueError PEFT
-    raises when one half of a fused pair is targeted alone (None otherwise)."""
+    (a fused pair); ``moved``: the names the conversion took out of ``modules`` (``moved_to``: what each became);
+    ``half_pair``: the ValueError PEFT raises when one half of a fused pair is targeted alone (None otherwise)."""
 
     modules: tuple[str, ...]
     parameters: tuple[str, ...]
     doubled: tuple[str, ...] = ()
     moved: tuple[str, ...] = ()
     half_pair: str | None = None
+    moved_to: tuple[str, ...] = ()  # the parameter each ``moved`` entry became, in the same order
 
 
 def _old_name(target: str, mapping: dict[str, str]) -> str | None:
@@ -74,4 +75,5 @@ def convert_targets(model_type: str, modules: Iterable[str], parameters: Iterabl
         half = (f"Cannot convert PEFT target(s) {', '.join(present)} without also targeting {missing} because they "
                 f"are fused into gate_up_proj.")
     return PeftTargets(tuple(t for t in modules if t not in moved), new_parameters,
-                       ("gate_up_proj",) if len(present) == len(fused) else (), tuple(moved), half)
+                       ("gate_up_proj",) if len(present) == len(fused) else (), tuple(moved), half,
+                       tuple(mapping[old] for old in moved.values()))

@@ -12,8 +12,8 @@ from axlint.architectures import Architecture
 from axlint.facts import LossKernel, RunFacts, Sharding
 from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
-from axlint.memory.params import linear_names
-from axlint.memory.peft_targets import PeftTargets, convert_targets
+from axlint.memory.params import linear_names, regex_leaf_names
+from axlint.memory.peft_targets import CONVERTED_MODEL_TYPES, TARGET_MAP, PeftTargets, convert_targets
 from axlint.memory.prequantized import Prequantized, read_prequantized
 
 
@@ -115,11 +115,17 @@ def peft_targets(facts: RunFacts, arch: Architecture) -> PeftTargets:
     """The LoRA targets PEFT ends up with for this run (``peft_targets.convert_targets``): the listed
     ``lora_target_modules`` and, with ``lora_target_linear``, every Linear's name (Axolotl 0.18.0
     ``_build_peft_lora_config``: the two lists joined), on the model's top-level ``model_type``. A regular-expression
-    string is not converted (PEFT iterates a list); nor is anything when the repository's own modelling code runs
-    (``remote_modeling``: transformers 4-style nn.Linear experts that module targets reach)."""
+    string is first resolved to the names it reaches, as PEFT 0.20 does (``params.regex_leaf_names``; PEFT 0.19.1
+    took it apart character by character and stopped the launch). Nothing is converted when the repository's own
+    modelling code runs (``remote_modeling``: transformers 4-style nn.Linear experts that module targets reach)."""
     written = facts.lora.target_modules
-    if not facts.adapter.value or isinstance(written, str) or not arch.is_moe or remote_modeling(facts, arch):
+    pattern = CONVERTED_MODEL_TYPES.get(arch.model_type)
+    if not facts.adapter.value or not arch.is_moe or pattern is None or remote_modeling(facts, arch):
         return PeftTargets(written if isinstance(written, tuple) else (), facts.lora.target_parameters)
+    if isinstance(written, str):
+        written = regex_leaf_names(arch, written, TARGET_MAP[pattern])
+        if not written and not facts.lora.target_linear:
+            return PeftTargets((), facts.lora.target_parameters)
     names = (*written, *linear_names(arch)) if facts.lora.target_linear else written
     return convert_targets(arch.model_type, names, facts.lora.target_parameters)
 
@@ -165,6 +171,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
             notes.append(f"{loss.value} patches the causal LM loss only: the score head's loss is plain PyTorch")
         loss = LossKernel.HF
     targets = peft_targets(facts, arch)
+    resolved_regex = isinstance(facts.lora.target_modules, str) and bool(targets.modules)
     if targets.moved:
         notes.append(f"PEFT turns lora_target_modules {', '.join(targets.moved)} into LoRA on the routed experts' 3-D "
                      f"weights ({', '.join(targets.parameters)}; rank doubled for a fused gate_up_proj; each layer "
@@ -189,7 +196,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         adapter=facts.adapter.value,
         lora_r=facts.lora.r,
         lora_dropout=facts.lora.dropout,
-        lora_target_modules=targets.modules if targets.moved else facts.lora.target_modules,
+        lora_target_modules=targets.modules if targets.moved or resolved_regex else facts.lora.target_modules,
         lora_target_linear=facts.lora.target_linear and not targets.moved,
         modules_to_save=facts.lora.modules_to_save,
         unfrozen_parameters=facts.unfrozen_parameters,
