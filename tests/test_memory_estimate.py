@@ -202,6 +202,40 @@ def test_zero3_gradient_partition_buffer_exists_before_backward():
     assert est({"micro_batch_size": 8}, offloaded, hw).components["gradients"] == 0
 
 
+def test_offloaded_optimizer_takes_the_gradients_to_the_cpu():
+    # ZeRO-2 accumulates the reduced partitions in CPU RAM and ZeRO-3 keeps its gradient buffer there (with
+    # gradient accumulation too); ZeRO-1 keeps full gradients on the GPU until the boundary
+    hw = parse_hardware("8xH100")
+    config = {"gradient_checkpointing": True, "gradient_accumulation_steps": 4}
+    for stage, on_gpu in ((1, True), (2, False), (3, False)):
+        ds = {"zero_optimization": {"stage": stage, "offload_optimizer": {"device": "cpu"}}, "bf16": {"enabled": True}}
+        e = est(config, ds, hw)
+        assert (e.components["gradients"] > 0) is on_gpu, stage
+    fsdp = est({**config, **LORA, "fsdp_config": {"fsdp_sharding_strategy": "FULL_SHARD",
+                                                  "fsdp_offload_params": True}}, None, hw)
+    assert fsdp.components["gradients"] == 0
+
+
+def test_zero2_gradient_buckets_live_in_backward_only():
+    # one reduce_bucket_size bucket (two with overlap_comm) during backward, released before the step; no
+    # all-gather bucket; with offload_optimizer a largest-param buffer (the embedding here) stays all run
+    hw = parse_hardware("8xH100")
+    config = {"gradient_checkpointing": True, "micro_batch_size": 8}
+    for overlap, copies in ((False, 1), (True, 2)):
+        ds = {"zero_optimization": {"stage": 2, "reduce_bucket_size": 4096**2, "allgather_bucket_size": 10**9,
+                                    "overlap_comm": overlap}, "bf16": {"enabled": True}}
+        e = est(config, ds, hw)
+        assert e.phase == "forward-backward"
+        assert e.components["sharding_buffers"] == pytest.approx(copies * 2 * 4096**2)
+        assert e.phases["optimizer-step"] == pytest.approx(
+            (2 + (2 + 4 + 4 + 8) / 8) * L8B.total_params)  # W; bf16 G, fp32 G, master, states sharded
+    off = est(config, {"zero_optimization": {"stage": 2, "reduce_bucket_size": 4096**2,
+                                             "offload_optimizer": {"device": "cpu"}}, "bf16": {"enabled": True}}, hw)
+    embed = 2 * L8B.embedding_params
+    assert off.components["sharding_buffers"] == pytest.approx(2 * 4096**2 + embed)
+    assert off.phases["optimizer-step"] == pytest.approx(2 * L8B.total_params + embed)
+
+
 def test_fsdp1_full_finetune_trains_fp32_params():
     # accelerate upcasts FSDP1 FlatParameters to fp32 under bf16 mixed precision: sharded W 4, G 4, AdamW 2×4 bytes
     hw = parse_hardware("8xH100")

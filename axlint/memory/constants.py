@@ -86,9 +86,13 @@ FOREACH_TEMP_STATES = 1.0
 LOW_RANK_STATE_FRACTION = 0.0625
 
 # ---- DeepSpeed buffers (the bucket defaults are in axlint.facts, with the config they are read from) --------
-# comm buffers: IPG bucket + reduce-scatter temp (×2), a third in flight with overlap_comm [INF runtime/zero/stage_1_and_2.py]
+# ZeRO-3 comm buffers: the IPG bucket + the torch.cat copy reduce_scatter_coalesced makes of it (×2), a third in
+# flight with overlap_comm [SRC runtime/zero/stage3.py `__avg_scatter_grads`, runtime/comm/coalesced_collectives.py]
 DS_BUCKET_COPIES = 2
 DS_OVERLAP_EXTRA_COPIES = 1
+# ZeRO-1/2: one IPG bucket reduced in place, a second with overlap_comm [SRC DeepSpeed 0.19.8
+# runtime/zero/stage_1_and_2.py `setup_buckets`, `average_tensor`]
+DS_ZERO12_BUCKET_COPIES = 1
 
 # ---- overheads [SRC Stas Bekman ml-engineering] ----------------------------------------
 CUDA_CONTEXT_GIB = 1.0   # 0.5–1.0 GiB context on current torch (lazy loading) + cuBLAS/cuDNN workspaces, kernels

@@ -178,7 +178,7 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
                            embedding_gradient_bytes(arch, setup, spec) * gradient_share(s), g_acc)
     fwd.update({"weights": w, "optimizer_states": o, "master_weights": m, "sharding_buffers": buffers})
     step = {"weights": w, "gradients": step_grads, "optimizer_states": step_opt, "master_weights": m,
-            "activations": 0.0, "logits": 0.0, "sharding_buffers": step_buffer_bytes(setup, buffers)}
+            "activations": 0.0, "logits": 0.0, "sharding_buffers": step_buffer_bytes(arch, setup, buffers)}
     p_fwd, p_step = sum(fwd.values()), sum(step.values())
     phase, comps = ("forward-backward", fwd) if p_fwd >= p_step else ("optimizer-step", step)
     paged = o if spec.paged else 0.0
