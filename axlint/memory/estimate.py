@@ -10,7 +10,8 @@ Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
                checkpointing its recomputed activations) never coexist; G_acc = the gradient share when
                gradient_accumulation_steps > 1 (grads of the previous micro batches stay allocated) or under
                DeepSpeed ZeRO-3 (its gradient partition buffer lives for the whole run: ``persistent_gradients``),
-               else 0 (set_to_none: no grads exist before the lm_head backward)
+               else 0 (set_to_none: no grads exist before the lm_head backward); the gradient share is 0 where
+               the gradients follow an offloaded optimizer to the CPU (sharding.gradients_offloaded)
     end      = resident + G·g_share + the larger of                    (all other activations are freed)
                layer 0's backward (its activations + gradient temporaries), less the embedding gradient E when
                the embedding trains untied (E does not exist yet), and
