@@ -5,9 +5,11 @@ import pytest
 from axlint.architectures import resolve_architecture
 from axlint.hardware import parse_hardware
 from axlint.memory import estimate_memory
+from axlint.memory.activations import backward_temp_bytes_per_token
 from axlint.memory.estimate import COMPONENTS
 from axlint.memory.logits import logits_bytes
 from axlint.memory.overhead import expandable_segments_enabled
+from axlint.memory.setup import read_setup
 from axlint.memory.states import known_optimizers, optimizer_spec
 from tests.resolved import facts
 
@@ -292,3 +294,16 @@ def test_a_4bit_load_leaves_fused_experts_in_bf16_unless_axolotl_quantizes_them(
     plain, quantized = weights(qlora), weights({**qlora, key: True})
     assert plain - quantized == pytest.approx(experts * (2 - 4.127 / 8), rel=0.01)
     assert weights({"adapter": "lora", "lora_r": 16, key: True}) == weights({"adapter": "lora", "lora_r": 16})
+
+
+def test_liger_glu_backward_writes_its_gradients_in_place():
+    # Liger's SwiGLU backward stores the gate and up gradients over the saved gate and up outputs: of the HF MLP's
+    # 6·I backward temporaries only the product's gradient 2·I is new
+    hw = parse_hardware("8xH100")
+    fsdp = {"fsdp_config": {"fsdp_sharding_strategy": "FULL_SHARD"}, "gradient_checkpointing": True}
+    glu = {"plugins": ["axolotl.integrations.liger.LigerPlugin"], "liger_glu_activation": True}
+    hf = read_setup(facts({**BASE, **fsdp}, None, L8B, hw), L8B)
+    liger = read_setup(facts({**BASE, **fsdp, **glu}, None, L8B, hw), L8B)
+    assert liger.liger_glu and not hf.liger_glu
+    saved = backward_temp_bytes_per_token(L8B, hf, 0) - backward_temp_bytes_per_token(L8B, liger, 0)
+    assert saved == 4 * L8B.dense_intermediate_size

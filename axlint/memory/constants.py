@@ -61,6 +61,11 @@ LORA_DROPPED_COPY_BYTES = 2
 # (plain MLP: 4·I; per routed choice of a MoE layer 6·I_moe + 2·h)
 BACKWARD_OUTPUT_GRAD_BYTES = 2
 BACKWARD_MLP_GATED = 6
+# Liger's SwiGLU / GeGLU backward writes the gate and up gradients into the saved gate and up tensors in place
+# (``tl.store(a_ptr, da_row)``, ``tl.store(b_ptr, db_row)``): only the product's gradient 2·I is new
+# [SRC linkedin/Liger-Kernel src/liger_kernel/ops/swiglu.py ``_swiglu_backward_kernel``, ops/geglu.py
+# ``_geglu_tanh_backward_kernel``]
+BACKWARD_MLP_GATED_LIGER = 2
 BACKWARD_MLP_PLAIN = 4
 # gradient checkpointing keeps the bf16 input of every decoder layer: 2·h per token per layer [SRC Korthikanti]
 CHECKPOINT_BYTES = 2
