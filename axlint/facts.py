@@ -65,7 +65,6 @@ CHUNKED_CE_CHUNKS = 8
 
 # DeepSpeed 0.18's `DeepSpeedZeroConfig` defaults (deepspeed/runtime/zero/config.py), in elements.
 DS_REDUCE_BUCKET = 500_000_000
-DS_ALLGATHER_BUCKET = 500_000_000
 DS_PREFETCH_BUCKET = 50_000_000
 DS_MAX_LIVE_PARAMETERS = 1_000_000_000
 DS_PERSISTENCE_THRESHOLD = 100_000
@@ -203,7 +202,6 @@ class Sharding:
     offload_param: bool = False
     ds_optimizer: bool = False  # optimizer defined in the DeepSpeed JSON (FusedAdam, fp32 states)
     reduce_bucket: float = DS_REDUCE_BUCKET
-    allgather_bucket: float = DS_ALLGATHER_BUCKET
     prefetch_bucket: float = DS_PREFETCH_BUCKET
     max_live_parameters: float = DS_MAX_LIVE_PARAMETERS
     persistence_threshold: float = DS_PERSISTENCE_THRESHOLD
@@ -517,7 +515,6 @@ def _states_sharding(raw: Mapping[str, Any], ds: Mapping[str, Any] | None, stage
         return Sharding(ShardingKind.DEEPSPEED, stage, world, offloaded("offload_optimizer"),
                         stage == 3 and offloaded("offload_param"), "optimizer" in ds,
                         _ds_number(zero, "reduce_bucket_size", DS_REDUCE_BUCKET),
-                        _ds_number(zero, "allgather_bucket_size", DS_ALLGATHER_BUCKET),
                         _ds_number(zero, "prefetch_bucket_size", DS_PREFETCH_BUCKET),
                         _ds_number(zero, "max_live_parameters", DS_MAX_LIVE_PARAMETERS),
                         _ds_number(zero, "param_persistence_threshold", DS_PERSISTENCE_THRESHOLD),

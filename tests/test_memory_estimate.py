@@ -5,9 +5,11 @@ import pytest
 from axlint.architectures import resolve_architecture
 from axlint.hardware import parse_hardware
 from axlint.memory import estimate_memory
+from axlint.memory.activations import backward_temp_bytes_per_token
 from axlint.memory.estimate import COMPONENTS
 from axlint.memory.logits import logits_bytes
 from axlint.memory.overhead import expandable_segments_enabled
+from axlint.memory.setup import read_setup
 from axlint.memory.states import known_optimizers, optimizer_spec
 from tests.resolved import facts
 
@@ -202,6 +204,40 @@ def test_zero3_gradient_partition_buffer_exists_before_backward():
     assert est({"micro_batch_size": 8}, offloaded, hw).components["gradients"] == 0
 
 
+def test_offloaded_optimizer_takes_the_gradients_to_the_cpu():
+    # ZeRO-2 accumulates the reduced partitions in CPU RAM and ZeRO-3 keeps its gradient buffer there (with
+    # gradient accumulation too); ZeRO-1 keeps full gradients on the GPU until the boundary
+    hw = parse_hardware("8xH100")
+    config = {"gradient_checkpointing": True, "gradient_accumulation_steps": 4}
+    for stage, on_gpu in ((1, True), (2, False), (3, False)):
+        ds = {"zero_optimization": {"stage": stage, "offload_optimizer": {"device": "cpu"}}, "bf16": {"enabled": True}}
+        e = est(config, ds, hw)
+        assert (e.components["gradients"] > 0) is on_gpu, stage
+    fsdp = est({**config, **LORA, "fsdp_config": {"fsdp_sharding_strategy": "FULL_SHARD",
+                                                  "fsdp_offload_params": True}}, None, hw)
+    assert fsdp.components["gradients"] == 0
+
+
+def test_zero2_gradient_buckets_live_in_backward_only():
+    # one reduce_bucket_size bucket (two with overlap_comm) during backward, released before the step; no
+    # all-gather bucket; with offload_optimizer a largest-param buffer (the embedding here) stays all run
+    hw = parse_hardware("8xH100")
+    config = {"gradient_checkpointing": True, "micro_batch_size": 8}
+    for overlap, copies in ((False, 1), (True, 2)):
+        ds = {"zero_optimization": {"stage": 2, "reduce_bucket_size": 4096**2, "allgather_bucket_size": 10**9,
+                                    "overlap_comm": overlap}, "bf16": {"enabled": True}}
+        e = est(config, ds, hw)
+        assert e.phase == "forward-backward"
+        assert e.components["sharding_buffers"] == pytest.approx(copies * 2 * 4096**2)
+        assert e.phases["optimizer-step"] == pytest.approx(
+            (2 + (2 + 4 + 4 + 8) / 8) * L8B.total_params)  # W; bf16 G, fp32 G, master, states sharded
+    off = est(config, {"zero_optimization": {"stage": 2, "reduce_bucket_size": 4096**2,
+                                             "offload_optimizer": {"device": "cpu"}}, "bf16": {"enabled": True}}, hw)
+    embed = 2 * L8B.embedding_params
+    assert off.components["sharding_buffers"] == pytest.approx(2 * 4096**2 + embed)
+    assert off.phases["optimizer-step"] == pytest.approx(2 * L8B.total_params + embed)
+
+
 def test_fsdp1_full_finetune_trains_fp32_params():
     # accelerate upcasts FSDP1 FlatParameters to fp32 under bf16 mixed precision: sharded W 4, G 4, AdamW 2×4 bytes
     hw = parse_hardware("8xH100")
@@ -258,3 +294,16 @@ def test_a_4bit_load_leaves_fused_experts_in_bf16_unless_axolotl_quantizes_them(
     plain, quantized = weights(qlora), weights({**qlora, key: True})
     assert plain - quantized == pytest.approx(experts * (2 - 4.127 / 8), rel=0.01)
     assert weights({"adapter": "lora", "lora_r": 16, key: True}) == weights({"adapter": "lora", "lora_r": 16})
+
+
+def test_liger_glu_backward_writes_its_gradients_in_place():
+    # Liger's SwiGLU backward stores the gate and up gradients over the saved gate and up outputs: of the HF MLP's
+    # 6·I backward temporaries only the product's gradient 2·I is new
+    hw = parse_hardware("8xH100")
+    fsdp = {"fsdp_config": {"fsdp_sharding_strategy": "FULL_SHARD"}, "gradient_checkpointing": True}
+    glu = {"plugins": ["axolotl.integrations.liger.LigerPlugin"], "liger_glu_activation": True}
+    hf = read_setup(facts({**BASE, **fsdp}, None, L8B, hw), L8B)
+    liger = read_setup(facts({**BASE, **fsdp, **glu}, None, L8B, hw), L8B)
+    assert liger.liger_glu and not hf.liger_glu
+    saved = backward_temp_bytes_per_token(L8B, hf, 0) - backward_temp_bytes_per_token(L8B, liger, 0)
+    assert saved == 4 * L8B.dense_intermediate_size

@@ -44,7 +44,9 @@ def test_solver_changes_deepspeed_stage():
     hw = parse_hardware("8x40GB")
     suggestions = suggest(facts(config, ds, L8B, hw), L8B, hw)
     assert suggestions and all(s.where == "deepspeed" for s in suggestions)
-    assert suggestions[0].ds_changes == {"zero_optimization.stage": 3}
+    # ZeRO-2 (35.4 GiB required: its gradient buckets are released before the step) is the fastest that fits
+    assert suggestions[0].ds_changes == {"zero_optimization.stage": 2}
+    assert {"zero_optimization.stage": 3} in [s.ds_changes for s in suggestions]
 
 
 def test_fit_grid_is_monotone():

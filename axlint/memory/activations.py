@@ -224,23 +224,25 @@ def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int, 
 
 
 def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int) -> float:
-    """Gradient temporaries of one layer's backward: output grad 2h + at its MLP gated 6I (plain 4I; MoE per choice
-    6·I_moe + 2h, + the shared experts' 6I; none without an MLP) + its other mixers' ``backward_per_token``. A tiled
+    """Gradient temporaries of one layer's backward: output grad 2h + at its MLP gated 6I (Liger GLU 2I: its kernel
+    writes the gate and up gradients over the saved inputs; plain 4I; MoE per choice 6·I_moe + 2h, + the shared
+    experts' gated 6I / 2I; none without an MLP) + its other mixers' ``backward_per_token``. A tiled
     MLP (``tiled``) recomputes one tile at a time: its temporaries and ``mlp_part_bytes`` ÷ tiles, beside the
     gradient of its whole input 2h."""
     h = arch.hidden_size
     mixers = sum(shape.backward_per_token for shape in arch.mixer_shapes(layer))
+    gated = C.BACKWARD_MLP_GATED_LIGER if setup.liger_glu else C.BACKWARD_MLP_GATED
     if arch.layer_plan(layer).mlp is None:
         mlp = 0.0
     elif not arch.gated_mlp:
         mlp = C.BACKWARD_MLP_PLAIN * arch.dense_intermediate_size
     elif arch.is_moe_layer(layer):
         mlp = (arch.experts_per_token * (C.BACKWARD_MLP_GATED * arch.moe_intermediate_size + C.BF16 * h)
-               + C.BACKWARD_MLP_GATED * arch.shared_expert_intermediate_size)
+               + gated * arch.shared_expert_intermediate_size)
         if arch.layout.moe_beside_mlp:  # Gemma 4's dense MLP beside the experts
-            mlp += C.BACKWARD_MLP_GATED * arch.dense_intermediate_size
+            mlp += gated * arch.dense_intermediate_size
     else:
-        mlp = C.BACKWARD_MLP_GATED * arch.dense_intermediate_size
+        mlp = gated * arch.dense_intermediate_size
     if tiled(arch, setup, layer):
         adapted = lora_targets(arch, setup).get(layer, ()) if setup.adapter else ()
         mlp = (mlp + mlp_part_bytes(arch, setup, layer, adapted)) / setup.mlp_tiles + C.BF16 * h

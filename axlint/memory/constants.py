@@ -61,6 +61,11 @@ LORA_DROPPED_COPY_BYTES = 2
 # (plain MLP: 4·I; per routed choice of a MoE layer 6·I_moe + 2·h)
 BACKWARD_OUTPUT_GRAD_BYTES = 2
 BACKWARD_MLP_GATED = 6
+# Liger's SwiGLU / GeGLU backward writes the gate and up gradients into the saved gate and up tensors in place
+# (``tl.store(a_ptr, da_row)``, ``tl.store(b_ptr, db_row)``): only the product's gradient 2·I is new
+# [SRC linkedin/Liger-Kernel src/liger_kernel/ops/swiglu.py ``_swiglu_backward_kernel``, ops/geglu.py
+# ``_geglu_tanh_backward_kernel``]
+BACKWARD_MLP_GATED_LIGER = 2
 BACKWARD_MLP_PLAIN = 4
 # gradient checkpointing keeps the bf16 input of every decoder layer: 2·h per token per layer [SRC Korthikanti]
 CHECKPOINT_BYTES = 2
@@ -86,9 +91,13 @@ FOREACH_TEMP_STATES = 1.0
 LOW_RANK_STATE_FRACTION = 0.0625
 
 # ---- DeepSpeed buffers (the bucket defaults are in axlint.facts, with the config they are read from) --------
-# comm buffers: IPG bucket + reduce-scatter temp (×2), a third in flight with overlap_comm [INF runtime/zero/stage_1_and_2.py]
+# ZeRO-3 comm buffers: the IPG bucket + the torch.cat copy reduce_scatter_coalesced makes of it (×2), a third in
+# flight with overlap_comm [SRC runtime/zero/stage3.py `__avg_scatter_grads`, runtime/comm/coalesced_collectives.py]
 DS_BUCKET_COPIES = 2
 DS_OVERLAP_EXTRA_COPIES = 1
+# ZeRO-1/2: one IPG bucket reduced in place, a second with overlap_comm [SRC DeepSpeed 0.19.8
+# runtime/zero/stage_1_and_2.py `setup_buckets`, `average_tensor`]
+DS_ZERO12_BUCKET_COPIES = 1
 
 # ---- overheads [SRC Stas Bekman ml-engineering] ----------------------------------------
 CUDA_CONTEXT_GIB = 1.0   # 0.5–1.0 GiB context on current torch (lazy loading) + cuBLAS/cuDNN workspaces, kernels

@@ -12,7 +12,8 @@ Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
                checkpointing its recomputed activations) never coexist; G_acc = the gradient share when
                gradient_accumulation_steps > 1 (grads of the previous micro batches stay allocated) or under
                DeepSpeed ZeRO-3 (its gradient partition buffer lives for the whole run: ``persistent_gradients``),
-               else 0 (set_to_none: no grads exist before the lm_head backward)
+               else 0 (set_to_none: no grads exist before the lm_head backward); the gradient share is 0 where
+               the gradients follow an offloaded optimizer to the CPU (sharding.gradients_offloaded)
     end      = resident + G·g_share + the larger of                    (all other activations are freed)
                layer 0's backward (its activations + gradient temporaries), less the embedding gradient E when
                the embedding trains untied (E does not exist yet), and
@@ -181,7 +182,7 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
                            embedding_gradient_bytes(arch, setup, spec) * gradient_share(s), g_acc)
     fwd.update({"weights": w, "optimizer_states": o, "master_weights": m, "sharding_buffers": buffers})
     step = {"weights": w, "gradients": step_grads, "optimizer_states": step_opt, "master_weights": m,
-            "activations": 0.0, "logits": 0.0, "sharding_buffers": step_buffer_bytes(setup, buffers)}
+            "activations": 0.0, "logits": 0.0, "sharding_buffers": step_buffer_bytes(arch, setup, buffers)}
     p_fwd, p_step = sum(fwd.values()), sum(step.values())
     phase, comps = ("forward-backward", fwd) if p_fwd >= p_step else ("optimizer-step", step)
     paged = o if spec.paged else 0.0

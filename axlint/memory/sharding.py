@@ -9,8 +9,11 @@ Per-GPU share of each state (ZeRO numbering; FSDP full_shard = 3, shard_grad_op 
   Offloaded params (stage 3): the weight partition lives in CPU RAM.
 
 Buffers on the GPU:
-  ZeRO-1/2   reduce bucket rbs·2·(2 + overlap_comm) + all-gather bucket abs·2
-  ZeRO-3     reduce bucket as above + gathered params 2·max(Lm, min(max_live, Lm + prefetch))
+  ZeRO-1/2   the gradient bucket rbs·2, double-buffered with overlap_comm, reduced in place; allocated at each
+             backward and released at its end, so not at the step; with offload_optimizer one more largest-param
+             buffer 2·Lm for the copies to the CPU (all the step); the updated partitions are all-gathered in place
+             (no all-gather bucket)
+  ZeRO-3     reduce bucket rbs·2·(2 + overlap_comm) + gathered params 2·max(Lm, min(max_live, Lm + prefetch))
              + full grads of the current module 2·Lm + persistent small params (numel ≤ threshold)
   FSDP       root unit (embed + lm_head) + 2 decoder layers gathered (current + prefetch) + one layer's grads
              (forward-backward only: resharded before the optimizer step)
@@ -34,7 +37,26 @@ def weight_share(s: Sharding) -> float:
 
 
 def gradient_share(s: Sharding) -> float:
+    """Fraction of the gradients held on one GPU between backward and the step: ÷N at stage ≥ 2, 0 when the
+    optimizer is offloaded and the gradients go with it (``gradients_offloaded``)."""
+    if gradients_offloaded(s):
+        return 0.0
     return 1 / s.state_ranks if s.stage >= 2 else 1.0
+
+
+def gradients_offloaded(s: Sharding) -> bool:
+    """The reduced gradient partitions live in CPU RAM: DeepSpeed ZeRO-2/3 with offload_optimizer and FSDP with CPU
+    offload. ZeRO-2 accumulates each partition on the CPU (``async_accumulate_grad_in_cpu_via_gpu``) and copies it
+    into the fp32 ``.grad`` of the CPU master (``async_inplace_copy_grad_to_fp32_buffer_from_gpu``) [SRC DeepSpeed
+    0.19.8 runtime/zero/stage_1_and_2.py ``copy_grads_in_partition``]; ZeRO-3 allocates its gradient partition buffer
+    on ``self.device``, the CPU under offload_optimizer [SRC runtime/zero/stage3.py ``_setup_for_real_optimizer``,
+    ``partition_grads``]; FSDP1 copies each reduced shard into ``flat_param._cpu_grad`` [SRC torch 2.x
+    distributed/fsdp/_runtime_utils.py ``_post_reduce_grad``], FSDP2 moves it under CPUOffloadPolicy
+    (``_fsdp_param.py`` ``offload_to_cpu``). ZeRO-1 keeps full gradients on the GPU until the boundary. On the GPU
+    remain only the buckets of ``buffer_bytes``."""
+    if not s.offload_optimizer:
+        return False
+    return s.kind is ShardingKind.FSDP or (s.kind is ShardingKind.DEEPSPEED and s.stage >= 2)
 
 
 def optimizer_share(s: Sharding) -> float:
@@ -79,21 +101,46 @@ def buffer_bytes(arch: Architecture, setup: TrainSetup, grad_bytes: float) -> fl
         return lp * (root + 3 * arch.largest_layer_params)
     if s.kind != "deepspeed" or s.stage == 0:
         return 0.0
-    reduce = s.reduce_bucket * lp * (C.DS_BUCKET_COPIES + (C.DS_OVERLAP_EXTRA_COPIES if s.overlap_comm else 0))
     if s.stage < 3:
-        return reduce + s.allgather_bucket * lp
+        return _zero12_bucket_bytes(s, lp) + _zero12_offload_bytes(arch, setup)
+    reduce = s.reduce_bucket * lp * (C.DS_BUCKET_COPIES + (C.DS_OVERLAP_EXTRA_COPIES if s.overlap_comm else 0))
     lm = arch.largest_module_params
     gathered = max(lm, min(s.max_live_parameters, lm + s.prefetch_bucket))
     return reduce + lp * (gathered + lm + _persistent_params(arch, s.persistence_threshold))
 
 
-def step_buffer_bytes(setup: TrainSetup, buffers: float) -> float:
+def _zero12_bucket_bytes(s: Sharding, lp: int) -> float:
+    """ZeRO-1/2's gradient bucket: ``setup_buckets`` allocates one reduce_bucket_size buffer at the start of each
+    backward, and a second with overlap_comm ("double buffers to avoid data access conflict"); ``average_tensor``
+    reduces each partition's slice of it in place; ``independent_gradient_partition_epilogue`` releases them
+    (``_release_ipg_buffers``) when backward ends. The step's all-gather of the updated bf16 partitions writes into
+    the flat groups themselves (runtime/utils.py ``all_gather_dp_groups`` -> ``all_gather_into_tensor_dp_groups``), so
+    allgather_bucket_size allocates nothing [SRC DeepSpeed 0.19.8 runtime/zero/stage_1_and_2.py]."""
+    return s.reduce_bucket * lp * (C.DS_ZERO12_BUCKET_COPIES + (C.DS_OVERLAP_EXTRA_COPIES if s.overlap_comm else 0))
+
+
+def _zero12_offload_bytes(arch: Architecture, setup: TrainSetup) -> float:
+    """ZeRO-1/2 with offload_optimizer keeps ``temp_grad_buffer_for_gpu_offload``, a buffer of the largest
+    parameter's numel in the 16-bit dtype, on the GPU for the whole run (``initialize_gradient_partitioning_data_
+    structures``) [SRC DeepSpeed 0.19.8 runtime/zero/stage_1_and_2.py]."""
+    if not setup.sharding.offload_optimizer:
+        return 0.0
+    return setup.param_bytes * arch.largest_module_params
+
+
+def step_buffer_bytes(arch: Architecture, setup: TrainSetup, buffers: float) -> float:
     """The buffers of ``buffer_bytes`` still allocated at the optimizer step. FSDP's are unsharded params and
     gradients of the units being run: FULL_SHARD / SHARD_GRAD_OP free every unsharded FlatParameter in its
     post-backward hook, the root's included, so the step sees sharded states only [MEM torch
-    distributed/fsdp/_runtime_utils.py `_should_free_in_backward`, `_post_backward_reshard`]. DeepSpeed's buckets and
-    persistent params and DDP's gradient buckets are allocated once and stay."""
-    return 0.0 if setup.sharding.kind is ShardingKind.FSDP else buffers
+    distributed/fsdp/_runtime_utils.py `_should_free_in_backward`, `_post_backward_reshard`]. ZeRO-1/2 release their
+    gradient buckets when backward ends (``_zero12_bucket_bytes``); the offload buffer stays. ZeRO-3's bucket, gathered
+    and persistent params and DDP's gradient buckets are allocated once and stay."""
+    s = setup.sharding
+    if s.kind is ShardingKind.FSDP:
+        return 0.0
+    if s.kind is ShardingKind.DEEPSPEED and 0 < s.stage < 3:
+        return _zero12_offload_bytes(arch, setup)
+    return buffers
 
 
 def step_temp_bytes(setup: TrainSetup, trainable: int, largest_module: int) -> float:
