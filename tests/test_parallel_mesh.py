@@ -103,7 +103,7 @@ def test_tensor_parallelism_and_refused_layouts_make_the_verdict_unknown(tmp_pat
     path.write_text("base_model: meta-llama/Llama-3.1-8B\ntensor_parallel_size: 2\ndp_shard_size: 3\n"
                     "fsdp_version: 2\nfsdp_config:\n  reshard_after_forward: true\n", encoding="utf-8")
     run = build_run(load_document(path), hardware=parse_hardware("8xH100"))
-    assert not_modelled(run.config, run.facts.sharding) == {"tensor_parallel_size: 2": "splits every layer over GPUs"}
+    assert not_modelled(run.config, run.facts.sharding, run.arch) == {}  # tensor parallelism of Llama is modelled
     assert layout_problem(run.config, run.facts.sharding) == {
         "tensor_parallel_size: 2 on 8 GPUs": "a layout Axolotl refuses: dp_shard_size: 3 does not divide the 4 GPUs "
                                              "left for it"}

@@ -96,5 +96,5 @@ def test_lora_reward_model_trains_the_score_head() -> None:
 @pytest.mark.parametrize("example", ["qwen2/reward-model.yaml", "qwen2/prm.yaml", "gemma2/reward-model.yaml"])
 def test_corpus_reward_examples_get_a_verdict(example: str) -> None:
     run = build_run(load_document(EXAMPLES / example))
-    assert not not_modelled(run.config, run.facts.sharding)
+    assert not not_modelled(run.config, run.facts.sharding, run.arch)
     assert modelled_facts(run) is not None

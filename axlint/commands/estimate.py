@@ -76,7 +76,7 @@ def run_notes(facts: "MemoryFacts") -> list[str]:
 
     sharding = facts.run.sharding
     notes = [f"{setting} ({why}) is not modelled: the estimate holds it whole on every GPU and overstates the peak"
-             for setting, why in not_modelled(facts.config, sharding).items()]
+             for setting, why in not_modelled(facts.config, sharding, facts.arch).items()]
     notes += [f"{setting}: {why}; the estimate ignores the parallel sizes" for setting, why in
               layout_problem(facts.config, sharding).items()]
     notes += [f"{part} has {what}: its memory is left out, so the peak is unknown (at least the numbers above)"

@@ -57,6 +57,7 @@ from axlint.memory.overhead import (
 )
 from axlint.memory.params import trainable
 from axlint.memory.setup import TrainSetup, read_setup
+from axlint.memory.tensor_parallel import per_rank, unsupported
 from axlint.memory.sharding import (
     buffer_bytes,
     cpu_offload_bytes,
@@ -152,8 +153,13 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
                    expandable_segments: bool = False) -> MemoryEstimate:
     """The estimate for an already-normalised TrainSetup (the solver varies the setup and calls this). Under a
     classification head (``setup.head``) the model is the decoder with a ``score`` head in place of lm_head."""
-    arch = head_architecture(arch, setup)
+    model = head_architecture(arch, setup)
+    arch = tensor_parallel_rank(model, setup)
     notes = list(setup.assumptions)
+    if arch is not model:
+        notes.append(f"tensor_parallel_size {setup.sharding.mesh.tp}: each GPU holds 1/{setup.sharding.mesh.tp} of the "
+                     "attention heads and of the MLP width, their weights, states and activations; the lm_head shard is "
+                     "counted whole, and the logits are gathered whole on every GPU")
     spec = optimizer_spec(setup.optimizer)
     if spec is None:
         notes.append(f"optimizer {setup.optimizer!r} unknown: AdamW (2 states, foreach) assumed")
@@ -162,6 +168,7 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         notes.append(f"{setup.optimizer}: paged states live outside PyTorch's allocator; shown in the device peak, "
                      "not needed for the fit (bitsandbytes moves them to CPU RAM when the GPU runs short)")
     t = trainable(arch, setup)
+    whole = t if arch is model else trainable(model, setup)  # the model's, all ranks together
     s = setup.sharding
     w_all = weight_bytes(arch, setup, t)
     w = w_all * mixed_share(s, weight_share(s), expert_weight_bytes(arch, setup) / w_all if w_all else 0.0)
@@ -203,14 +210,24 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     if hw.note:
         notes.append(hw.note)
     return MemoryEstimate(
-        arch=arch, hw=hw, setup=setup, components={**comps, "cuda_context": ctx, "allocator_slack": slack},
+        arch=model, hw=hw, setup=setup, components={**comps, "cuda_context": ctx, "allocator_slack": slack},
         phase=phase, phases={"forward-backward": p_fwd - paged, "optimizer-step": p_step - paged, "eval": p_eval},
         peak_allocated=allocated, peak_reserved=allocated + slack, peak_device=allocated + slack + ctx + paged,
         eval_peak_device=eval_device, required=resident_bytes(allocated, ctx),
         eval_required=resident_bytes(p_eval, ctx),
-        cpu_offload=cpu_offload_bytes(setup, weight_bytes(arch, setup, t), optimizer_state_bytes(setup, t, spec),
-                                      master_weight_bytes(setup, t), t.total),
-        trainable_params=t.total, assumptions=tuple(notes))
+        cpu_offload=cpu_offload_bytes(setup, weight_bytes(model, setup, whole), optimizer_state_bytes(setup, whole, spec),
+                                      master_weight_bytes(setup, whole), whole.total),
+        trainable_params=whole.total, assumptions=tuple(notes))
+
+
+def tensor_parallel_rank(model: Architecture, setup: TrainSetup) -> Architecture:
+    """What one GPU holds of ``model`` under tensor parallelism (``tensor_parallel.per_rank``); the model itself
+    without it, under DeepSpeed, or for a model whose split axlint does not know (MEM010 says so)."""
+    s = setup.sharding
+    tp = s.mesh.tp
+    if tp == 1 or s.kind is ShardingKind.DEEPSPEED or unsupported(model, tp):
+        return model
+    return per_rank(model, tp)
 
 
 def head_architecture(arch: Architecture, setup: TrainSetup) -> Architecture:

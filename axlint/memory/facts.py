@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from axlint.memory.solver import ScaleOut, Suggestion
     from axlint.run import TrainingRun
 
-NOT_MODELLED_SIZES = {"tensor_parallel_size": "splits every layer over GPUs"}
 NOT_MODELLED_FLAGS = {"layer_offloading": "keeps the frozen layers on the CPU"}
 """Settings the estimate does not model; it would overstate the memory, so the memory rules stand aside (MEM010).
 Context parallelism (tokens per GPU), expert parallelism (experts per GPU), the FSDP / HSDP mesh axes
@@ -101,11 +100,19 @@ class MemoryFacts:
         return relax(self.run, self.arch, self.hw)
 
 
-def not_modelled(config: Mapping[str, Any], sharding: "Sharding") -> dict[str, str]:
-    """The settings of the run that the memory model does not cover: `key: value` -> what it does. Expert
-    parallelism under DeepSpeed (which Axolotl's expert-parallel plugin does not compose with) is among them."""
-    found = {f"{k}: {config[k]}": why for k, why in NOT_MODELLED_SIZES.items()
-             if is_int(config.get(k)) and config[k] > 1}
+def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Architecture") -> dict[str, str]:
+    """The settings of the run that the memory model does not cover: `key: value` -> what it does. Tensor
+    parallelism of a model outside ``tensor_parallel.TP_FAMILIES`` or under DeepSpeed (AutoTP), and expert
+    parallelism under DeepSpeed (which Axolotl's expert-parallel plugin does not compose with) are among them."""
+    from axlint.memory.tensor_parallel import unsupported
+
+    found: dict[str, str] = {}
+    tp = sharding.mesh.tp
+    if tp > 1:
+        why = "splits every layer over GPUs with DeepSpeed's AutoTP" if sharding.kind is ShardingKind.DEEPSPEED \
+            else unsupported(arch, tp)
+        if why:
+            found[f"tensor_parallel_size: {tp}"] = why
     if sharding.mesh.ep > 1 and sharding.kind is ShardingKind.DEEPSPEED:
         found[f"expert_parallel_size: {sharding.mesh.ep}"] = "splits the experts over GPUs, beside DeepSpeed"
     return found | {f"{k}: true": why for k, why in NOT_MODELLED_FLAGS.items() if config.get(k) is True}
@@ -137,7 +144,7 @@ def unsized_parts(arch: "Architecture", checkpoint: "Prequantized | None" = None
 def unknown_parts(facts: MemoryFacts) -> dict[str, str]:
     """Everything that makes the verdict unknown: settings the model does not cover and parts it cannot size."""
     sharding = facts.run.sharding
-    return (not_modelled(facts.config, sharding) | layout_problem(facts.config, sharding)
+    return (not_modelled(facts.config, sharding, facts.arch) | layout_problem(facts.config, sharding)
             | unsized_parts(facts.arch, facts.estimate.setup.prequantized))
 
 

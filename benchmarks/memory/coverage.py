@@ -41,7 +41,7 @@ def classify(path: Path) -> tuple[str, str, str]:
         return model, family, "unsized: " + ", ".join(unsized.values())
     if facts is None:
         return model, family, "no estimate"
-    settings = not_modelled(run.config, run.facts.sharding) | layout_problem(run.config, run.facts.sharding)
+    settings = not_modelled(run.config, run.facts.sharding, run.arch) | layout_problem(run.config, run.facts.sharding)
     return model, family, "not modelled: " + ", ".join(settings) if settings else "covered"
 
 

@@ -1,0 +1,43 @@
+"""Tensor parallelism: one GPU's share of each layer when transformers applies a model's ``tp_plan``.
+
+Axolotl 0.18 hands ``tensor_parallel_size`` to ``from_pretrained`` as ``tp_size`` (loaders/model.py) and lays the tp
+axis out in accelerate's mesh (``axlint.facts.Mesh``). transformers 5 then shards each decoder layer by the config
+class's ``base_model_tp_plan``: for the families in ``TP_FAMILIES`` q_proj, k_proj, v_proj, gate_proj and up_proj
+column-wise (each rank holds heads/tp query heads, kv_heads/tp key/value heads and I/tp of the MLP width),
+o_proj and down_proj row-wise (their inputs are those shards; the outputs are summed over the tp ranks, so the
+hidden states, the norms and the residual stream stay whole on every rank), q/k norms replicated; the embedding is
+not in the plan. The output projection is ``colwise_gather_output``: its logits are gathered, whole on every rank.
+
+One rank is therefore the same decoder with heads/tp, kv_heads/tp and intermediate_size/tp (``per_rank``), whose
+parameters, trainable states and activations the estimate takes as they are. The lm_head stays whole in it: its
+weight shard (1/tp of V x h) is counted whole, a small overstatement the estimate says.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from axlint.architectures import Architecture
+
+TP_FAMILIES = frozenset({"llama", "mistral", "granite", "qwen2", "qwen3", "olmo", "cohere", "cohere2", "gemma",
+                         "gemma2", "gemma3_text", "seed_oss", "exaone4", "ministral3"})
+"""Dense decoders whose transformers 5.24 ``base_model_tp_plan`` is the plan above (checked in
+tests/test_tensor_parallel.py)."""
+
+
+def unsupported(arch: Architecture, tp: int) -> str | None:
+    """Why one rank of ``arch`` under tensor parallelism of ``tp`` cannot be laid out (None when it can): a family
+    outside ``TP_FAMILIES``, a multimodal model, or a size the ranks cannot split evenly."""
+    if arch.decoder_type not in TP_FAMILIES or arch.multimodal or arch.is_moe or arch.family is None:
+        return f"splits every layer of a {arch.decoder_type} model over GPUs"
+    sizes = {"num_attention_heads": arch.num_heads, "num_key_value_heads": arch.num_kv_heads,
+             "intermediate_size": arch.intermediate_size}
+    uneven = [f"{key} {value}" for key, value in sizes.items() if value % tp]
+    return f"splits every layer over GPUs, and {', '.join(uneven)} is not a multiple of it" if uneven else None
+
+
+def per_rank(arch: Architecture, tp: int) -> Architecture:
+    """The decoder one tensor-parallel rank holds (module docstring): heads, kv heads and MLP width ÷ tp."""
+    config = {**arch.config, "num_attention_heads": arch.num_heads // tp,
+              "num_key_value_heads": arch.num_kv_heads // tp, "intermediate_size": arch.intermediate_size // tp,
+              "head_dim": arch.head_dim}
+    return replace(arch, config=config, published_parameters=None)
