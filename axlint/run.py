@@ -23,7 +23,8 @@ from axlint.document import (
     load_document,
     starts_with_bom,
 )
-from axlint.facts import ZERO_ALIASES, RunFacts, implied_world, resolve_facts
+from axlint.facts import ZERO_ALIASES, RunFacts, resolve_facts
+from axlint.mesh import implied_world
 from axlint.hardware import default_hardware
 from axlint.kind import ConfigKind, classify_data
 from axlint.paths import expand_user, is_file

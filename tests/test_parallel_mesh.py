@@ -9,7 +9,8 @@ import pytest
 
 from axlint.architectures import resolve_architecture
 from axlint.document import load_document
-from axlint.facts import Mesh, ShardingKind, build_mesh, implied_world
+from axlint.facts import ShardingKind
+from axlint.mesh import Mesh, build_mesh, implied_world
 from axlint.hardware import parse_hardware
 from axlint.memory import estimate_memory
 from axlint.memory.facts import layout_problem, not_modelled

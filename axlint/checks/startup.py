@@ -11,7 +11,8 @@ import difflib
 from typing import Any, Iterator
 
 from axlint.checks.locate import ax_hit, first_written
-from axlint.facts import ATTENTION_ALIASES, CANONICAL_ATTENTION, LIGER_PLUGIN, PARALLEL_KEYS
+from axlint.facts import ATTENTION_ALIASES, CANONICAL_ATTENTION, LIGER_PLUGIN
+from axlint.mesh import PARALLEL_KEYS
 from axlint.lax import as_number, is_int
 from axlint.rule import Hit, Rule, register_check
 from axlint.run import TrainingRun

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
 
-from axlint.facts import PARALLEL_KEYS, RunFacts, Sharding, ShardingKind
+from axlint.facts import RunFacts, Sharding, ShardingKind
+from axlint.mesh import PARALLEL_KEYS
 from axlint.lax import is_int
 from axlint.memory.constants import GIB
 
