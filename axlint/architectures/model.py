@@ -328,10 +328,29 @@ class Architecture:
     def layer_kv_dim(self, layer: int) -> int:
         return self.layer_kv_heads(layer) * self.layer_head_dim(layer) if self.attention_type(layer) else self.kv_dim
 
-    def layer_kind(self, layer: int) -> tuple[LayerPlan, str | None, tuple[MixerShape, ...]]:
+    def layer_kind(self, layer: int) -> tuple[LayerPlan, str | None, tuple[MixerShape, ...], tuple[Linear, ...]]:
         """What sets a layer's parameters and activations apart from another's: its plan (mixers, MoE / dense / no
-        MLP), its attention type and the shapes of its other mixers."""
-        return self.layer_plan(layer), self.attention_type(layer), self.mixer_shapes(layer)
+        MLP), its attention type, the shapes of its other mixers and its attention's Linears (their widths)."""
+        return (self.layer_plan(layer), self.attention_type(layer), self.mixer_shapes(layer),
+                self.attention_linears(layer))
+
+    @cached_property
+    def layer_kinds(self) -> tuple[int, ...]:
+        """Each layer's kind (``layer_kind``) as an index into ``kind_layers``: layers of one kind have the same
+        modules after their layer index, the same parameters and the same activations, so a per-layer figure is
+        computed once per kind."""
+        first: dict[tuple, int] = {}
+        return tuple(first.setdefault(self.layer_kind(i), len(first)) for i in range(self.num_layers))
+
+    @cached_property
+    def kind_layers(self) -> tuple[tuple[int, ...], ...]:
+        """The layers of each kind (``layer_kinds``), kinds in the order of their first layer."""
+        out: list[list[int]] = []
+        for layer, kind in enumerate(self.layer_kinds):
+            if kind == len(out):
+                out.append([])
+            out[kind].append(layer)
+        return tuple(map(tuple, out))
 
     @property
     def query_factor(self) -> int:

@@ -27,21 +27,40 @@ class Trainable:
 def layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
     """(HF module path, Linear) of one layer, e.g. ``model.layers.3.self_attn.q_proj``,
     ``model.layers.3.mlp.experts.w1``, ``gpt_neox.layers.3.attention.query_key_value``,
-    ``model.layers.0.linear_attn.out_proj`` (a hybrid layer's other mixer, ``Architecture.mixer_shapes``)."""
-    f = arch.layout
-    prefix = f"{arch.decoder_path}.{f.layer_path.format(layer=layer)}"
-    for lin in arch.attention_linears(layer):
-        yield f"{prefix}.{f.attention_module}.{lin.name}", lin
-    for shape in arch.mixer_shapes(layer):
-        for lin in shape.linears:
-            yield f"{prefix}.{shape.module}.{lin.name}", lin
-    for lin in arch.mlp_linears(layer):
-        if f.moe_beside_mlp and (lin.expert or lin.router or lin.name == f.router_name):
-            # Gemma 4: the router and the experts sit at the layer, beside its dense MLP (granitemoehybrid: in the
-            # block_sparse_moe its names carry)
-            yield f"{prefix}.{'experts.' if lin.expert and '.' not in lin.name else ''}{lin.name}", lin
-        else:
-            yield f"{prefix}.{f.mlp_module}.{'experts.' if lin.expert else ''}{lin.name}", lin
+    ``model.layers.0.linear_attn.out_proj`` (a hybrid layer's other mixer, ``Architecture.mixer_shapes``): the
+    layer's prefix and its kind's ``kind_modules``."""
+    prefix = f"{arch.decoder_path}.{arch.layout.layer_path.format(layer=layer)}"
+    for name, lin in kind_modules(arch, arch.layer_kinds[layer]):
+        yield f"{prefix}.{name}", lin
+
+
+def kind_modules(arch: Architecture, kind: int) -> tuple[tuple[str, Linear], ...]:
+    """(module path inside the layer, Linear) of the layers of one kind (``Architecture.layer_kinds``): the attention's,
+    the other mixers', the MLP's. Built once per architecture and kind."""
+    memo = arch.__dict__.setdefault("_kind_modules", {})
+    if kind not in memo:
+        f, layer = arch.layout, arch.kind_layers[kind][0]
+        out = [(f"{f.attention_module}.{lin.name}", lin) for lin in arch.attention_linears(layer)]
+        out += [(f"{shape.module}.{lin.name}", lin) for shape in arch.mixer_shapes(layer) for lin in shape.linears]
+        for lin in arch.mlp_linears(layer):
+            if f.moe_beside_mlp and (lin.expert or lin.router or lin.name == f.router_name):
+                # Gemma 4: the router and the experts sit at the layer, beside its dense MLP (granitemoehybrid: in the
+                # block_sparse_moe its names carry)
+                out.append((f"{'experts.' if lin.expert and '.' not in lin.name else ''}{lin.name}", lin))
+            else:
+                out.append((f"{f.mlp_module}.{'experts.' if lin.expert else ''}{lin.name}", lin))
+        memo[kind] = tuple(out)
+    return memo[kind]
+
+
+def layer_groups(arch: Architecture, setup: TrainSetup) -> tuple[tuple[int, ...], ...]:
+    """Layers whose adapters are the same under ``setup``: the layers of one kind (``Architecture.kind_layers``: a
+    list of names, or a ``target_parameters`` entry without a layer index, matches the same modules and parameters
+    after each layer's index), else each layer on its own (a regex ``lora_target_modules``, or a
+    ``target_parameters`` entry that names a layer)."""
+    if isinstance(setup.lora_target_modules, str) or any(_has_index(t) for t in setup.lora_target_parameters):
+        return tuple((layer,) for layer in range(arch.num_layers))
+    return arch.kind_layers
 
 
 def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
@@ -108,37 +127,51 @@ def target_parameter_lora_params(arch: Architecture, setup: TrainSetup) -> int:
     """LoRA on parameters (``lora_target_parameters`` and PEFT's conversion of old expert names): PEFT
     ``lora.ParamWrapper.update_layer`` gives a [E, d_in, d_out] parameter ``lora_A = Linear(d_in, r·E)`` and
     ``lora_B = Linear(r·E, d_out)``, r·E·(d_in + d_out), the same as one LoRA per expert; a fused gate_up_proj
-    reached through both old names has rank 2r (``TrainSetup.lora_doubled``); the router weight [E, h] r·(h + E)."""
+    reached through both old names has rank 2r (``TrainSetup.lora_doubled``); the router weight [E, h] r·(h + E).
+    Counted once per ``layer_groups`` group, times its layers."""
+    if not setup.adapter or not setup.lora_target_parameters:
+        return 0
     total = 0
-    for layer in range(arch.num_layers):
-        for lin in adapted_expert_parameters(arch, setup, layer):
+    for layers in layer_groups(arch, setup):
+        per_layer = 0
+        for lin in adapted_expert_parameters(arch, setup, layers[0]):
             rank = setup.lora_r * (2 if lin.name in setup.lora_doubled else 1)
-            total += rank * lin.count * (lin.d_in + lin.d_out)
-        router = adapted_router(arch, setup, layer)
-        total += setup.lora_r * (router.d_in + router.d_out) if router else 0
+            per_layer += rank * lin.count * (lin.d_in + lin.d_out)
+        router = adapted_router(arch, setup, layers[0])
+        per_layer += setup.lora_r * (router.d_in + router.d_out) if router else 0
+        total += per_layer * len(layers)
     return total
 
 
 def linear_names(arch: Architecture) -> tuple[str, ...]:
     """Axolotl's ``find_all_linear_names`` (0.18.0 loaders/adapter.py): the last name of every ``nn.Linear``
-    module path (the vision tower's too), lm_head excepted; what ``lora_target_linear`` hands PEFT."""
-    names = {path.rsplit(".", 1)[-1] for layer in range(arch.num_layers)
-             for path, lin in layer_modules(arch, layer) if not lin.expert and not lin.router}
-    names |= {path.rsplit(".", 1)[-1] for path, _ in _vision_modules(arch)}
-    return tuple(sorted(names - {arch.layout.lm_head_name}))
+    module path (the vision tower's too), lm_head excepted; what ``lora_target_linear`` hands PEFT. Built once per
+    architecture, from one layer of each kind."""
+    cached = arch.__dict__.get("_linear_names")
+    if cached is None:
+        names = {path.rsplit(".", 1)[-1] for kind in range(len(arch.kind_layers))
+                 for path, lin in kind_modules(arch, kind) if not lin.expert and not lin.router}
+        names |= {path.rsplit(".", 1)[-1] for path, _ in _vision_modules(arch)}
+        cached = arch.__dict__["_linear_names"] = tuple(sorted(names - {arch.layout.lm_head_name}))
+    return cached
 
 
 def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linear, ...]]:
     """Layer index -> the Linears of that layer that get a LoRA adapter. A list of names matches the same
-    modules in every layer of one kind (dense / MoE), so only a regex needs every layer's paths."""
-    by_kind: dict[tuple, tuple[Linear, ...]] = {}
-    out: dict[int, tuple[Linear, ...]] = {}
-    for layer in range(arch.num_layers):
-        kind = arch.layer_kind(layer)
-        if isinstance(setup.lora_target_modules, str) or kind not in by_kind:
-            by_kind[kind] = tuple(lin for name, lin in layer_modules(arch, layer) if _targeted(name, lin, setup))
-        out[layer] = by_kind[kind]
-    return out
+    modules in every layer of one kind (``Architecture.kind_layers``: it is matched in the kind's first layer), so
+    only a regex needs every layer's paths. Built once per architecture and targets (the solver's variants of a run
+    keep them)."""
+    memo = arch.__dict__.setdefault("_lora_targets", {})
+    key = (setup.lora_target_modules, setup.lora_target_linear, setup.expert_modules)
+    if key not in memo:
+        if isinstance(setup.lora_target_modules, str):
+            memo[key] = {layer: tuple(lin for name, lin in layer_modules(arch, layer) if _targeted(name, lin, setup))
+                         for layer in range(arch.num_layers)}
+        else:
+            by_kind = [tuple(lin for name, lin in layer_modules(arch, layers[0]) if _targeted(name, lin, setup))
+                       for layers in arch.kind_layers]
+            memo[key] = {layer: by_kind[kind] for layer, kind in enumerate(arch.layer_kinds)}
+    return memo[key]
 
 
 def _vision_modules(arch: Architecture) -> Iterator[tuple[str, Linear]]:
@@ -152,8 +185,9 @@ def lora_params(arch: Architecture, setup: TrainSetup) -> int:
     """Σ over adapted Linears of r·(d_in + d_out) × instances (PEFT LoRA A: r×d_in, B: d_out×r): the decoder's, and
     the vision tower's that the targets reach (Axolotl's ``lora_target_linear`` collects the Linear names of the whole
     model, and PEFT matches a listed name in every module path that ends with it)."""
-    decoder = sum(setup.lora_r * (lin.d_in + lin.d_out) * lin.count
-                  for lins in lora_targets(arch, setup).values() for lin in lins)
+    adapted = lora_targets(arch, setup)
+    decoder = sum(setup.lora_r * (lin.d_in + lin.d_out) * lin.count * len(layers)
+                  for layers in layer_groups(arch, setup) for lin in adapted[layers[0]])
     vision = sum(setup.lora_r * (lin.d_in + lin.d_out) for name, lin in _vision_modules(arch)
                  if _targeted(name, lin, setup))
     return decoder + vision
@@ -277,15 +311,21 @@ def unmatched_lora_targets(arch: Architecture, targets: tuple[str, ...]) -> list
     layer (PEFT's matching of a list). Every module counts, the containers too (``mlp``, ``self_attn``: PEFT matches
     them and then refuses them for their type, another error), and the norms, embed_tokens and lm_head. A name PEFT
     turns into a routed-expert parameter (``peft_targets.convert_targets``) matches the experts."""
-    paths = module_paths(arch)
-    plain = {_after_index(p) for p in paths}  # a target without an index part matches within what follows the index
-    plain_suffixes = _suffixes(plain)
     moved = set(convert_targets(arch.model_type, targets).moved) if arch.is_moe else set()
-    unmatched = [t for t in targets if t not in moved and (_has_index(t) or t not in plain_suffixes)]
+    unmatched = [t for t in targets if t not in moved and (_has_index(t) or t not in _plain_suffixes(arch))]
     if any(_has_index(t) for t in unmatched):
-        every = _suffixes(paths)
+        every = _suffixes(module_paths(arch))
         return [t for t in unmatched if t not in every]
     return unmatched
+
+
+def _plain_suffixes(arch: Architecture) -> frozenset[str]:
+    """Every ``.``-separated suffix of the module paths after their last index (``_after_index``): the names a
+    target without an index part matches. Built once per architecture."""
+    cached = arch.__dict__.get("_plain_suffixes")
+    if cached is None:
+        cached = arch.__dict__["_plain_suffixes"] = frozenset(_suffixes({_after_index(p) for p in module_paths(arch)}))
+    return cached
 
 
 def _has_index(name: str) -> bool:
