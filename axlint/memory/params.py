@@ -162,7 +162,7 @@ def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linea
     only a regex needs every layer's paths. Built once per architecture and targets (the solver's variants of a run
     keep them)."""
     memo = arch.__dict__.setdefault("_lora_targets", {})
-    key = (setup.lora_target_modules, setup.lora_target_linear, setup.expert_modules)
+    key = _targets_key(setup)
     if key not in memo:
         if isinstance(setup.lora_target_modules, str):
             memo[key] = {layer: tuple(lin for name, lin in layer_modules(arch, layer) if _targeted(name, lin, setup))
@@ -171,6 +171,21 @@ def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linea
             by_kind = [tuple(lin for name, lin in layer_modules(arch, layers[0]) if _targeted(name, lin, setup))
                        for layers in arch.kind_layers]
             memo[key] = {layer: by_kind[kind] for layer, kind in enumerate(arch.layer_kinds)}
+    return memo[key]
+
+
+def _targets_key(setup: TrainSetup) -> tuple:
+    """What ``_targeted`` reads of a setup: the module targets, ``lora_target_linear``, ``expert_modules``."""
+    return setup.lora_target_modules, setup.lora_target_linear, setup.expert_modules
+
+
+def _adapted_vision_width(arch: Architecture, setup: TrainSetup) -> int:
+    """Σ (d_in + d_out) over the vision tower's Linears that the module targets reach; once per architecture and
+    targets."""
+    memo = arch.__dict__.setdefault("_adapted_vision_width", {})
+    key = _targets_key(setup)
+    if key not in memo:
+        memo[key] = sum(lin.d_in + lin.d_out for name, lin in _vision_modules(arch) if _targeted(name, lin, setup))
     return memo[key]
 
 
@@ -188,9 +203,7 @@ def lora_params(arch: Architecture, setup: TrainSetup) -> int:
     adapted = lora_targets(arch, setup)
     decoder = sum(setup.lora_r * (lin.d_in + lin.d_out) * lin.count * len(layers)
                   for layers in layer_groups(arch, setup) for lin in adapted[layers[0]])
-    vision = sum(setup.lora_r * (lin.d_in + lin.d_out) for name, lin in _vision_modules(arch)
-                 if _targeted(name, lin, setup))
-    return decoder + vision
+    return decoder + setup.lora_r * _adapted_vision_width(arch, setup)
 
 
 def modules_to_save_params(arch: Architecture, setup: TrainSetup) -> int:
@@ -225,10 +238,19 @@ def unmatched_modules_to_save(arch: Architecture, entries: tuple[str, ...]) -> l
     return [e for e in entries if not any(p.endswith(e) for p in paths)]
 
 
-def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
+def named_parameters(arch: Architecture) -> tuple[tuple[str, int], ...]:
     """(HF parameter name, numel) for the decoder, in the family's module paths (``families.Family``): what
     ``unfrozen_parameters`` regexes are matched against. The MLP's routed experts are listed as Linears, which
-    transformers 5 no longer names that way; ``names_checked`` says when the names are the real ones."""
+    transformers 5 no longer names that way; ``names_checked`` says when the names are the real ones. Listed once
+    per architecture (``unfrozen_parameters`` and ``lora_modules_to_save`` are matched against them per estimate)."""
+    cached = arch.__dict__.get("_named_parameters")
+    if cached is None:
+        cached = arch.__dict__["_named_parameters"] = tuple(_list_parameters(arch))
+    return cached
+
+
+def _list_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
+    """``named_parameters``, one by one."""
     f, root, h = arch.layout, arch.decoder_path, arch.hidden_size
     tensors = ("weight", "bias")[: arch.tensors_per_norm]
     yield f"{root}.{f.embed_name}.weight", arch.embedding_params
@@ -294,9 +316,13 @@ def unfrozen_regex(pattern: str) -> re.Pattern[str] | None:
 
 
 def unfrozen_params(arch: Architecture, patterns: tuple[str, ...]) -> int:
-    """Params whose name matches one of Axolotl's ``unfrozen_parameters`` patterns (see ``unfrozen_regex``)."""
-    compiled = [c for c in map(unfrozen_regex, patterns) if c is not None]
-    return sum(n for name, n in named_parameters(arch) if any(c.match(name) for c in compiled))
+    """Params whose name matches one of Axolotl's ``unfrozen_parameters`` patterns (see ``unfrozen_regex``); once per
+    architecture and patterns."""
+    memo = arch.__dict__.setdefault("_unfrozen_params", {})
+    if patterns not in memo:
+        compiled = [c for c in map(unfrozen_regex, patterns) if c is not None]
+        memo[patterns] = sum(n for name, n in named_parameters(arch) if any(c.match(name) for c in compiled))
+    return memo[patterns]
 
 
 def unmatched_unfrozen(arch: Architecture, patterns: tuple[str, ...]) -> list[str]:
