@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from axlint.architectures import vision
 from axlint.architectures.families import LEARNED_ACTIVATIONS, Family, family_of, flag
@@ -328,11 +328,13 @@ class Architecture:
     def layer_kv_dim(self, layer: int) -> int:
         return self.layer_kv_heads(layer) * self.layer_head_dim(layer) if self.attention_type(layer) else self.kv_dim
 
-    def layer_kind(self, layer: int) -> tuple[LayerPlan, str | None, tuple[MixerShape, ...], tuple[Linear, ...]]:
+    def layer_kind(self, layer: int) -> tuple[LayerPlan, str | None, tuple[MixerShape, ...], tuple[Linear, ...], int]:
         """What sets a layer's parameters and activations apart from another's: its plan (mixers, MoE / dense / no
-        MLP), its attention type, the shapes of its other mixers and its attention's Linears (their widths)."""
+        MLP), its attention type, the shapes of its other mixers, its attention's Linears and head size (0 without
+        attention)."""
+        attention = self.has_attention(layer)
         return (self.layer_plan(layer), self.attention_type(layer), self.mixer_shapes(layer),
-                self.attention_linears(layer))
+                self.attention_linears(layer), self.layer_head_dim(layer) if attention else 0)
 
     @cached_property
     def layer_kinds(self) -> tuple[int, ...]:
@@ -622,7 +624,13 @@ class Architecture:
 
     @cached_property
     def layers_params(self) -> tuple[int, ...]:
-        return tuple(self.layer_params(i) for i in range(self.num_layers))
+        """Each layer's parameters, counted once per kind (``layer_kinds``)."""
+        per_kind = [self.layer_params(layers[0]) for layers in self.kind_layers]
+        return tuple(per_kind[kind] for kind in self.layer_kinds)
+
+    def _sum_over_layers(self, per_layer: Callable[[int], int]) -> int:
+        """Σ over the layers of an integer that depends on the layer's kind only (``layer_kinds``)."""
+        return sum(per_layer(layers[0]) * len(layers) for layers in self.kind_layers)
 
     @cached_property
     def decoder_params(self) -> int:
@@ -639,8 +647,8 @@ class Architecture:
         """Parameters touched per token (MoE: top-k experts only)."""
         if not self.is_moe:
             return self.total_params
-        inactive = sum(lin.params * (lin.count - self.experts_per_token) // lin.count
-                       for i in range(self.num_layers) for lin in self.mlp_linears(i) if lin.expert)
+        inactive = self._sum_over_layers(lambda i: sum(lin.params * (lin.count - self.experts_per_token) // lin.count
+                                                       for lin in self.mlp_linears(i) if lin.expert))
         return self.total_params - inactive
 
     @cached_property
@@ -663,13 +671,13 @@ class Architecture:
         8 bits (transformers 5.24 ``integrations/bitsandbytes.py`` ``replace_with_bnb_linear``: ``nn.Linear`` and
         Conv1D only; biases stay). Routed experts are 3-D parameters in transformers 5, not ``nn.Linear``:
         ``expert_params``."""
-        return sum(lin.count * lin.d_in * lin.d_out for i in range(self.num_layers) for lin in self.linears(i)
-                   if not lin.expert)
+        return self._sum_over_layers(lambda i: sum(lin.count * lin.d_in * lin.d_out for lin in self.linears(i)
+                                                   if not lin.expert))
 
     @cached_property
     def expert_params(self) -> int:
         """Weights of the routed experts, which a 4/8-bit load leaves in the load dtype unless Axolotl's
         ``quantize_moe_experts`` stores them quantized."""
-        return sum(lin.count * lin.d_in * lin.d_out for i in range(self.num_layers) for lin in self.linears(i)
-                   if lin.expert)
+        return self._sum_over_layers(lambda i: sum(lin.count * lin.d_in * lin.d_out for lin in self.linears(i)
+                                                   if lin.expert))
 

@@ -250,42 +250,67 @@ def named_parameters(arch: Architecture) -> tuple[tuple[str, int], ...]:
 
 
 def _list_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
-    """``named_parameters``, one by one."""
-    f, root, h = arch.layout, arch.decoder_path, arch.hidden_size
-    tensors = ("weight", "bias")[: arch.tensors_per_norm]
+    """``named_parameters``, one by one: the embeddings, each layer's (``_layer_parameters`` of its kind, under
+    the layer's path), the final norm and the head."""
+    yield from _embedding_parameters(arch)
+    per_kind = [tuple(_layer_parameters(arch, layers[0])) for layers in arch.kind_layers]
+    for layer, kind in enumerate(arch.layer_kinds):
+        prefix = _layer_prefix(arch, layer)
+        for name, numel in per_kind[kind]:
+            yield f"{prefix}.{name}", numel
+    yield from _output_parameters(arch)
+
+
+def _layer_prefix(arch: Architecture, layer: int) -> str:
+    """The module path of decoder layer ``layer`` (``model.layers.3``)."""
+    return f"{arch.decoder_path}.{arch.layout.layer_path.format(layer=layer)}"
+
+
+def _embedding_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
+    f, root = arch.layout, arch.decoder_path
     yield f"{root}.{f.embed_name}.weight", arch.embedding_params
     if f.position_embed_name:
         yield f"{root}.{f.position_embed_name}.weight", arch.position_embedding_params
-    for layer in range(arch.num_layers):
-        for name, lin in layer_modules(arch, layer):
-            yield f"{name}.weight", lin.count * lin.d_in * lin.d_out
-            if lin.bias:
-                yield f"{name}.bias", lin.count * lin.d_out
-        layer_prefix = f"{root}.{f.layer_path.format(layer=layer)}"
-        attention = f"{layer_prefix}.{f.attention_module}"
-        for shape in arch.mixer_shapes(layer):
-            for name, numel in shape.others:
-                yield f"{layer_prefix}.{shape.module}.{name}", numel
-        has_attention = arch.has_attention(layer)
-        if arch.qk_norm and has_attention:
-            full = arch.qk_norm == "full"
-            yield f"{attention}.{f.qk_norm_names[0]}.weight", arch.q_dim if full else arch.layer_head_dim(layer)
-            yield f"{attention}.{f.qk_norm_names[1]}.weight", arch.kv_dim if full else arch.layer_head_dim(layer)
-        if f.router_scales and arch.is_moe_layer(layer):
-            router = f"{layer_prefix}.{f.router_name.rsplit('.', 1)[0]}"
-            yield f"{router}.scale", h
-            yield f"{router}.per_expert_scale", arch.num_experts
-        if f.expert_score_bias and arch.is_moe_layer(layer):
-            yield f"{layer_prefix}.{f.mlp_module}.{f.expert_score_bias}", arch.num_experts
-        if f.attention_sinks and has_attention:
-            yield f"{attention}.sinks", arch.num_heads
-        for name in arch.activation_param_names if arch.layer_plan(layer).mlp == "dense" else ():
-            yield f"{layer_prefix}.{f.mlp_module}.act_fn.{name}", 1
-        for norm in arch.layer_norm_names(layer):
-            for tensor in tensors:
-                yield f"{root}.{f.layer_path.format(layer=layer)}.{norm}.{tensor}", h
-    for tensor in tensors:
-        yield f"{root}.{f.final_norm_name}.{tensor}", h
+
+
+def _layer_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, int]]:
+    """(parameter name inside the layer, numel) of one decoder layer: its Linears' weights and biases, the other
+    mixers' tensors, the qk-norms, a router's scales, the experts' score bias, attention sinks, a learned
+    activation's scalars, the norms. The same for every layer of one kind (``Architecture.layer_kinds``)."""
+    f, h = arch.layout, arch.hidden_size
+    for name, lin in kind_modules(arch, arch.layer_kinds[layer]):
+        yield f"{name}.weight", lin.count * lin.d_in * lin.d_out
+        if lin.bias:
+            yield f"{name}.bias", lin.count * lin.d_out
+    attention = f.attention_module
+    for shape in arch.mixer_shapes(layer):
+        for name, numel in shape.others:
+            yield f"{shape.module}.{name}", numel
+    has_attention = arch.has_attention(layer)
+    if arch.qk_norm and has_attention:
+        full = arch.qk_norm == "full"
+        yield f"{attention}.{f.qk_norm_names[0]}.weight", arch.q_dim if full else arch.layer_head_dim(layer)
+        yield f"{attention}.{f.qk_norm_names[1]}.weight", arch.kv_dim if full else arch.layer_head_dim(layer)
+    if f.router_scales and arch.is_moe_layer(layer):
+        router = f.router_name.rsplit('.', 1)[0]
+        yield f"{router}.scale", h
+        yield f"{router}.per_expert_scale", arch.num_experts
+    if f.expert_score_bias and arch.is_moe_layer(layer):
+        yield f"{f.mlp_module}.{f.expert_score_bias}", arch.num_experts
+    if f.attention_sinks and has_attention:
+        yield f"{attention}.sinks", arch.num_heads
+    for name in arch.activation_param_names if arch.layer_plan(layer).mlp == "dense" else ():
+        yield f"{f.mlp_module}.act_fn.{name}", 1
+    for norm in arch.layer_norm_names(layer):
+        for tensor in ("weight", "bias")[: arch.tensors_per_norm]:
+            yield f"{norm}.{tensor}", h
+
+
+def _output_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
+    """The final norm's and the head's parameters."""
+    f, h = arch.layout, arch.hidden_size
+    for tensor in ("weight", "bias")[: arch.tensors_per_norm]:
+        yield f"{arch.decoder_path}.{f.final_norm_name}.{tensor}", h
     if arch.num_labels:
         yield f"{arch.head_name}.weight", arch.num_labels * h
         if arch.score_bias:
@@ -346,11 +371,16 @@ def unmatched_lora_targets(arch: Architecture, targets: tuple[str, ...]) -> list
 
 
 def _plain_suffixes(arch: Architecture) -> frozenset[str]:
-    """Every ``.``-separated suffix of the module paths after their last index (``_after_index``): the names a
-    target without an index part matches. Built once per architecture."""
+    """Every ``.``-separated suffix without an index part of every module path: the targets without an index that
+    match something. Such a suffix of a path inside a layer lies after the layer's index, the same in every layer of
+    one kind, so one layer of each kind is read. Built once per architecture."""
     cached = arch.__dict__.get("_plain_suffixes")
     if cached is None:
-        cached = arch.__dict__["_plain_suffixes"] = frozenset(_suffixes({_after_index(p) for p in module_paths(arch)}))
+        paths = {*_outer_paths(arch), *(f"{_layer_prefix(arch, layers[0])}.{path}"
+                                        for layers, kind_paths in zip(arch.kind_layers, _kind_paths(arch))
+                                        for path in kind_paths)}
+        cached = arch.__dict__["_plain_suffixes"] = frozenset(
+            suffix for suffix in _suffixes({_after_index(p) for p in paths}) if not _has_index(suffix))
     return cached
 
 
@@ -389,18 +419,52 @@ def module_paths(arch: Architecture) -> tuple[str, ...]:
     """Every module path a regex ``lora_target_modules`` is matched against (PEFT ``re.fullmatch``): the decoder's
     Linears and containers, its norms, embed_tokens and lm_head, and a vision tower's Linears. Routed experts are the
     one ``experts`` module that holds their 3-D parameters (transformers 5). Built once per architecture (the MEM011
-    checks and every solver estimate with modules_to_save ask for them)."""
+    checks and every solver estimate with modules_to_save ask for them), each layer from its kind's
+    ``_kind_paths``."""
     cached = arch.__dict__.get("_module_paths")
     if cached is None:
-        modules = [(name, lin) for layer in range(arch.num_layers) for name, lin in layer_modules(arch, layer)]
-        experts = {name for name, lin in modules if lin.expert}
-        leaves = [name.rsplit(".", 1)[0] if lin.expert else name for name, lin in modules]
-        leaves += [owner for name, _ in _decoder_params(arch) if (owner := name.rsplit(".", 1)[0]) not in experts]
-        leaves += [name for name, _ in _vision_modules(arch)]
-        cached = tuple(sorted({".".join(parts[:i]) for parts in (p.split(".") for p in leaves)
-                               for i in range(1, len(parts) + 1)}))
-        arch.__dict__["_module_paths"] = cached
+        outer, per_kind = _outer_paths(arch), _kind_paths(arch)
+        paths = set(outer)
+        for layer, kind in enumerate(arch.layer_kinds):
+            prefix = _layer_prefix(arch, layer)
+            paths.update(f"{prefix}.{path}" for path in per_kind[kind])
+        cached = arch.__dict__["_module_paths"] = tuple(sorted(paths))
     return cached
+
+
+def _outer_paths(arch: Architecture) -> set[str]:
+    """The module paths outside the decoder layers' own modules: the layers' paths and the modules that hold them
+    (``model``, ``model.layers``, ``model.layers.3``), the embeddings, the final norm, the head, the vision
+    tower."""
+    leaves = [_layer_prefix(arch, layer) for layer, kind in enumerate(arch.layer_kinds) if _kind_paths(arch)[kind]]
+    leaves += [name.rsplit(".", 1)[0] for name, _ in (*_embedding_parameters(arch), *_output_parameters(arch))]
+    if arch.tie_word_embeddings:  # the tied lm_head of ``_decoder_params``
+        leaves.append(arch.layout.lm_head_name)
+    leaves += [name for name, _ in _vision_modules(arch)]
+    return _prefixes(leaves)
+
+
+def _kind_paths(arch: Architecture) -> tuple[frozenset[str], ...]:
+    """Per layer kind, the module paths inside one of its layers (``self_attn``, ``self_attn.q_proj``,
+    ``input_layernorm``): its Linears (the routed experts as their ``experts`` module) and the modules that hold its
+    other parameters, with their containers. Built once per architecture."""
+    cached = arch.__dict__.get("_kind_paths")
+    if cached is None:
+        out = []
+        for kind, layers in enumerate(arch.kind_layers):
+            modules = kind_modules(arch, kind)
+            experts = {name for name, lin in modules if lin.expert}
+            leaves = [name.rsplit(".", 1)[0] if lin.expert else name for name, lin in modules]
+            leaves += [owner for name, _ in _layer_parameters(arch, layers[0])
+                       if (owner := name.rpartition(".")[0]) and owner not in experts]
+            out.append(frozenset(_prefixes(leaves)))
+        cached = arch.__dict__["_kind_paths"] = tuple(out)
+    return cached
+
+
+def _prefixes(paths: Iterable[str]) -> set[str]:
+    """Every path and the paths of the modules that hold it (``a.b.c``: ``a``, ``a.b``, ``a.b.c``)."""
+    return {".".join(parts[:i]) for parts in (p.split(".") for p in paths) for i in range(1, len(parts) + 1)}
 
 
 def regex_matches_nothing(arch: Architecture, pattern: str) -> bool:
