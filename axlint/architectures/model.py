@@ -75,15 +75,16 @@ class Architecture:
         extra = tower.params if tower else 0
         return cls(model_id, source, model_type, decoder, extra, published_parameters, dict(config))
 
-    @property
+    @cached_property
     def multimodal(self) -> bool:
         """A decoder with a vision tower beside it (``vision.is_multimodal``)."""
         return vision.is_multimodal(self.raw_config)
 
-    @property
+    @cached_property
     def decoder_path(self) -> str:
         """Where the decoder's modules sit (transformers 5): the family's root (``model``: ``model.layers.N``,
-        ``model.embed_tokens``), inside a multimodal model its projector row's (``model.language_model``)."""
+        ``model.embed_tokens``), inside a multimodal model its projector row's (``model.language_model``). Read once
+        (every module path starts with it)."""
         if not self.multimodal:
             return self.layout.root
         row = vision.projector_of(self.raw_config)
@@ -297,7 +298,7 @@ class Architecture:
         ``per_layer_config`` ({layer index: {head_dim, num_key_value_heads}}, configuration_utils.py's heterogeneous
         configs) instead of the published global_head_dim / num_global_key_value_heads; None without one."""
         table = self.config.get("per_layer_config")
-        if not isinstance(table, Mapping):
+        if table is None or not isinstance(table, Mapping):
             return None
         row = table.get(str(layer), table.get(layer))  # type: ignore[call-overload]
         return row if isinstance(row, Mapping) else {}
@@ -328,13 +329,15 @@ class Architecture:
     def layer_kv_dim(self, layer: int) -> int:
         return self.layer_kv_heads(layer) * self.layer_head_dim(layer) if self.attention_type(layer) else self.kv_dim
 
-    def layer_kind(self, layer: int) -> tuple[LayerPlan, str | None, tuple[MixerShape, ...], tuple[Linear, ...], int]:
+    def layer_kind(self, layer: int) -> tuple[LayerPlan, tuple[MixerShape, ...], tuple[Any, ...]]:
         """What sets a layer's parameters and activations apart from another's: its plan (mixers, MoE / dense / no
-        MLP), its attention type, the shapes of its other mixers, its attention's Linears and head size (0 without
-        attention)."""
-        attention = self.has_attention(layer)
-        return (self.layer_plan(layer), self.attention_type(layer), self.mixer_shapes(layer),
-                self.attention_linears(layer), self.layer_head_dim(layer) if attention else 0)
+        MLP), the shapes of its other mixers, and its attention's sizes (what ``attention_linears`` is built from:
+        attention type, keys as values, query and key widths; and the head size), empty without attention."""
+        if not self.has_attention(layer):
+            return self.layer_plan(layer), self.mixer_shapes(layer), ()
+        attention = (self.attention_type(layer), self.keys_are_values(layer), self.layer_q_dim(layer),
+                     self.layer_kv_dim(layer), self.layer_head_dim(layer))
+        return self.layer_plan(layer), self.mixer_shapes(layer), attention
 
     @cached_property
     def layer_kinds(self) -> tuple[int, ...]:
