@@ -189,11 +189,15 @@ def _adapted_vision_width(arch: Architecture, setup: TrainSetup) -> int:
     return memo[key]
 
 
-def _vision_modules(arch: Architecture) -> Iterator[tuple[str, Linear]]:
+def _vision_modules(arch: Architecture) -> tuple[tuple[str, Linear], ...]:
     """(module path, Linear) of every ``nn.Linear`` of the vision tower (each layer's) and projector
-    (``vision.Vision.linears``, paths checked against transformers in tests/test_vision.py)."""
-    for lin in arch.vision_linears():
-        yield lin.path, Linear(lin.name, lin.d_in, lin.d_out, lin.bias)
+    (``vision.Vision.linears``, paths checked against transformers in tests/test_vision.py); listed once per
+    architecture."""
+    cached = arch.__dict__.get("_vision_modules")
+    if cached is None:
+        cached = arch.__dict__["_vision_modules"] = tuple(
+            (lin.path, Linear(lin.name, lin.d_in, lin.d_out, lin.bias)) for lin in arch.vision_linears())
+    return cached
 
 
 def lora_params(arch: Architecture, setup: TrainSetup) -> int:
