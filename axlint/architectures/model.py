@@ -127,7 +127,7 @@ class Architecture:
         """Every ``nn.Linear`` of the vision tower and projector, at its module path; none without a sized one."""
         return self.vision_part.linears() if self.vision_part else ()
 
-    @property
+    @cached_property
     def unsized_vision(self) -> str | None:
         """The model type of a vision tower (or "<type> projector") that axlint cannot size; None otherwise."""
         return vision.unsized_part(self.raw_config)

@@ -45,6 +45,11 @@ class MemoryFacts:
     estimate: "MemoryEstimate"
     expandable_segments: bool = False
 
+    @cached_property
+    def unknown(self) -> dict[str, str]:
+        """``unknown_parts`` of this run, read once (every memory rule asks)."""
+        return unknown_parts(self)
+
     @property
     def _base(self) -> "MemoryEstimate | None":
         """The estimate the solver starts from: the run's own, when made as the solver makes its estimates."""
@@ -165,7 +170,7 @@ def memory_facts(run: "TrainingRun") -> MemoryFacts | None:
 def modelled_facts(run: "TrainingRun") -> MemoryFacts | None:
     """The facts when the memory rules may speak: a known architecture and no parallelism the model lacks."""
     facts = memory_facts(run)
-    return facts if facts is not None and not unknown_parts(facts) else None
+    return facts if facts is not None and not facts.unknown else None
 
 
 def oom_knob(run: "TrainingRun", knob: "Knob") -> tuple[MemoryFacts, Any] | None:
