@@ -87,17 +87,30 @@ def expert_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, Lin
     """(parameter path, shape as a Linear with ``count`` experts) of the routed experts' 3-D parameters of a MoE layer
     in transformers 5, which fuses gate and up: ``<experts>.gate_up_proj`` [E, 2I, h] (``up_proj`` [E, I, h] for experts
     without a gate) and ``<experts>.down_proj`` [E, h, I] (e.g. models/qwen3_moe, minimax_m2, gemma4 ``*Experts``; names checked in tests/test_families.py)."""
-    experts = [(name, lin) for name, lin in layer_modules(arch, layer) if lin.expert]
-    if len(experts) not in (2, 3) or any(name.rsplit(".", 1)[-1] not in _EXPERT_PROJECTIONS for name, _ in experts):
-        return  # DBRX's experts are 2-D w1 / v1 / w2 parameters, laid out otherwise
-    (first_path, first), (down_path, down) = experts[0], experts[-1]
-    module = first_path.rsplit(".", 1)[0]
-    if len(experts) == 3:
-        yield f"{module}.gate_up_proj", Linear("gate_up_proj", first.d_in, 2 * first.d_out, count=first.count,
-                                               expert=True)
-    else:  # experts without a gate (Nemotron-H): up_proj [E, I, h]
-        yield f"{module}.up_proj", Linear("up_proj", first.d_in, first.d_out, count=first.count, expert=True)
-    yield f"{module}.down_proj", Linear("down_proj", down.d_in, down.d_out, count=down.count, expert=True)
+    prefix = _layer_prefix(arch, layer)
+    for path, lin in _kind_expert_parameters(arch, arch.layer_kinds[layer]):
+        yield f"{prefix}.{path}", lin
+
+
+def _kind_expert_parameters(arch: Architecture, kind: int) -> tuple[tuple[str, Linear], ...]:
+    """``expert_parameters`` of the layers of one kind, their paths inside the layer; once per architecture and
+    kind."""
+    memo = arch.__dict__.setdefault("_kind_expert_parameters", {})
+    if kind in memo:
+        return memo[kind]
+    experts = [(name, lin) for name, lin in kind_modules(arch, kind) if lin.expert]
+    out: tuple[tuple[str, Linear], ...] = ()
+    if len(experts) in (2, 3) and all(name.rsplit(".", 1)[-1] in _EXPERT_PROJECTIONS for name, _ in experts):
+        (first_path, first), (_, down) = experts[0], experts[-1]  # DBRX's 2-D w1 / v1 / w2 are laid out otherwise
+        module = first_path.rsplit(".", 1)[0]
+        if len(experts) == 3:
+            out = ((f"{module}.gate_up_proj", Linear("gate_up_proj", first.d_in, 2 * first.d_out, count=first.count,
+                                                     expert=True)),)
+        else:  # experts without a gate (Nemotron-H): up_proj [E, I, h]
+            out = ((f"{module}.up_proj", Linear("up_proj", first.d_in, first.d_out, count=first.count, expert=True)),)
+        out += ((f"{module}.down_proj", Linear("down_proj", down.d_in, down.d_out, count=down.count, expert=True)),)
+    memo[kind] = out
+    return out
 
 
 def _parameter_targeted(path: str, targets: tuple[str, ...]) -> bool:
@@ -119,8 +132,10 @@ def adapted_router(arch: Architecture, setup: TrainSetup, layer: int) -> Linear 
     makes of a ``gate`` module target on a converted model: ``peft_targets``)."""
     if not setup.adapter or not setup.lora_target_parameters or not arch.is_moe_layer(layer):
         return None
-    return next((lin for path, lin in layer_modules(arch, layer) if (lin.router or lin.name == arch.layout.router_name)
-                 and _parameter_targeted(f"{path}.weight", setup.lora_target_parameters)), None)
+    prefix = _layer_prefix(arch, layer)
+    return next((lin for path, lin in kind_modules(arch, arch.layer_kinds[layer])
+                 if (lin.router or lin.name == arch.layout.router_name)
+                 and _parameter_targeted(f"{prefix}.{path}.weight", setup.lora_target_parameters)), None)
 
 
 def target_parameter_lora_params(arch: Architecture, setup: TrainSetup) -> int:
