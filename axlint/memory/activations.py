@@ -181,18 +181,14 @@ def layer_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int, ada
 
 
 def per_layer_bytes_per_token(arch: Architecture, setup: TrainSetup) -> list[float]:
-    """A of every layer; the layers of one ``params.layer_groups`` group share it, and groups of the same kind
-    (``Architecture.layer_kinds``) with the same adapters are computed once."""
+    """A of every layer, computed once per ``params.layer_groups`` group (layers of one kind with the same
+    adapters)."""
     adapted = lora_targets(arch, setup) if setup.adapter else {}
-    memo: dict[tuple, float] = {}
     out = [0.0] * arch.num_layers
     for layers in layer_groups(arch, setup):
-        first = layers[0]
-        key = (arch.layer_kinds[first], adapted.get(first, ()), adapted_expert_parameters(arch, setup, first))
-        if key not in memo:
-            memo[key] = layer_bytes_per_token(arch, setup, first, key[1])
+        value = layer_bytes_per_token(arch, setup, layers[0], adapted.get(layers[0], ()))
         for layer in layers:
-            out[layer] = memo[key]
+            out[layer] = value
     return out
 
 

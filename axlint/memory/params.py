@@ -54,13 +54,23 @@ def kind_modules(arch: Architecture, kind: int) -> tuple[tuple[str, Linear], ...
 
 
 def layer_groups(arch: Architecture, setup: TrainSetup) -> tuple[tuple[int, ...], ...]:
-    """Layers whose adapters are the same under ``setup``: the layers of one kind (``Architecture.kind_layers``: a
-    list of names, or a ``target_parameters`` entry without a layer index, matches the same modules and parameters
-    after each layer's index), else each layer on its own (a regex ``lora_target_modules``, or a
-    ``target_parameters`` entry that names a layer)."""
-    if isinstance(setup.lora_target_modules, str) or any(_has_index(t) for t in setup.lora_target_parameters):
-        return tuple((layer,) for layer in range(arch.num_layers))
-    return arch.kind_layers
+    """Layers of one kind (``Architecture.layer_kinds``) with the same adapters under ``setup``, the groups in the
+    order of their first layer: the layers of each kind when the module targets are a list of names (matched in one
+    layer of each kind: ``lora_targets``) and no ``target_parameters`` entry names a layer (such an entry matches
+    the same parameters after each layer's index); else grouped by their adapters, once per architecture and
+    targets (a regex ``lora_target_modules`` or a ``target_parameters`` entry with an index may single out layers)."""
+    if not isinstance(setup.lora_target_modules, str) and not any(map(_has_index, setup.lora_target_parameters)):
+        return arch.kind_layers
+    memo = arch.__dict__.setdefault("_layer_groups", {})
+    key = (_targets_key(setup), setup.lora_target_parameters, bool(setup.adapter))
+    if key not in memo:
+        adapted = lora_targets(arch, setup)
+        groups: dict[tuple, list[int]] = {}
+        for layer, kind in enumerate(arch.layer_kinds):
+            experts, router = adapted_expert_parameters(arch, setup, layer), adapted_router(arch, setup, layer)
+            groups.setdefault((kind, adapted[layer], experts, router), []).append(layer)
+        memo[key] = tuple(map(tuple, groups.values()))
+    return memo[key]
 
 
 def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
