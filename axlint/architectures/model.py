@@ -335,9 +335,19 @@ class Architecture:
         attention type, keys as values, query and key widths; and the head size), empty without attention."""
         if not self.has_attention(layer):
             return self.layer_plan(layer), self.mixer_shapes(layer), ()
+        if self._uniform_attention is not None:
+            return self.layer_plan(layer), self.mixer_shapes(layer), self._uniform_attention
         attention = (self.attention_type(layer), self.keys_are_values(layer), self.layer_q_dim(layer),
                      self.layer_kv_dim(layer), self.layer_head_dim(layer))
         return self.layer_plan(layer), self.mixer_shapes(layer), attention
+
+    @cached_property
+    def _uniform_attention(self) -> tuple[Any, ...] | None:
+        """``layer_kind``'s attention sizes when every attention layer has the same (no ``layer_type_attention``,
+        no ``per_layer_config``); None otherwise."""
+        if self.layout.layer_type_attention or isinstance(self.config.get("per_layer_config"), Mapping):
+            return None
+        return None, False, self.q_dim, self.kv_dim, self.head_dim
 
     @cached_property
     def layer_kinds(self) -> tuple[int, ...]:
