@@ -29,7 +29,7 @@ def layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]
     ``model.layers.3.mlp.experts.w1``, ``gpt_neox.layers.3.attention.query_key_value``,
     ``model.layers.0.linear_attn.out_proj`` (a hybrid layer's other mixer, ``Architecture.mixer_shapes``): the
     layer's prefix and its kind's ``kind_modules``."""
-    prefix = f"{arch.decoder_path}.{arch.layout.layer_path.format(layer=layer)}"
+    prefix = _layer_prefix(arch, layer)
     for name, lin in kind_modules(arch, arch.layer_kinds[layer]):
         yield f"{prefix}.{name}", lin
 
