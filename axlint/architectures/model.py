@@ -22,6 +22,10 @@ from axlint.architectures.linear import Linear
 from axlint.architectures.mixers import LAYER_PLANS, MIXERS, LayerPlan, MixerShape
 
 
+_DENSE_PLAN, _MOE_PLAN = LayerPlan(mlp="dense"), LayerPlan(mlp="moe")
+"""The plans of a family without ``Family.layer_plan``: attention and a dense or MoE MLP (immutable, shared)."""
+
+
 @dataclass(frozen=True)
 class Architecture:
     """A resolved model architecture: ``config`` holds the config.json fields (text config for multimodal)."""
@@ -422,7 +426,7 @@ class Architecture:
         return tuple(self._default_plan(i) for i in range(self.num_layers))
 
     def _default_plan(self, layer: int) -> LayerPlan:
-        return LayerPlan(mlp="moe" if self._moe_layer(layer) else "dense")
+        return _MOE_PLAN if self._moe_layer(layer) else _DENSE_PLAN
 
     def has_attention(self, layer: int) -> bool:
         """Whether ``layer`` runs the family's softmax attention."""
@@ -436,7 +440,7 @@ class Architecture:
 
     @cached_property
     def _mixer_shapes(self) -> tuple[tuple[MixerShape, ...], ...]:
-        return tuple(tuple(MIXERS[m](self.config, i) for m in plan.other_mixers)
+        return tuple(tuple(MIXERS[m](self.config, i) for m in plan.other_mixers) if plan.other_mixers else ()
                      for i, plan in enumerate(self.layer_plans))
 
     @cached_property
