@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from axlint.architectures import vision
 from axlint.architectures.families import LEARNED_ACTIVATIONS, Family, family_of, flag
 from axlint.architectures.linear import Linear
 from axlint.architectures.mixers import LAYER_PLANS, MIXERS, LayerPlan, MixerShape
+
+
+_DENSE_PLAN, _MOE_PLAN = LayerPlan(mlp="dense"), LayerPlan(mlp="moe")
+"""The plans of a family without ``Family.layer_plan``: attention and a dense or MoE MLP (immutable, shared)."""
 
 
 @dataclass(frozen=True)
@@ -75,15 +79,16 @@ class Architecture:
         extra = tower.params if tower else 0
         return cls(model_id, source, model_type, decoder, extra, published_parameters, dict(config))
 
-    @property
+    @cached_property
     def multimodal(self) -> bool:
         """A decoder with a vision tower beside it (``vision.is_multimodal``)."""
         return vision.is_multimodal(self.raw_config)
 
-    @property
+    @cached_property
     def decoder_path(self) -> str:
         """Where the decoder's modules sit (transformers 5): the family's root (``model``: ``model.layers.N``,
-        ``model.embed_tokens``), inside a multimodal model its projector row's (``model.language_model``)."""
+        ``model.embed_tokens``), inside a multimodal model its projector row's (``model.language_model``). Read once
+        (every module path starts with it)."""
         if not self.multimodal:
             return self.layout.root
         row = vision.projector_of(self.raw_config)
@@ -126,7 +131,7 @@ class Architecture:
         """Every ``nn.Linear`` of the vision tower and projector, at its module path; none without a sized one."""
         return self.vision_part.linears() if self.vision_part else ()
 
-    @property
+    @cached_property
     def unsized_vision(self) -> str | None:
         """The model type of a vision tower (or "<type> projector") that axlint cannot size; None otherwise."""
         return vision.unsized_part(self.raw_config)
@@ -297,7 +302,7 @@ class Architecture:
         ``per_layer_config`` ({layer index: {head_dim, num_key_value_heads}}, configuration_utils.py's heterogeneous
         configs) instead of the published global_head_dim / num_global_key_value_heads; None without one."""
         table = self.config.get("per_layer_config")
-        if not isinstance(table, Mapping):
+        if table is None or not isinstance(table, Mapping):
             return None
         row = table.get(str(layer), table.get(layer))  # type: ignore[call-overload]
         return row if isinstance(row, Mapping) else {}
@@ -328,10 +333,43 @@ class Architecture:
     def layer_kv_dim(self, layer: int) -> int:
         return self.layer_kv_heads(layer) * self.layer_head_dim(layer) if self.attention_type(layer) else self.kv_dim
 
-    def layer_kind(self, layer: int) -> tuple[LayerPlan, str | None, tuple[MixerShape, ...]]:
+    def layer_kind(self, layer: int) -> tuple[LayerPlan, tuple[MixerShape, ...], tuple[Any, ...]]:
         """What sets a layer's parameters and activations apart from another's: its plan (mixers, MoE / dense / no
-        MLP), its attention type and the shapes of its other mixers."""
-        return self.layer_plan(layer), self.attention_type(layer), self.mixer_shapes(layer)
+        MLP), the shapes of its other mixers, and its attention's sizes (what ``attention_linears`` is built from:
+        attention type, keys as values, query and key widths; and the head size), empty without attention."""
+        if not self.has_attention(layer):
+            return self.layer_plan(layer), self.mixer_shapes(layer), ()
+        if self._uniform_attention is not None:
+            return self.layer_plan(layer), self.mixer_shapes(layer), self._uniform_attention
+        attention = (self.attention_type(layer), self.keys_are_values(layer), self.layer_q_dim(layer),
+                     self.layer_kv_dim(layer), self.layer_head_dim(layer))
+        return self.layer_plan(layer), self.mixer_shapes(layer), attention
+
+    @cached_property
+    def _uniform_attention(self) -> tuple[Any, ...] | None:
+        """``layer_kind``'s attention sizes when every attention layer has the same (no ``layer_type_attention``,
+        no ``per_layer_config``); None otherwise."""
+        if self.layout.layer_type_attention or isinstance(self.config.get("per_layer_config"), Mapping):
+            return None
+        return None, False, self.q_dim, self.kv_dim, self.head_dim
+
+    @cached_property
+    def layer_kinds(self) -> tuple[int, ...]:
+        """Each layer's kind (``layer_kind``) as an index into ``kind_layers``: layers of one kind have the same
+        modules after their layer index, the same parameters and the same activations, so a per-layer figure is
+        computed once per kind."""
+        first: dict[tuple, int] = {}
+        return tuple(first.setdefault(self.layer_kind(i), len(first)) for i in range(self.num_layers))
+
+    @cached_property
+    def kind_layers(self) -> tuple[tuple[int, ...], ...]:
+        """The layers of each kind (``layer_kinds``), kinds in the order of their first layer."""
+        out: list[list[int]] = []
+        for layer, kind in enumerate(self.layer_kinds):
+            if kind == len(out):
+                out.append([])
+            out[kind].append(layer)
+        return tuple(map(tuple, out))
 
     @property
     def query_factor(self) -> int:
@@ -388,7 +426,7 @@ class Architecture:
         return tuple(self._default_plan(i) for i in range(self.num_layers))
 
     def _default_plan(self, layer: int) -> LayerPlan:
-        return LayerPlan(mlp="moe" if self._moe_layer(layer) else "dense")
+        return _MOE_PLAN if self._moe_layer(layer) else _DENSE_PLAN
 
     def has_attention(self, layer: int) -> bool:
         """Whether ``layer`` runs the family's softmax attention."""
@@ -402,7 +440,7 @@ class Architecture:
 
     @cached_property
     def _mixer_shapes(self) -> tuple[tuple[MixerShape, ...], ...]:
-        return tuple(tuple(MIXERS[m](self.config, i) for m in plan.other_mixers)
+        return tuple(tuple(MIXERS[m](self.config, i) for m in plan.other_mixers) if plan.other_mixers else ()
                      for i, plan in enumerate(self.layer_plans))
 
     @cached_property
@@ -603,7 +641,13 @@ class Architecture:
 
     @cached_property
     def layers_params(self) -> tuple[int, ...]:
-        return tuple(self.layer_params(i) for i in range(self.num_layers))
+        """Each layer's parameters, counted once per kind (``layer_kinds``)."""
+        per_kind = [self.layer_params(layers[0]) for layers in self.kind_layers]
+        return tuple(per_kind[kind] for kind in self.layer_kinds)
+
+    def _sum_over_layers(self, per_layer: Callable[[int], int]) -> int:
+        """Σ over the layers of an integer that depends on the layer's kind only (``layer_kinds``)."""
+        return sum(per_layer(layers[0]) * len(layers) for layers in self.kind_layers)
 
     @cached_property
     def decoder_params(self) -> int:
@@ -620,8 +664,8 @@ class Architecture:
         """Parameters touched per token (MoE: top-k experts only)."""
         if not self.is_moe:
             return self.total_params
-        inactive = sum(lin.params * (lin.count - self.experts_per_token) // lin.count
-                       for i in range(self.num_layers) for lin in self.mlp_linears(i) if lin.expert)
+        inactive = self._sum_over_layers(lambda i: sum(lin.params * (lin.count - self.experts_per_token) // lin.count
+                                                       for lin in self.mlp_linears(i) if lin.expert))
         return self.total_params - inactive
 
     @cached_property
@@ -644,13 +688,13 @@ class Architecture:
         8 bits (transformers 5.24 ``integrations/bitsandbytes.py`` ``replace_with_bnb_linear``: ``nn.Linear`` and
         Conv1D only; biases stay). Routed experts are 3-D parameters in transformers 5, not ``nn.Linear``:
         ``expert_params``."""
-        return sum(lin.count * lin.d_in * lin.d_out for i in range(self.num_layers) for lin in self.linears(i)
-                   if not lin.expert)
+        return self._sum_over_layers(lambda i: sum(lin.count * lin.d_in * lin.d_out for lin in self.linears(i)
+                                                   if not lin.expert))
 
     @cached_property
     def expert_params(self) -> int:
         """Weights of the routed experts, which a 4/8-bit load leaves in the load dtype unless Axolotl's
         ``quantize_moe_experts`` stores them quantized."""
-        return sum(lin.count * lin.d_in * lin.d_out for i in range(self.num_layers) for lin in self.linears(i)
-                   if lin.expert)
+        return self._sum_over_layers(lambda i: sum(lin.count * lin.d_in * lin.d_out for lin in self.linears(i)
+                                                   if lin.expert))
 

@@ -93,16 +93,28 @@ def catalog_lookup(model_id: str) -> dict[str, Any] | None:
     return found[0] if found else None
 
 
+_HOME_VARIABLES = ("HOME", "USERPROFILE", "HOMEDRIVE", "HOMEPATH")
+"""What ``Path.home()`` reads (``os.path.expanduser``; without them, the user's passwd entry)."""
+
+
 def hf_cache_dirs() -> list[Path]:
     """HF hub cache folders, in the order huggingface_hub uses: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub."""
+    env = os.environ
+    return list(_hf_cache_dirs(env.get("HF_HUB_CACHE"), env.get("HF_HOME"), tuple(map(env.get, _HOME_VARIABLES))))
+
+
+@lru_cache(maxsize=8)
+def _hf_cache_dirs(hub_cache: str | None, hf_home: str | None, home_env: tuple[str | None, ...]) -> tuple[Path, ...]:
+    """``hf_cache_dirs`` for these values of HF_HUB_CACHE, HF_HOME and the home folder's variables (``home_env``):
+    built once per environment, not once per config."""
     dirs = []
-    if os.environ.get("HF_HUB_CACHE"):
-        dirs.append(Path(os.environ["HF_HUB_CACHE"]))
-    if os.environ.get("HF_HOME"):
-        dirs.append(Path(os.environ["HF_HOME"]) / "hub")
+    if hub_cache:
+        dirs.append(Path(hub_cache))
+    if hf_home:
+        dirs.append(Path(hf_home) / "hub")
     if (folder := home()) is not None:
         dirs.append(folder / ".cache" / "huggingface" / "hub")
-    return dirs
+    return tuple(dirs)
 
 
 def _cached_config(model_id: str, roots: Iterable[Path]) -> Path | None:

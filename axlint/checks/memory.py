@@ -22,7 +22,6 @@ from axlint.memory.facts import (
     modelled_facts,
     oom_facts,
     oom_knob,
-    unknown_parts,
 )
 from axlint.memory.knobs import Knob, Saver
 from axlint.report.memory_text import (
@@ -347,7 +346,7 @@ def memory_not_modelled(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Tensor parallelism, a parallel layout Axolotl refuses, layer offloading, a part of the model axlint cannot size:
     the memory rules stand aside."""
     facts = memory_facts(run)
-    found = unknown_parts(facts) if run.axolotl is not None and facts is not None else {}
+    found = facts.unknown if run.axolotl is not None and facts is not None else {}
     if not found:
         return
     key = next(iter(found)).split(":", 1)[0]

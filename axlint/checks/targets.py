@@ -54,8 +54,8 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         for entry in missing:
             hit = _where(run, "lora_target_modules", entry)
             hit.args = {"key": "lora_target_modules", "entry": entry, "model": model, "effect": effect,
-                        "known": ", ".join(sorted({lin.name for layer in range(arch.num_layers)
-                                                   for lin in arch.linears(layer)}))}
+                        "known": ", ".join(sorted({lin.name for layers in arch.kind_layers
+                                                   for lin in arch.linears(layers[0])}))}
             yield hit
     names_known = names_checked(arch)
     if (facts.adapter.value in ("lora", "qlora") and isinstance(targets, str) and not facts.lora.target_linear

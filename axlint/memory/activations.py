@@ -33,7 +33,7 @@ from typing import Sequence
 
 from axlint.architectures import Architecture, Linear
 from axlint.memory import constants as C
-from axlint.memory.params import adapted_expert_parameters, adapted_router, lora_targets
+from axlint.memory.params import adapted_expert_parameters, adapted_router, layer_groups, lora_targets
 from axlint.memory.setup import TrainSetup
 
 _O_NAMES = ("o_proj", "dense")
@@ -181,16 +181,14 @@ def layer_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int, ada
 
 
 def per_layer_bytes_per_token(arch: Architecture, setup: TrainSetup) -> list[float]:
-    """A of every layer; layers of the same kind (``Architecture.layer_kind``) with the same adapters are computed
-    once."""
+    """A of every layer, computed once per ``params.layer_groups`` group (layers of one kind with the same
+    adapters)."""
     adapted = lora_targets(arch, setup) if setup.adapter else {}
-    memo: dict[tuple, float] = {}
-    out = []
-    for i in range(arch.num_layers):
-        key = (arch.layer_kind(i), adapted.get(i, ()), adapted_expert_parameters(arch, setup, i))
-        if key not in memo:
-            memo[key] = layer_bytes_per_token(arch, setup, i, key[1])
-        out.append(memo[key])
+    out = [0.0] * arch.num_layers
+    for layers in layer_groups(arch, setup):
+        value = layer_bytes_per_token(arch, setup, layers[0], adapted.get(layers[0], ()))
+        for layer in layers:
+            out[layer] = value
     return out
 
 
@@ -253,14 +251,10 @@ def layer_backward_bytes(arch: Architecture, setup: TrainSetup, tokens: int, lay
                          recompute: bool) -> float:
     """What backpropagating one layer adds to the stored activations: T·max(temporaries), and with ``recompute``
     (gradient checkpointing, or the layer's own activations at the end of backward) its A from ``layers`` too."""
-    temps: dict[tuple, float] = {}  # per layer kind (Architecture.layer_kind)
-    peak = 0.0
-    for i, a in enumerate(layers):
-        kind = arch.layer_kind(i)
-        if kind not in temps:
-            temps[kind] = backward_temp_bytes_per_token(arch, setup, i)
-        peak = max(peak, (a if recompute else 0.0) + temps[kind])
-    return tokens * peak
+    temps = [backward_temp_bytes_per_token(arch, setup, kind[0]) for kind in arch.kind_layers]  # per layer kind
+    if not recompute:
+        return tokens * max([0.0, *temps])
+    return tokens * max([0.0, *(a + temps[kind] for a, kind in set(zip(layers, arch.layer_kinds)))])
 
 
 def merged_weight_bytes(arch: Architecture, setup: TrainSetup) -> tuple[float, float]:
@@ -273,13 +267,13 @@ def merged_weight_bytes(arch: Architecture, setup: TrainSetup) -> tuple[float, f
     4n). Not counted when the KernelsPlugin's ScatterMoE / SonicMoE runs the experts with their own LoRA path."""
     if not setup.adapter or not setup.lora_target_parameters or setup.expert_kernels:
         return 0.0, 0.0
-    per_layer = []
-    for layer in range(arch.num_layers):
-        n = sum(lin.count * lin.d_in * lin.d_out for lin in adapted_expert_parameters(arch, setup, layer))
-        router = adapted_router(arch, setup, layer)
-        per_layer.append(n + (router.d_in * router.d_out if router else 0))
-    stored = 0.0 if setup.gradient_checkpointing else setup.param_bytes * sum(per_layer)
-    return stored, (2 * setup.param_bytes + C.FP32) * max(per_layer, default=0)
+    per_group = []  # (adapted elements in each layer of a params.layer_groups group, its layers)
+    for layers in layer_groups(arch, setup):
+        n = sum(lin.count * lin.d_in * lin.d_out for lin in adapted_expert_parameters(arch, setup, layers[0]))
+        router = adapted_router(arch, setup, layers[0])
+        per_group.append((n + (router.d_in * router.d_out if router else 0), len(layers)))
+    stored = 0.0 if setup.gradient_checkpointing else setup.param_bytes * sum(n * count for n, count in per_group)
+    return stored, (2 * setup.param_bytes + C.FP32) * max((n for n, _ in per_group), default=0)
 
 
 def eval_activation_bytes(tokens: int, layers: Sequence[float]) -> float:

@@ -35,13 +35,25 @@ the estimate: it is a lower bound, good for an OOM claim, not for advice to drop
 
 @dataclass
 class MemoryFacts:
-    """The estimate of one run and what the solver says about it (each search on first use)."""
+    """The estimate of one run and what the solver says about it (each search on first use). The solver starts
+    from ``estimate`` unless it was made with ``expandable_segments`` (the solver's searches assume they are off)."""
 
     config: Mapping[str, Any]
     run: RunFacts
     arch: "Architecture"
     hw: "Hardware"
     estimate: "MemoryEstimate"
+    expandable_segments: bool = False
+
+    @cached_property
+    def unknown(self) -> dict[str, str]:
+        """``unknown_parts`` of this run, read once (every memory rule asks)."""
+        return unknown_parts(self)
+
+    @property
+    def _base(self) -> "MemoryEstimate | None":
+        """The estimate the solver starts from: the run's own, when made as the solver makes its estimates."""
+        return None if self.expandable_segments else self.estimate
 
     @property
     def evaluating(self) -> bool:
@@ -79,7 +91,7 @@ class MemoryFacts:
     def suggestions(self) -> list["Suggestion"]:
         from axlint.memory.solver import suggest
 
-        return suggest(self.run, self.arch, self.hw)
+        return suggest(self.run, self.arch, self.hw, base=self._base)
 
     @cached_property
     def scale_out(self) -> "ScaleOut | None":
@@ -92,13 +104,13 @@ class MemoryFacts:
     def knob_fixes(self) -> dict["Knob", "Suggestion"]:
         from axlint.memory.solver import single_knob_fixes
 
-        return single_knob_fixes(self.run, self.arch, self.hw)
+        return single_knob_fixes(self.run, self.arch, self.hw, base=self._base)
 
     @cached_property
     def relaxations(self) -> dict["Saver", "Suggestion"]:
         from axlint.memory.solver import relax
 
-        return relax(self.run, self.arch, self.hw)
+        return relax(self.run, self.arch, self.hw, base=self._base)
 
 
 def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Architecture") -> dict[str, str]:
@@ -155,7 +167,7 @@ def compute_facts(run: "TrainingRun", *, expandable_segments: bool = False) -> M
         return None
     from axlint.memory.estimate import estimate_memory
     estimate = estimate_memory(run.facts, run.arch, run.hardware, expandable_segments=expandable_segments)
-    return MemoryFacts(run.config, run.facts, run.arch, run.hardware, estimate)
+    return MemoryFacts(run.config, run.facts, run.arch, run.hardware, estimate, expandable_segments)
 
 
 def memory_facts(run: "TrainingRun") -> MemoryFacts | None:
@@ -166,7 +178,7 @@ def memory_facts(run: "TrainingRun") -> MemoryFacts | None:
 def modelled_facts(run: "TrainingRun") -> MemoryFacts | None:
     """The facts when the memory rules may speak: a known architecture and no parallelism the model lacks."""
     facts = memory_facts(run)
-    return facts if facts is not None and not unknown_parts(facts) else None
+    return facts if facts is not None and not facts.unknown else None
 
 
 def oom_knob(run: "TrainingRun", knob: "Knob") -> tuple[MemoryFacts, Any] | None:

@@ -27,21 +27,50 @@ class Trainable:
 def layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
     """(HF module path, Linear) of one layer, e.g. ``model.layers.3.self_attn.q_proj``,
     ``model.layers.3.mlp.experts.w1``, ``gpt_neox.layers.3.attention.query_key_value``,
-    ``model.layers.0.linear_attn.out_proj`` (a hybrid layer's other mixer, ``Architecture.mixer_shapes``)."""
-    f = arch.layout
-    prefix = f"{arch.decoder_path}.{f.layer_path.format(layer=layer)}"
-    for lin in arch.attention_linears(layer):
-        yield f"{prefix}.{f.attention_module}.{lin.name}", lin
-    for shape in arch.mixer_shapes(layer):
-        for lin in shape.linears:
-            yield f"{prefix}.{shape.module}.{lin.name}", lin
-    for lin in arch.mlp_linears(layer):
-        if f.moe_beside_mlp and (lin.expert or lin.router or lin.name == f.router_name):
-            # Gemma 4: the router and the experts sit at the layer, beside its dense MLP (granitemoehybrid: in the
-            # block_sparse_moe its names carry)
-            yield f"{prefix}.{'experts.' if lin.expert and '.' not in lin.name else ''}{lin.name}", lin
-        else:
-            yield f"{prefix}.{f.mlp_module}.{'experts.' if lin.expert else ''}{lin.name}", lin
+    ``model.layers.0.linear_attn.out_proj`` (a hybrid layer's other mixer, ``Architecture.mixer_shapes``): the
+    layer's prefix and its kind's ``kind_modules``."""
+    prefix = _layer_prefix(arch, layer)
+    for name, lin in kind_modules(arch, arch.layer_kinds[layer]):
+        yield f"{prefix}.{name}", lin
+
+
+def kind_modules(arch: Architecture, kind: int) -> tuple[tuple[str, Linear], ...]:
+    """(module path inside the layer, Linear) of the layers of one kind (``Architecture.layer_kinds``): the attention's,
+    the other mixers', the MLP's. Built once per architecture and kind."""
+    memo = arch.__dict__.setdefault("_kind_modules", {})
+    if kind not in memo:
+        f, layer = arch.layout, arch.kind_layers[kind][0]
+        out = [(f"{f.attention_module}.{lin.name}", lin) for lin in arch.attention_linears(layer)]
+        out += [(f"{shape.module}.{lin.name}", lin) for shape in arch.mixer_shapes(layer) for lin in shape.linears]
+        for lin in arch.mlp_linears(layer):
+            if f.moe_beside_mlp and (lin.expert or lin.router or lin.name == f.router_name):
+                # Gemma 4: the router and the experts sit at the layer, beside its dense MLP (granitemoehybrid: in the
+                # block_sparse_moe its names carry)
+                out.append((f"{'experts.' if lin.expert and '.' not in lin.name else ''}{lin.name}", lin))
+            else:
+                out.append((f"{f.mlp_module}.{'experts.' if lin.expert else ''}{lin.name}", lin))
+        memo[kind] = tuple(out)
+    return memo[kind]
+
+
+def layer_groups(arch: Architecture, setup: TrainSetup) -> tuple[tuple[int, ...], ...]:
+    """Layers of one kind (``Architecture.layer_kinds``) with the same adapters under ``setup``, the groups in the
+    order of their first layer: the layers of each kind when the module targets are a list of names (matched in one
+    layer of each kind: ``lora_targets``) and no ``target_parameters`` entry names a layer (such an entry matches
+    the same parameters after each layer's index); else grouped by their adapters, once per architecture and
+    targets (a regex ``lora_target_modules`` or a ``target_parameters`` entry with an index may single out layers)."""
+    if not isinstance(setup.lora_target_modules, str) and not any(map(_has_index, setup.lora_target_parameters)):
+        return arch.kind_layers
+    memo = arch.__dict__.setdefault("_layer_groups", {})
+    key = (_targets_key(setup), setup.lora_target_parameters, bool(setup.adapter))
+    if key not in memo:
+        adapted = lora_targets(arch, setup)
+        groups: dict[tuple, list[int]] = {}
+        for layer, kind in enumerate(arch.layer_kinds):
+            experts, router = adapted_expert_parameters(arch, setup, layer), adapted_router(arch, setup, layer)
+            groups.setdefault((kind, adapted[layer], experts, router), []).append(layer)
+        memo[key] = tuple(map(tuple, groups.values()))
+    return memo[key]
 
 
 def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
@@ -68,17 +97,30 @@ def expert_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, Lin
     """(parameter path, shape as a Linear with ``count`` experts) of the routed experts' 3-D parameters of a MoE layer
     in transformers 5, which fuses gate and up: ``<experts>.gate_up_proj`` [E, 2I, h] (``up_proj`` [E, I, h] for experts
     without a gate) and ``<experts>.down_proj`` [E, h, I] (e.g. models/qwen3_moe, minimax_m2, gemma4 ``*Experts``; names checked in tests/test_families.py)."""
-    experts = [(name, lin) for name, lin in layer_modules(arch, layer) if lin.expert]
-    if len(experts) not in (2, 3) or any(name.rsplit(".", 1)[-1] not in _EXPERT_PROJECTIONS for name, _ in experts):
-        return  # DBRX's experts are 2-D w1 / v1 / w2 parameters, laid out otherwise
-    (first_path, first), (down_path, down) = experts[0], experts[-1]
-    module = first_path.rsplit(".", 1)[0]
-    if len(experts) == 3:
-        yield f"{module}.gate_up_proj", Linear("gate_up_proj", first.d_in, 2 * first.d_out, count=first.count,
-                                               expert=True)
-    else:  # experts without a gate (Nemotron-H): up_proj [E, I, h]
-        yield f"{module}.up_proj", Linear("up_proj", first.d_in, first.d_out, count=first.count, expert=True)
-    yield f"{module}.down_proj", Linear("down_proj", down.d_in, down.d_out, count=down.count, expert=True)
+    prefix = _layer_prefix(arch, layer)
+    for path, lin in _kind_expert_parameters(arch, arch.layer_kinds[layer]):
+        yield f"{prefix}.{path}", lin
+
+
+def _kind_expert_parameters(arch: Architecture, kind: int) -> tuple[tuple[str, Linear], ...]:
+    """``expert_parameters`` of the layers of one kind, their paths inside the layer; once per architecture and
+    kind."""
+    memo = arch.__dict__.setdefault("_kind_expert_parameters", {})
+    if kind in memo:
+        return memo[kind]
+    experts = [(name, lin) for name, lin in kind_modules(arch, kind) if lin.expert]
+    out: tuple[tuple[str, Linear], ...] = ()
+    if len(experts) in (2, 3) and all(name.rsplit(".", 1)[-1] in _EXPERT_PROJECTIONS for name, _ in experts):
+        (first_path, first), (_, down) = experts[0], experts[-1]  # DBRX's 2-D w1 / v1 / w2 are laid out otherwise
+        module = first_path.rsplit(".", 1)[0]
+        if len(experts) == 3:
+            out = ((f"{module}.gate_up_proj", Linear("gate_up_proj", first.d_in, 2 * first.d_out, count=first.count,
+                                                     expert=True)),)
+        else:  # experts without a gate (Nemotron-H): up_proj [E, I, h]
+            out = ((f"{module}.up_proj", Linear("up_proj", first.d_in, first.d_out, count=first.count, expert=True)),)
+        out += ((f"{module}.down_proj", Linear("down_proj", down.d_in, down.d_out, count=down.count, expert=True)),)
+    memo[kind] = out
+    return out
 
 
 def _parameter_targeted(path: str, targets: tuple[str, ...]) -> bool:
@@ -100,63 +142,97 @@ def adapted_router(arch: Architecture, setup: TrainSetup, layer: int) -> Linear 
     makes of a ``gate`` module target on a converted model: ``peft_targets``)."""
     if not setup.adapter or not setup.lora_target_parameters or not arch.is_moe_layer(layer):
         return None
-    return next((lin for path, lin in layer_modules(arch, layer) if (lin.router or lin.name == arch.layout.router_name)
-                 and _parameter_targeted(f"{path}.weight", setup.lora_target_parameters)), None)
+    prefix = _layer_prefix(arch, layer)
+    return next((lin for path, lin in kind_modules(arch, arch.layer_kinds[layer])
+                 if (lin.router or lin.name == arch.layout.router_name)
+                 and _parameter_targeted(f"{prefix}.{path}.weight", setup.lora_target_parameters)), None)
 
 
 def target_parameter_lora_params(arch: Architecture, setup: TrainSetup) -> int:
     """LoRA on parameters (``lora_target_parameters`` and PEFT's conversion of old expert names): PEFT
     ``lora.ParamWrapper.update_layer`` gives a [E, d_in, d_out] parameter ``lora_A = Linear(d_in, r·E)`` and
     ``lora_B = Linear(r·E, d_out)``, r·E·(d_in + d_out), the same as one LoRA per expert; a fused gate_up_proj
-    reached through both old names has rank 2r (``TrainSetup.lora_doubled``); the router weight [E, h] r·(h + E)."""
+    reached through both old names has rank 2r (``TrainSetup.lora_doubled``); the router weight [E, h] r·(h + E).
+    Counted once per ``layer_groups`` group, times its layers."""
+    if not setup.adapter or not setup.lora_target_parameters:
+        return 0
     total = 0
-    for layer in range(arch.num_layers):
-        for lin in adapted_expert_parameters(arch, setup, layer):
+    for layers in layer_groups(arch, setup):
+        per_layer = 0
+        for lin in adapted_expert_parameters(arch, setup, layers[0]):
             rank = setup.lora_r * (2 if lin.name in setup.lora_doubled else 1)
-            total += rank * lin.count * (lin.d_in + lin.d_out)
-        router = adapted_router(arch, setup, layer)
-        total += setup.lora_r * (router.d_in + router.d_out) if router else 0
+            per_layer += rank * lin.count * (lin.d_in + lin.d_out)
+        router = adapted_router(arch, setup, layers[0])
+        per_layer += setup.lora_r * (router.d_in + router.d_out) if router else 0
+        total += per_layer * len(layers)
     return total
 
 
 def linear_names(arch: Architecture) -> tuple[str, ...]:
     """Axolotl's ``find_all_linear_names`` (0.18.0 loaders/adapter.py): the last name of every ``nn.Linear``
-    module path (the vision tower's too), lm_head excepted; what ``lora_target_linear`` hands PEFT."""
-    names = {path.rsplit(".", 1)[-1] for layer in range(arch.num_layers)
-             for path, lin in layer_modules(arch, layer) if not lin.expert and not lin.router}
-    names |= {path.rsplit(".", 1)[-1] for path, _ in _vision_modules(arch)}
-    return tuple(sorted(names - {arch.layout.lm_head_name}))
+    module path (the vision tower's too), lm_head excepted; what ``lora_target_linear`` hands PEFT. Built once per
+    architecture, from one layer of each kind."""
+    cached = arch.__dict__.get("_linear_names")
+    if cached is None:
+        names = {path.rsplit(".", 1)[-1] for kind in range(len(arch.kind_layers))
+                 for path, lin in kind_modules(arch, kind) if not lin.expert and not lin.router}
+        names |= {path.rsplit(".", 1)[-1] for path, _ in _vision_modules(arch)}
+        cached = arch.__dict__["_linear_names"] = tuple(sorted(names - {arch.layout.lm_head_name}))
+    return cached
 
 
 def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linear, ...]]:
     """Layer index -> the Linears of that layer that get a LoRA adapter. A list of names matches the same
-    modules in every layer of one kind (dense / MoE), so only a regex needs every layer's paths."""
-    by_kind: dict[tuple, tuple[Linear, ...]] = {}
-    out: dict[int, tuple[Linear, ...]] = {}
-    for layer in range(arch.num_layers):
-        kind = arch.layer_kind(layer)
-        if isinstance(setup.lora_target_modules, str) or kind not in by_kind:
-            by_kind[kind] = tuple(lin for name, lin in layer_modules(arch, layer) if _targeted(name, lin, setup))
-        out[layer] = by_kind[kind]
-    return out
+    modules in every layer of one kind (``Architecture.kind_layers``: it is matched in the kind's first layer), so
+    only a regex needs every layer's paths. Built once per architecture and targets (the solver's variants of a run
+    keep them)."""
+    memo = arch.__dict__.setdefault("_lora_targets", {})
+    key = _targets_key(setup)
+    if key not in memo:
+        if isinstance(setup.lora_target_modules, str):
+            memo[key] = {layer: tuple(lin for name, lin in layer_modules(arch, layer) if _targeted(name, lin, setup))
+                         for layer in range(arch.num_layers)}
+        else:
+            by_kind = [tuple(lin for name, lin in layer_modules(arch, layers[0]) if _targeted(name, lin, setup))
+                       for layers in arch.kind_layers]
+            memo[key] = {layer: by_kind[kind] for layer, kind in enumerate(arch.layer_kinds)}
+    return memo[key]
 
 
-def _vision_modules(arch: Architecture) -> Iterator[tuple[str, Linear]]:
+def _targets_key(setup: TrainSetup) -> tuple:
+    """What ``_targeted`` reads of a setup: the module targets, ``lora_target_linear``, ``expert_modules``."""
+    return setup.lora_target_modules, setup.lora_target_linear, setup.expert_modules
+
+
+def _adapted_vision_width(arch: Architecture, setup: TrainSetup) -> int:
+    """Σ (d_in + d_out) over the vision tower's Linears that the module targets reach; once per architecture and
+    targets."""
+    memo = arch.__dict__.setdefault("_adapted_vision_width", {})
+    key = _targets_key(setup)
+    if key not in memo:
+        memo[key] = sum(lin.d_in + lin.d_out for name, lin in _vision_modules(arch) if _targeted(name, lin, setup))
+    return memo[key]
+
+
+def _vision_modules(arch: Architecture) -> tuple[tuple[str, Linear], ...]:
     """(module path, Linear) of every ``nn.Linear`` of the vision tower (each layer's) and projector
-    (``vision.Vision.linears``, paths checked against transformers in tests/test_vision.py)."""
-    for lin in arch.vision_linears():
-        yield lin.path, Linear(lin.name, lin.d_in, lin.d_out, lin.bias)
+    (``vision.Vision.linears``, paths checked against transformers in tests/test_vision.py); listed once per
+    architecture."""
+    cached = arch.__dict__.get("_vision_modules")
+    if cached is None:
+        cached = arch.__dict__["_vision_modules"] = tuple(
+            (lin.path, Linear(lin.name, lin.d_in, lin.d_out, lin.bias)) for lin in arch.vision_linears())
+    return cached
 
 
 def lora_params(arch: Architecture, setup: TrainSetup) -> int:
     """Σ over adapted Linears of r·(d_in + d_out) × instances (PEFT LoRA A: r×d_in, B: d_out×r): the decoder's, and
     the vision tower's that the targets reach (Axolotl's ``lora_target_linear`` collects the Linear names of the whole
     model, and PEFT matches a listed name in every module path that ends with it)."""
-    decoder = sum(setup.lora_r * (lin.d_in + lin.d_out) * lin.count
-                  for lins in lora_targets(arch, setup).values() for lin in lins)
-    vision = sum(setup.lora_r * (lin.d_in + lin.d_out) for name, lin in _vision_modules(arch)
-                 if _targeted(name, lin, setup))
-    return decoder + vision
+    adapted = lora_targets(arch, setup)
+    decoder = sum(setup.lora_r * (lin.d_in + lin.d_out) * lin.count * len(layers)
+                  for layers in layer_groups(arch, setup) for lin in adapted[layers[0]])
+    return decoder + setup.lora_r * _adapted_vision_width(arch, setup)
 
 
 def modules_to_save_params(arch: Architecture, setup: TrainSetup) -> int:
@@ -191,45 +267,79 @@ def unmatched_modules_to_save(arch: Architecture, entries: tuple[str, ...]) -> l
     return [e for e in entries if not any(p.endswith(e) for p in paths)]
 
 
-def named_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
+def named_parameters(arch: Architecture) -> tuple[tuple[str, int], ...]:
     """(HF parameter name, numel) for the decoder, in the family's module paths (``families.Family``): what
     ``unfrozen_parameters`` regexes are matched against. The MLP's routed experts are listed as Linears, which
-    transformers 5 no longer names that way; ``names_checked`` says when the names are the real ones."""
-    f, root, h = arch.layout, arch.decoder_path, arch.hidden_size
-    tensors = ("weight", "bias")[: arch.tensors_per_norm]
+    transformers 5 no longer names that way; ``names_checked`` says when the names are the real ones. Listed once
+    per architecture (``unfrozen_parameters`` and ``lora_modules_to_save`` are matched against them per estimate)."""
+    cached = arch.__dict__.get("_named_parameters")
+    if cached is None:
+        cached = arch.__dict__["_named_parameters"] = tuple(_list_parameters(arch))
+    return cached
+
+
+def _list_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
+    """``named_parameters``, one by one: the embeddings, each layer's (``_layer_parameters`` of its kind, under
+    the layer's path), the final norm and the head."""
+    yield from _embedding_parameters(arch)
+    per_kind = [tuple(_layer_parameters(arch, layers[0])) for layers in arch.kind_layers]
+    for layer, kind in enumerate(arch.layer_kinds):
+        prefix = _layer_prefix(arch, layer)
+        for name, numel in per_kind[kind]:
+            yield f"{prefix}.{name}", numel
+    yield from _output_parameters(arch)
+
+
+def _layer_prefix(arch: Architecture, layer: int) -> str:
+    """The module path of decoder layer ``layer`` (``model.layers.3``)."""
+    return f"{arch.decoder_path}.{arch.layout.layer_path.format(layer=layer)}"
+
+
+def _embedding_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
+    f, root = arch.layout, arch.decoder_path
     yield f"{root}.{f.embed_name}.weight", arch.embedding_params
     if f.position_embed_name:
         yield f"{root}.{f.position_embed_name}.weight", arch.position_embedding_params
-    for layer in range(arch.num_layers):
-        for name, lin in layer_modules(arch, layer):
-            yield f"{name}.weight", lin.count * lin.d_in * lin.d_out
-            if lin.bias:
-                yield f"{name}.bias", lin.count * lin.d_out
-        layer_prefix = f"{root}.{f.layer_path.format(layer=layer)}"
-        attention = f"{layer_prefix}.{f.attention_module}"
-        for shape in arch.mixer_shapes(layer):
-            for name, numel in shape.others:
-                yield f"{layer_prefix}.{shape.module}.{name}", numel
-        has_attention = arch.has_attention(layer)
-        if arch.qk_norm and has_attention:
-            full = arch.qk_norm == "full"
-            yield f"{attention}.{f.qk_norm_names[0]}.weight", arch.q_dim if full else arch.layer_head_dim(layer)
-            yield f"{attention}.{f.qk_norm_names[1]}.weight", arch.kv_dim if full else arch.layer_head_dim(layer)
-        if f.router_scales and arch.is_moe_layer(layer):
-            router = f"{layer_prefix}.{f.router_name.rsplit('.', 1)[0]}"
-            yield f"{router}.scale", h
-            yield f"{router}.per_expert_scale", arch.num_experts
-        if f.expert_score_bias and arch.is_moe_layer(layer):
-            yield f"{layer_prefix}.{f.mlp_module}.{f.expert_score_bias}", arch.num_experts
-        if f.attention_sinks and has_attention:
-            yield f"{attention}.sinks", arch.num_heads
-        for name in arch.activation_param_names if arch.layer_plan(layer).mlp == "dense" else ():
-            yield f"{layer_prefix}.{f.mlp_module}.act_fn.{name}", 1
-        for norm in arch.layer_norm_names(layer):
-            for tensor in tensors:
-                yield f"{root}.{f.layer_path.format(layer=layer)}.{norm}.{tensor}", h
-    for tensor in tensors:
-        yield f"{root}.{f.final_norm_name}.{tensor}", h
+
+
+def _layer_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, int]]:
+    """(parameter name inside the layer, numel) of one decoder layer: its Linears' weights and biases, the other
+    mixers' tensors, the qk-norms, a router's scales, the experts' score bias, attention sinks, a learned
+    activation's scalars, the norms. The same for every layer of one kind (``Architecture.layer_kinds``)."""
+    f, h = arch.layout, arch.hidden_size
+    for name, lin in kind_modules(arch, arch.layer_kinds[layer]):
+        yield f"{name}.weight", lin.count * lin.d_in * lin.d_out
+        if lin.bias:
+            yield f"{name}.bias", lin.count * lin.d_out
+    attention = f.attention_module
+    for shape in arch.mixer_shapes(layer):
+        for name, numel in shape.others:
+            yield f"{shape.module}.{name}", numel
+    has_attention = arch.has_attention(layer)
+    if arch.qk_norm and has_attention:
+        full = arch.qk_norm == "full"
+        yield f"{attention}.{f.qk_norm_names[0]}.weight", arch.q_dim if full else arch.layer_head_dim(layer)
+        yield f"{attention}.{f.qk_norm_names[1]}.weight", arch.kv_dim if full else arch.layer_head_dim(layer)
+    if f.router_scales and arch.is_moe_layer(layer):
+        router = f.router_name.rsplit('.', 1)[0]
+        yield f"{router}.scale", h
+        yield f"{router}.per_expert_scale", arch.num_experts
+    if f.expert_score_bias and arch.is_moe_layer(layer):
+        yield f"{f.mlp_module}.{f.expert_score_bias}", arch.num_experts
+    if f.attention_sinks and has_attention:
+        yield f"{attention}.sinks", arch.num_heads
+    for name in arch.activation_param_names if arch.layer_plan(layer).mlp == "dense" else ():
+        yield f"{f.mlp_module}.act_fn.{name}", 1
+    for norm in arch.layer_norm_names(layer):
+        for tensor in ("weight", "bias")[: arch.tensors_per_norm]:
+            yield f"{norm}.{tensor}", h
+
+
+def _output_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
+    """The final norm's and the head's parameters."""
+    f, h = arch.layout, arch.hidden_size
+    for tensor in ("weight", "bias")[: arch.tensors_per_norm]:
+        yield f"{arch.decoder_path}.{f.final_norm_name}.{tensor}", h
     if arch.num_labels:
         yield f"{arch.head_name}.weight", arch.num_labels * h
         if arch.score_bias:
@@ -260,9 +370,13 @@ def unfrozen_regex(pattern: str) -> re.Pattern[str] | None:
 
 
 def unfrozen_params(arch: Architecture, patterns: tuple[str, ...]) -> int:
-    """Params whose name matches one of Axolotl's ``unfrozen_parameters`` patterns (see ``unfrozen_regex``)."""
-    compiled = [c for c in map(unfrozen_regex, patterns) if c is not None]
-    return sum(n for name, n in named_parameters(arch) if any(c.match(name) for c in compiled))
+    """Params whose name matches one of Axolotl's ``unfrozen_parameters`` patterns (see ``unfrozen_regex``); once per
+    architecture and patterns."""
+    memo = arch.__dict__.setdefault("_unfrozen_params", {})
+    if patterns not in memo:
+        compiled = [c for c in map(unfrozen_regex, patterns) if c is not None]
+        memo[patterns] = sum(n for name, n in named_parameters(arch) if any(c.match(name) for c in compiled))
+    return memo[patterns]
 
 
 def unmatched_unfrozen(arch: Architecture, patterns: tuple[str, ...]) -> list[str]:
@@ -277,15 +391,26 @@ def unmatched_lora_targets(arch: Architecture, targets: tuple[str, ...]) -> list
     layer (PEFT's matching of a list). Every module counts, the containers too (``mlp``, ``self_attn``: PEFT matches
     them and then refuses them for their type, another error), and the norms, embed_tokens and lm_head. A name PEFT
     turns into a routed-expert parameter (``peft_targets.convert_targets``) matches the experts."""
-    paths = module_paths(arch)
-    plain = {_after_index(p) for p in paths}  # a target without an index part matches within what follows the index
-    plain_suffixes = _suffixes(plain)
     moved = set(convert_targets(arch.model_type, targets).moved) if arch.is_moe else set()
-    unmatched = [t for t in targets if t not in moved and (_has_index(t) or t not in plain_suffixes)]
+    unmatched = [t for t in targets if t not in moved and (_has_index(t) or t not in _plain_suffixes(arch))]
     if any(_has_index(t) for t in unmatched):
-        every = _suffixes(paths)
+        every = _suffixes(module_paths(arch))
         return [t for t in unmatched if t not in every]
     return unmatched
+
+
+def _plain_suffixes(arch: Architecture) -> frozenset[str]:
+    """Every ``.``-separated suffix without an index part of every module path: the targets without an index that
+    match something. Such a suffix of a path inside a layer lies after the layer's index, the same in every layer of
+    one kind, so one layer of each kind is read. Built once per architecture."""
+    cached = arch.__dict__.get("_plain_suffixes")
+    if cached is None:
+        paths = {*_outer_paths(arch), *(f"{_layer_prefix(arch, layers[0])}.{path}"
+                                        for layers, kind_paths in zip(arch.kind_layers, _kind_paths(arch))
+                                        for path in kind_paths)}
+        cached = arch.__dict__["_plain_suffixes"] = frozenset(
+            suffix for suffix in _suffixes({_after_index(p) for p in paths}) if not _has_index(suffix))
+    return cached
 
 
 def _has_index(name: str) -> bool:
@@ -323,17 +448,16 @@ def module_paths(arch: Architecture) -> tuple[str, ...]:
     """Every module path a regex ``lora_target_modules`` is matched against (PEFT ``re.fullmatch``): the decoder's
     Linears and containers, its norms, embed_tokens and lm_head, and a vision tower's Linears. Routed experts are the
     one ``experts`` module that holds their 3-D parameters (transformers 5). Built once per architecture (the MEM011
-    checks and every solver estimate with modules_to_save ask for them)."""
+    checks and every solver estimate with modules_to_save ask for them), each layer from its kind's
+    ``_kind_paths``."""
     cached = arch.__dict__.get("_module_paths")
     if cached is None:
-        modules = [(name, lin) for layer in range(arch.num_layers) for name, lin in layer_modules(arch, layer)]
-        experts = {name for name, lin in modules if lin.expert}
-        leaves = [name.rsplit(".", 1)[0] if lin.expert else name for name, lin in modules]
-        leaves += [owner for name, _ in _decoder_params(arch) if (owner := name.rsplit(".", 1)[0]) not in experts]
-        leaves += [name for name, _ in _vision_modules(arch)]
-        cached = tuple(sorted({".".join(parts[:i]) for parts in (p.split(".") for p in leaves)
-                               for i in range(1, len(parts) + 1)}))
-        arch.__dict__["_module_paths"] = cached
+        outer, per_kind = _outer_paths(arch), _kind_paths(arch)
+        paths = set(outer)
+        for layer, kind in enumerate(arch.layer_kinds):
+            prefix = _layer_prefix(arch, layer)
+            paths.update(f"{prefix}.{path}" for path in per_kind[kind])
+        cached = arch.__dict__["_module_paths"] = tuple(sorted(paths))
     return cached
 
 
@@ -350,6 +474,41 @@ def regex_leaf_names(arch: Architecture, pattern: str, old_names: Iterable[str])
     containers = {path.rsplit(".", 1)[0] for layer in range(arch.num_layers) for path, _ in expert_parameters(arch, layer)}
     matched |= {old for old in old_names if any(compiled.fullmatch(f"{c}.{old}") for c in containers)}
     return tuple(sorted(matched))
+
+
+def _outer_paths(arch: Architecture) -> set[str]:
+    """The module paths outside the decoder layers' own modules: the layers' paths and the modules that hold them
+    (``model``, ``model.layers``, ``model.layers.3``), the embeddings, the final norm, the head, the vision
+    tower."""
+    leaves = [_layer_prefix(arch, layer) for layer, kind in enumerate(arch.layer_kinds) if _kind_paths(arch)[kind]]
+    leaves += [name.rsplit(".", 1)[0] for name, _ in (*_embedding_parameters(arch), *_output_parameters(arch))]
+    if arch.tie_word_embeddings:  # the tied lm_head of ``_decoder_params``
+        leaves.append(arch.layout.lm_head_name)
+    leaves += [name for name, _ in _vision_modules(arch)]
+    return _prefixes(leaves)
+
+
+def _kind_paths(arch: Architecture) -> tuple[frozenset[str], ...]:
+    """Per layer kind, the module paths inside one of its layers (``self_attn``, ``self_attn.q_proj``,
+    ``input_layernorm``): its Linears (the routed experts as their ``experts`` module) and the modules that hold its
+    other parameters, with their containers. Built once per architecture."""
+    cached = arch.__dict__.get("_kind_paths")
+    if cached is None:
+        out = []
+        for kind, layers in enumerate(arch.kind_layers):
+            modules = kind_modules(arch, kind)
+            experts = {name for name, lin in modules if lin.expert}
+            leaves = [name.rsplit(".", 1)[0] if lin.expert else name for name, lin in modules]
+            leaves += [owner for name, _ in _layer_parameters(arch, layers[0])
+                       if (owner := name.rpartition(".")[0]) and owner not in experts]
+            out.append(frozenset(_prefixes(leaves)))
+        cached = arch.__dict__["_kind_paths"] = tuple(out)
+    return cached
+
+
+def _prefixes(paths: Iterable[str]) -> set[str]:
+    """Every path and the paths of the modules that hold it (``a.b.c``: ``a``, ``a.b``, ``a.b.c``)."""
+    return {".".join(parts[:i]) for parts in (p.split(".") for p in paths) for i in range(1, len(parts) + 1)}
 
 
 def regex_matches_nothing(arch: Architecture, pattern: str) -> bool:

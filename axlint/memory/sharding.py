@@ -83,9 +83,11 @@ def mixed_share(s: Sharding, dense_share: float, expert_fraction: float) -> floa
 
 
 def _persistent_params(arch: Architecture, threshold: float) -> int:
-    """Σ of the small tensors (norms, qk-norms, biases) with numel ≤ stage3_param_persistence_threshold."""
-    small = sum(n for layer in range(arch.num_layers) for n in arch.small_params_per_layer(layer) if n <= threshold)
-    biases = sum(lin.d_out * lin.count for layer in range(arch.num_layers) for lin in arch.linears(layer)
+    """Σ of the small tensors (norms, qk-norms, biases) with numel ≤ stage3_param_persistence_threshold, one layer of
+    each kind (``Architecture.kind_layers``) times its layers."""
+    small = sum(n * len(layers) for layers in arch.kind_layers for n in arch.small_params_per_layer(layers[0])
+                if n <= threshold)
+    biases = sum(lin.d_out * lin.count * len(layers) for layers in arch.kind_layers for lin in arch.linears(layers[0])
                  if lin.bias and lin.d_out <= threshold)
     return small + biases + (arch.final_norm_params if arch.final_norm_params <= threshold else 0)
 

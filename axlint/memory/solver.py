@@ -251,22 +251,27 @@ def _host_bytes(e: MemoryEstimate) -> float:
     return e.cpu_offload * min(world, C.GPUS_PER_NODE) / world
 
 
-def suggest(facts: RunFacts, arch: Architecture, hw: Hardware, *,
-            margin: float = C.SAFETY_MARGIN, limit: int = 5, expandable_segments: bool = False) -> list[Suggestion]:
+def suggest(facts: RunFacts, arch: Architecture, hw: Hardware, *, margin: float = C.SAFETY_MARGIN, limit: int = 5,
+            expandable_segments: bool = False, base: MemoryEstimate | None = None) -> list[Suggestion]:
     """Ranked edits that make the run fit within (1 − margin) of the GPU: best relative throughput first, then
     fewest edits. A combination is dropped when a subset of its edits already fits at least as fast, or when it
     offloads more to CPU RAM than the host has (`hw.host_memory_gib`, when known).
 
     The throughput of a combination is known before it is estimated, so combinations are tried fastest first and
-    the search stops once ``limit`` suggestions are found and only slower combinations remain."""
-    return _search(facts, read_setup(facts, arch), arch, hw, margin=margin, limit=limit,
-                   expandable_segments=expandable_segments)
+    the search stops once ``limit`` suggestions are found and only slower combinations remain. ``base``: the run's
+    own estimate (``estimate_memory`` with the same ``expandable_segments``) when the caller has it."""
+    setup = base.setup if base is not None else read_setup(facts, arch)
+    return _search(facts, setup, arch, hw, margin=margin, limit=limit, expandable_segments=expandable_segments,
+                   base=base)
 
 
 def _search(facts: RunFacts, setup: TrainSetup, arch: Architecture, hw: Hardware, *, margin: float, limit: int,
-            expandable_segments: bool) -> list[Suggestion]:
+            expandable_segments: bool, base: MemoryEstimate | None = None) -> list[Suggestion]:
+    """``suggest`` from ``setup``, whose estimate ``base`` is when given."""
     evaluating = facts.evaluates
-    base_peak = _peak(estimate_setup(setup, arch, hw, expandable_segments=expandable_segments), evaluating)
+    if base is None:
+        base = estimate_setup(setup, arch, hw, expandable_segments=expandable_segments)
+    base_peak = _peak(base, evaluating)
     budget = hw.memory_gib * C.GIB * (1 - margin)
     host = hw.host_memory_gib * C.GIB if hw.host_memory_gib else None
     knobs = _knobs(facts, setup, arch, evaluating)
@@ -319,12 +324,14 @@ def scale_out(facts: RunFacts, arch: Architecture, hw: Hardware, *, margin: floa
     return None
 
 
-def single_knob_fixes(facts: RunFacts, arch: Architecture, hw: Hardware, *,
-                      margin: float = C.SAFETY_MARGIN) -> dict[Knob, Suggestion]:
+def single_knob_fixes(facts: RunFacts, arch: Architecture, hw: Hardware, *, margin: float = C.SAFETY_MARGIN,
+                      base: MemoryEstimate | None = None) -> dict[Knob, Suggestion]:
     """For each knob, its fastest setting that alone brings the *training* peak within (1 − margin) of the GPU;
-    for the eval batch, the largest eval batch that brings the *eval* peak there."""
-    setup = read_setup(facts, arch)
-    base = estimate_setup(setup, arch, hw)
+    for the eval batch, the largest eval batch that brings the *eval* peak there. ``base``: the run's own estimate
+    (``estimate_memory`` without expandable segments) when the caller has it."""
+    setup = base.setup if base is not None else read_setup(facts, arch)
+    if base is None:
+        base = estimate_setup(setup, arch, hw)
     budget = hw.memory_gib * C.GIB * (1 - margin)
     out: dict[Knob, Suggestion] = {}
     for name, options in _knobs(facts, setup, arch, evaluating=True).items():
@@ -367,17 +374,22 @@ def _relax_options(s: TrainSetup) -> dict[Saver, _Option]:
     return out
 
 
-def relax(facts: RunFacts, arch: Architecture, hw: Hardware, *,
-          margin: float = RELAX_MARGIN) -> dict[Saver, Suggestion]:
+def relax(facts: RunFacts, arch: Architecture, hw: Hardware, *, margin: float = RELAX_MARGIN,
+          base: MemoryEstimate | None = None) -> dict[Saver, Suggestion]:
     """Memory savers the run does not need (ZeRO-3 is dropped to ZeRO-2), each mapped
     to the edit that drops it alone when the run (eval included when it evaluates) still fits within
-    (1 − margin) of the GPU. ``saving_gib`` is then negative: the memory the faster run takes in addition."""
-    setup = read_setup(facts, arch)
+    (1 − margin) of the GPU. ``saving_gib`` is then negative: the memory the faster run takes in addition.
+    ``base``: the run's own estimate (``estimate_memory`` without expandable segments) when the caller has it;
+    nothing is estimated for a run without a saver to drop."""
+    setup = base.setup if base is not None else read_setup(facts, arch)
+    options = _relax_options(setup)
+    if not options:
+        return {}
     evaluating = facts.evaluates
-    base_peak = _peak(estimate_setup(setup, arch, hw), evaluating)
+    base_peak = _peak(base if base is not None else estimate_setup(setup, arch, hw), evaluating)
     budget = hw.memory_gib * C.GIB * (1 - margin)
     out: dict[Saver, Suggestion] = {}
-    for name, option in _relax_options(setup).items():
+    for name, option in options.items():
         e = estimate_setup(_apply(setup, [option]), arch, hw)
         if _peak(e, evaluating) <= budget:
             out[name] = _suggestion([option], e, base_peak, evaluating)
