@@ -307,3 +307,24 @@ def test_liger_glu_backward_writes_its_gradients_in_place():
     assert liger.liger_glu and not hf.liger_glu
     saved = backward_temp_bytes_per_token(L8B, hf, 0) - backward_temp_bytes_per_token(L8B, liger, 0)
     assert saved == 4 * L8B.dense_intermediate_size
+
+
+def test_a_lora_target_that_names_one_layer_adapts_that_layer_only():
+    """PEFT matches a list entry as the end of a module path: `layers.3.self_attn.q_proj` reaches layer 3's q_proj
+    and no other layer's."""
+    from axlint.memory.params import lora_targets
+    from axlint.memory.setup import read_setup
+
+    run = {**BASE, "adapter": "lora", "lora_target_modules": ["layers.3.self_attn.q_proj"]}
+    adapted = lora_targets(L8B, read_setup(facts(run, None, L8B, H100), L8B))
+    assert [layer for layer, lins in adapted.items() if lins] == [3]
+    assert [lin.name for lin in adapted[3]] == ["q_proj"]
+
+
+def test_the_activations_of_a_layer_named_by_a_target_are_its_own():
+    from axlint.memory.activations import per_layer_bytes_per_token
+    from axlint.memory.setup import read_setup
+
+    run = {**BASE, "adapter": "lora", "lora_target_modules": ["layers.3.self_attn.q_proj"]}
+    layers = per_layer_bytes_per_token(L8B, read_setup(facts(run, None, L8B, H100), L8B))
+    assert layers[3] > layers[2] == layers[4]

@@ -56,10 +56,11 @@ def kind_modules(arch: Architecture, kind: int) -> tuple[tuple[str, Linear], ...
 def layer_groups(arch: Architecture, setup: TrainSetup) -> tuple[tuple[int, ...], ...]:
     """Layers of one kind (``Architecture.layer_kinds``) with the same adapters under ``setup``, the groups in the
     order of their first layer: the layers of each kind when the module targets are a list of names (matched in one
-    layer of each kind: ``lora_targets``) and no ``target_parameters`` entry names a layer (such an entry matches
-    the same parameters after each layer's index); else grouped by their adapters, once per architecture and
-    targets (a regex ``lora_target_modules`` or a ``target_parameters`` entry with an index may single out layers)."""
-    if not isinstance(setup.lora_target_modules, str) and not any(map(_has_index, setup.lora_target_parameters)):
+    layer of each kind: ``lora_targets``) and no entry names a layer (a name without an index matches the same
+    modules or parameters after each layer's index); else grouped by their adapters, once per architecture and
+    targets (a regex ``lora_target_modules`` or an entry with an index may single out layers)."""
+    targets = setup.lora_target_modules
+    if not isinstance(targets, str) and not any(map(_has_index, (*targets, *setup.lora_target_parameters))):
         return arch.kind_layers
     memo = arch.__dict__.setdefault("_layer_groups", {})
     key = (_targets_key(setup), setup.lora_target_parameters, bool(setup.adapter))
@@ -184,12 +185,13 @@ def linear_names(arch: Architecture) -> tuple[str, ...]:
 def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linear, ...]]:
     """Layer index -> the Linears of that layer that get a LoRA adapter. A list of names matches the same
     modules in every layer of one kind (``Architecture.kind_layers``: it is matched in the kind's first layer), so
-    only a regex needs every layer's paths. Built once per architecture and targets (the solver's variants of a run
-    keep them)."""
+    only a regex, or a list entry that names a layer (``layers.3.self_attn.q_proj``), needs every layer's paths.
+    Built once per architecture and targets (the solver's variants of a run keep them)."""
     memo = arch.__dict__.setdefault("_lora_targets", {})
     key = _targets_key(setup)
     if key not in memo:
-        if isinstance(setup.lora_target_modules, str):
+        targets = setup.lora_target_modules
+        if isinstance(targets, str) or any(_has_index(t) for t in targets):
             memo[key] = {layer: tuple(lin for name, lin in layer_modules(arch, layer) if _targeted(name, lin, setup))
                          for layer in range(arch.num_layers)}
         else:
