@@ -173,10 +173,11 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
     targets = peft_targets(facts, arch)
     resolved_regex = isinstance(facts.lora.target_modules, str) and bool(targets.modules)
     if targets.moved:
-        notes.append(f"PEFT turns lora_target_modules {', '.join(targets.moved)} into LoRA on the routed experts' 3-D "
-                     f"weights ({', '.join(targets.parameters)}; rank doubled for a fused gate_up_proj; each layer "
-                     f"runs on a merged copy W + BA of them), and the nn.Linear modules of those names (dense layers' "
-                     f"MLPs, shared experts) get no adapter")
+        router = " and the router" if "gate.weight" in targets.moved_to else ""
+        notes.append(f"PEFT turns the LoRA target names {', '.join(targets.moved)} into LoRA on the routed experts' "
+                     f"3-D weights{router} ({', '.join(targets.parameters)}; rank doubled for a fused "
+                     f"gate_up_proj; each layer runs on a merged copy W + BA of them), and the other nn.Linear modules "
+                     f"of those names (dense layers' MLPs, shared experts) get no adapter")
     cp = facts.sharding.mesh.cp
     if cp > 1:
         notes.append(f"context_parallel_size {cp}: each GPU holds 1/{cp} of every sequence; ring attention's "
