@@ -39,13 +39,17 @@ class Architecture:
     raw_config: Mapping[str, Any] = field(default_factory=dict, compare=False)
     num_labels: int | None = None  # None: the causal LM's lm_head (vocab); n: a classification ``score`` head h×n
     score_bias: bool = False
+    memos: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    """Values that other modules derive from this architecture alone (module paths, parameter names, per-kind
+    tables; keyed by name, then by their other arguments), computed once: the catalog builds one Architecture per
+    model and every estimate of a run reads them. ``dataclasses.replace`` starts a variant with none."""
 
     def with_score_head(self, num_labels: int, bias: bool = False) -> "Architecture":
         """The same decoder under a classification head (transformers 5 ``modeling_layers.py``):
         ``GenericForSequenceClassification.score = nn.Linear(h, num_labels, bias=False)``,
         ``GenericForTokenClassification.score = nn.Linear(h, num_labels, bias=token_classification_bias)`` (default
         True). There is no lm_head, so nothing is tied to the embedding. Built once per (num_labels, bias)."""
-        memo = self.__dict__.setdefault("_score_heads", {})
+        memo = self.memos.setdefault("score_heads", {})
         key = (num_labels, bias)
         if key not in memo:
             memo[key] = replace(self, num_labels=num_labels, score_bias=bias)

@@ -37,7 +37,7 @@ def layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]
 def kind_modules(arch: Architecture, kind: int) -> tuple[tuple[str, Linear], ...]:
     """(module path inside the layer, Linear) of the layers of one kind (``Architecture.layer_kinds``): the attention's,
     the other mixers', the MLP's. Built once per architecture and kind."""
-    memo = arch.__dict__.setdefault("_kind_modules", {})
+    memo = arch.memos.setdefault("kind_modules", {})
     if kind not in memo:
         f, layer = arch.layout, arch.kind_layers[kind][0]
         out = [(f"{f.attention_module}.{lin.name}", lin) for lin in arch.attention_linears(layer)]
@@ -62,7 +62,7 @@ def layer_groups(arch: Architecture, setup: TrainSetup) -> tuple[tuple[int, ...]
     targets = setup.lora_target_modules
     if not isinstance(targets, str) and not any(map(_has_index, (*targets, *setup.lora_target_parameters))):
         return arch.kind_layers
-    memo = arch.__dict__.setdefault("_layer_groups", {})
+    memo = arch.memos.setdefault("layer_groups", {})
     key = (_targets_key(setup), setup.lora_target_parameters, bool(setup.adapter))
     if key not in memo:
         adapted = lora_targets(arch, setup)
@@ -106,7 +106,7 @@ def expert_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, Lin
 def _kind_expert_parameters(arch: Architecture, kind: int) -> tuple[tuple[str, Linear], ...]:
     """``expert_parameters`` of the layers of one kind, their paths inside the layer; once per architecture and
     kind."""
-    memo = arch.__dict__.setdefault("_kind_expert_parameters", {})
+    memo = arch.memos.setdefault("kind_expert_parameters", {})
     if kind in memo:
         return memo[kind]
     experts = [(name, lin) for name, lin in kind_modules(arch, kind) if lin.expert]
@@ -173,12 +173,12 @@ def linear_names(arch: Architecture) -> tuple[str, ...]:
     """Axolotl's ``find_all_linear_names`` (0.18.0 loaders/adapter.py): the last name of every ``nn.Linear``
     module path (the vision tower's too), lm_head excepted; what ``lora_target_linear`` hands PEFT. Built once per
     architecture, from one layer of each kind."""
-    cached = arch.__dict__.get("_linear_names")
+    cached = arch.memos.get("linear_names")
     if cached is None:
         names = {path.rsplit(".", 1)[-1] for kind in range(len(arch.kind_layers))
                  for path, lin in kind_modules(arch, kind) if not lin.expert and not lin.router}
         names |= {path.rsplit(".", 1)[-1] for path, _ in _vision_modules(arch)}
-        cached = arch.__dict__["_linear_names"] = tuple(sorted(names - {arch.layout.lm_head_name}))
+        cached = arch.memos["linear_names"] = tuple(sorted(names - {arch.layout.lm_head_name}))
     return cached
 
 
@@ -187,7 +187,7 @@ def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linea
     modules in every layer of one kind (``Architecture.kind_layers``: it is matched in the kind's first layer), so
     only a regex, or a list entry that names a layer (``layers.3.self_attn.q_proj``), needs every layer's paths.
     Built once per architecture and targets (the solver's variants of a run keep them)."""
-    memo = arch.__dict__.setdefault("_lora_targets", {})
+    memo = arch.memos.setdefault("lora_targets", {})
     key = _targets_key(setup)
     if key not in memo:
         targets = setup.lora_target_modules
@@ -209,7 +209,7 @@ def _targets_key(setup: TrainSetup) -> tuple:
 def _adapted_vision_width(arch: Architecture, setup: TrainSetup) -> int:
     """Σ (d_in + d_out) over the vision tower's Linears that the module targets reach; once per architecture and
     targets."""
-    memo = arch.__dict__.setdefault("_adapted_vision_width", {})
+    memo = arch.memos.setdefault("adapted_vision_width", {})
     key = _targets_key(setup)
     if key not in memo:
         memo[key] = sum(lin.d_in + lin.d_out for name, lin in _vision_modules(arch) if _targeted(name, lin, setup))
@@ -220,9 +220,9 @@ def _vision_modules(arch: Architecture) -> tuple[tuple[str, Linear], ...]:
     """(module path, Linear) of every ``nn.Linear`` of the vision tower (each layer's) and projector
     (``vision.Vision.linears``, paths checked against transformers in tests/test_vision.py); listed once per
     architecture."""
-    cached = arch.__dict__.get("_vision_modules")
+    cached = arch.memos.get("vision_modules")
     if cached is None:
-        cached = arch.__dict__["_vision_modules"] = tuple(
+        cached = arch.memos["vision_modules"] = tuple(
             (lin.path, Linear(lin.name, lin.d_in, lin.d_out, lin.bias)) for lin in arch.vision_linears())
     return cached
 
@@ -274,9 +274,9 @@ def named_parameters(arch: Architecture) -> tuple[tuple[str, int], ...]:
     ``unfrozen_parameters`` regexes are matched against. The MLP's routed experts are listed as Linears, which
     transformers 5 no longer names that way; ``names_checked`` says when the names are the real ones. Listed once
     per architecture (``unfrozen_parameters`` and ``lora_modules_to_save`` are matched against them per estimate)."""
-    cached = arch.__dict__.get("_named_parameters")
+    cached = arch.memos.get("named_parameters")
     if cached is None:
-        cached = arch.__dict__["_named_parameters"] = tuple(_list_parameters(arch))
+        cached = arch.memos["named_parameters"] = tuple(_list_parameters(arch))
     return cached
 
 
@@ -374,7 +374,7 @@ def unfrozen_regex(pattern: str) -> re.Pattern[str] | None:
 def unfrozen_params(arch: Architecture, patterns: tuple[str, ...]) -> int:
     """Params whose name matches one of Axolotl's ``unfrozen_parameters`` patterns (see ``unfrozen_regex``); once per
     architecture and patterns."""
-    memo = arch.__dict__.setdefault("_unfrozen_params", {})
+    memo = arch.memos.setdefault("unfrozen_params", {})
     if patterns not in memo:
         compiled = [c for c in map(unfrozen_regex, patterns) if c is not None]
         memo[patterns] = sum(n for name, n in named_parameters(arch) if any(c.match(name) for c in compiled))
@@ -405,12 +405,12 @@ def _plain_suffixes(arch: Architecture) -> frozenset[str]:
     """Every ``.``-separated suffix without an index part of every module path: the targets without an index that
     match something. Such a suffix of a path inside a layer lies after the layer's index, the same in every layer of
     one kind, so one layer of each kind is read. Built once per architecture."""
-    cached = arch.__dict__.get("_plain_suffixes")
+    cached = arch.memos.get("plain_suffixes")
     if cached is None:
         paths = {*_outer_paths(arch), *(f"{_layer_prefix(arch, layers[0])}.{path}"
                                         for layers, kind_paths in zip(arch.kind_layers, _kind_paths(arch))
                                         for path in kind_paths)}
-        cached = arch.__dict__["_plain_suffixes"] = frozenset(
+        cached = arch.memos["plain_suffixes"] = frozenset(
             suffix for suffix in _suffixes({_after_index(p) for p in paths}) if not _has_index(suffix))
     return cached
 
@@ -452,14 +452,14 @@ def module_paths(arch: Architecture) -> tuple[str, ...]:
     one ``experts`` module that holds their 3-D parameters (transformers 5). Built once per architecture (the MEM011
     checks and every solver estimate with modules_to_save ask for them), each layer from its kind's
     ``_kind_paths``."""
-    cached = arch.__dict__.get("_module_paths")
+    cached = arch.memos.get("module_paths")
     if cached is None:
         outer, per_kind = _outer_paths(arch), _kind_paths(arch)
         paths = set(outer)
         for layer, kind in enumerate(arch.layer_kinds):
             prefix = _layer_prefix(arch, layer)
             paths.update(f"{prefix}.{path}" for path in per_kind[kind])
-        cached = arch.__dict__["_module_paths"] = tuple(sorted(paths))
+        cached = arch.memos["module_paths"] = tuple(sorted(paths))
     return cached
 
 
@@ -494,7 +494,7 @@ def _kind_paths(arch: Architecture) -> tuple[frozenset[str], ...]:
     """Per layer kind, the module paths inside one of its layers (``self_attn``, ``self_attn.q_proj``,
     ``input_layernorm``): its Linears (the routed experts as their ``experts`` module) and the modules that hold its
     other parameters, with their containers. Built once per architecture."""
-    cached = arch.__dict__.get("_kind_paths")
+    cached = arch.memos.get("kind_paths")
     if cached is None:
         out = []
         for kind, layers in enumerate(arch.kind_layers):
@@ -504,7 +504,7 @@ def _kind_paths(arch: Architecture) -> tuple[frozenset[str], ...]:
             leaves += [owner for name, _ in _layer_parameters(arch, layers[0])
                        if (owner := name.rpartition(".")[0]) and owner not in experts]
             out.append(frozenset(_prefixes(leaves)))
-        cached = arch.__dict__["_kind_paths"] = tuple(out)
+        cached = arch.memos["kind_paths"] = tuple(out)
     return cached
 
 

@@ -150,7 +150,7 @@ def prequantized_bytes(arch: Architecture, setup: TrainSetup, q: Prequantized) -
     pattern keeps its module in the load dtype; routers that are not ``nn.Linear`` (``Linear.router``), biases,
     norms, embeddings and the vision tower in the load dtype; lm_head converted only when ``q.lm_head`` and no
     pattern keeps it. Computed once per (architecture, format, load dtype)."""
-    memo = arch.__dict__.setdefault("_prequantized_bytes", {})
+    memo = arch.memos.setdefault("prequantized_bytes", {})
     key = (q, setup.param_bytes)
     if key in memo:
         return memo[key]
