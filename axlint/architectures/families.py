@@ -83,6 +83,9 @@ class Family:
     routing bias (E values) registered as a parameter at this name in the MoE block. ``remote_linear_experts``: the
     modelling code the published repository ships (config.json's ``auto_map``, run under ``trust_remote_code``)
     builds the routed experts as per-expert ``nn.Linear`` modules, which a 4/8-bit load quantizes.
+    ``legacy_multi_query``: (the config.json key of a family's newer layout, the key of its older multi-query flag):
+    while the first is off, a layer has one kv head when the second holds (by default it does) and one per query
+    head otherwise (Falcon's ``new_decoder_architecture`` / ``multi_query``).
     """
 
     attention: Attention = "split"
@@ -126,6 +129,7 @@ class Family:
     moe_norm_names: tuple[str, ...] = ()
     router_scales: bool = False
     unsized_when: tuple[tuple[str, Any], ...] = ()
+    legacy_multi_query: tuple[str, str] | None = None
     layer_plan: str | None = None
     expert_mlp: Literal["gated", "plain"] = "gated"
     shared_width_key: str | None = None
@@ -180,6 +184,7 @@ FAMILIES: dict[str, Family] = {
                      o_bias=("bias", False), mlp="plain", mlp_names=("dense_h_to_4h", "dense_4h_to_h"),
                      mlp_bias=("bias", False), norm="layernorm", norm_names=NORM_NAMES[:1],
                      extra_norm_key="new_decoder_architecture", extra_norm_names=("ln_attn", "ln_mlp"),
+                     legacy_multi_query=("new_decoder_architecture", "multi_query"),
                      root="transformer", embed_name="word_embeddings",
                      layer_path="h.{layer}", attention_module="self_attention", final_norm_name="ln_f"),
     "gpt_neox": Family(attention="fused_qkv", attention_names=_FUSED_QKV, qkv_bias=("attention_bias", True),

@@ -181,8 +181,9 @@ class Architecture:
 
     @cached_property
     def num_kv_heads(self) -> int:
-        if self.decoder_type == "falcon" and not self.config.get("new_decoder_architecture"):
-            return 1 if self.config.get("multi_query", True) else self.num_heads
+        legacy = self.layout.legacy_multi_query
+        if legacy and not self.config.get(legacy[0]):
+            return 1 if self.config.get(legacy[1], True) else self.num_heads
         return int(self._get("num_key_value_heads", "num_kv_heads", "kv_n_heads", default=self.num_heads))
 
     @cached_property
