@@ -57,7 +57,7 @@ from axlint.memory.overhead import (
 )
 from axlint.memory.params import trainable
 from axlint.memory.setup import TrainSetup, read_setup
-from axlint.memory.tensor_parallel import per_rank, unsupported
+from axlint.memory.tensor_parallel import rank_of
 from axlint.memory.sharding import (
     buffer_bytes,
     cpu_offload_bytes,
@@ -154,7 +154,7 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     """The estimate for an already-normalised TrainSetup (the solver varies the setup and calls this). Under a
     classification head (``setup.head``) the model is the decoder with a ``score`` head in place of lm_head."""
     model = head_architecture(arch, setup)
-    arch = tensor_parallel_rank(model, setup)
+    arch = rank_of(model, setup.sharding)
     notes = list(setup.assumptions)
     if arch is not model:
         notes.append(f"tensor_parallel_size {setup.sharding.mesh.tp}: each GPU holds 1/{setup.sharding.mesh.tp} of the "
@@ -218,16 +218,6 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         cpu_offload=cpu_offload_bytes(setup, weight_bytes(model, setup, whole), optimizer_state_bytes(setup, whole, spec),
                                       master_weight_bytes(setup, whole), whole.total),
         trainable_params=whole.total, assumptions=tuple(notes))
-
-
-def tensor_parallel_rank(model: Architecture, setup: TrainSetup) -> Architecture:
-    """What one GPU holds of ``model`` under tensor parallelism (``tensor_parallel.per_rank``); the model itself
-    without it, under DeepSpeed, or for a model whose split axlint does not know (MEM010 says so)."""
-    s = setup.sharding
-    tp = s.mesh.tp
-    if tp == 1 or s.kind is ShardingKind.DEEPSPEED or unsupported(model, tp):
-        return model
-    return per_rank(model, tp)
 
 
 def head_architecture(arch: Architecture, setup: TrainSetup) -> Architecture:

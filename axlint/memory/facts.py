@@ -117,15 +117,12 @@ def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Archite
     """The settings of the run that the memory model does not cover: `key: value` -> what it does. Tensor
     parallelism of a model outside ``tensor_parallel.TP_FAMILIES`` or under DeepSpeed (AutoTP), and expert
     parallelism under DeepSpeed (which Axolotl's expert-parallel plugin does not compose with) are among them."""
-    from axlint.memory.tensor_parallel import unsupported
+    from axlint.memory import tensor_parallel
 
     found: dict[str, str] = {}
-    tp = sharding.mesh.tp
-    if tp > 1:
-        why = "splits every layer over GPUs with DeepSpeed's AutoTP" if sharding.kind is ShardingKind.DEEPSPEED \
-            else unsupported(arch, tp)
-        if why:
-            found[f"tensor_parallel_size: {tp}"] = why
+    why = tensor_parallel.not_modelled(arch, sharding)
+    if why:
+        found[f"tensor_parallel_size: {sharding.mesh.tp}"] = why
     if sharding.mesh.ep > 1 and sharding.kind is ShardingKind.DEEPSPEED:
         found[f"expert_parallel_size: {sharding.mesh.ep}"] = "splits the experts over GPUs, beside DeepSpeed"
     return found | {f"{k}: true": why for k, why in NOT_MODELLED_FLAGS.items() if config.get(k) is True}

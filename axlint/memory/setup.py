@@ -107,7 +107,7 @@ def remote_modeling(facts: RunFacts, arch: Architecture) -> bool:
 def remote_linear_experts(facts: RunFacts, arch: Architecture) -> bool:
     """A 4/8-bit run under ``trust_remote_code`` of a model whose repository's own code (``auto_map``) builds its
     routed experts as ``nn.Linear`` modules (``Family.remote_linear_experts``): bitsandbytes quantizes them."""
-    return bool(facts.remote_code and facts.quantization.value and arch.expert_params and arch.remote_modeling
+    return bool(remote_modeling(facts, arch) and facts.quantization.value and arch.expert_params
                 and arch.layout.remote_linear_experts)
 
 

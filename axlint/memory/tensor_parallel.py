@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from axlint.architectures import Architecture
+from axlint.facts import Sharding, ShardingKind
 
 TP_FAMILIES = frozenset({"llama", "mistral", "granite", "qwen2", "qwen3", "olmo", "cohere", "cohere2", "gemma",
                          "gemma2", "gemma3_text", "seed_oss", "exaone4", "ministral3"})
@@ -33,6 +34,24 @@ def unsupported(arch: Architecture, tp: int) -> str | None:
              "intermediate_size": arch.intermediate_size}
     uneven = [f"{key} {value}" for key, value in sizes.items() if value % tp]
     return f"splits every layer over GPUs, and {', '.join(uneven)} is not a multiple of it" if uneven else None
+
+
+def not_modelled(arch: Architecture, sharding: Sharding) -> str | None:
+    """Why the tensor parallelism of a run is left out of the estimate (MEM010 says it), None when it is modelled or
+    absent: DeepSpeed's AutoTP, or ``unsupported``."""
+    tp = sharding.mesh.tp
+    if tp == 1:
+        return None
+    if sharding.kind is ShardingKind.DEEPSPEED:
+        return "splits every layer over GPUs with DeepSpeed's AutoTP"
+    return unsupported(arch, tp)
+
+
+def rank_of(model: Architecture, sharding: Sharding) -> Architecture:
+    """What one GPU holds of ``model`` (``per_rank``); the model itself without tensor parallelism or where it is not
+    modelled."""
+    tp = sharding.mesh.tp
+    return model if tp == 1 or not_modelled(model, sharding) else per_rank(model, tp)
 
 
 def per_rank(arch: Architecture, tp: int) -> Architecture:
