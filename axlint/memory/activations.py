@@ -145,22 +145,22 @@ def _group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linea
     return once + len(mine) * per_reader * width + len(mine) * C.BF16 * setup.lora_r
 
 
-def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = ()) -> float:
-    """Σ over the layer's input groups (see ``_group_bytes``); the attention output of sdpa / flash is kept by the
-    kernel itself (not so the gated output of an ``attention_gate`` family, a product of its own)."""
+def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = (),
+                only: frozenset[Linear] | None = None) -> float:
+    """Σ over the layer's input groups (see ``_group_bytes``), or over those read by the Linears of ``only`` alone;
+    the attention output of sdpa / flash is kept by the kernel itself (not so the gated output of an
+    ``attention_gate`` family, a product of its own)."""
     kernel_keeps_output = setup.attention != "eager" and not arch.layout.attention_gate
     return sum(_group_bytes(width, consumers, adapted, kernel_keeps_output and consumers[0].name in _O_NAMES, setup)
-               for width, consumers in input_groups(arch, layer) if consumers)
+               for width, consumers in input_groups(arch, layer)
+               if consumers and (only is None or set(consumers) <= only))
 
 
 def mlp_part_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = ()) -> float:
     """What the MLP alone keeps per token: its internals (``mlp_bytes``) and the input groups read by its Linears
     only (the down projection's, and its norm output's unless it is shared with the attention)."""
-    mlp = {lin for lin in arch.mlp_linears(layer) if not lin.expert}
-    kernel_keeps_output = setup.attention != "eager" and not arch.layout.attention_gate
-    groups = sum(_group_bytes(width, consumers, adapted, kernel_keeps_output and consumers[0].name in _O_NAMES, setup)
-                 for width, consumers in input_groups(arch, layer) if consumers and set(consumers) <= mlp)
-    return mlp_bytes(arch, setup, layer) + groups
+    mlp = frozenset(lin for lin in arch.mlp_linears(layer) if not lin.expert)
+    return mlp_bytes(arch, setup, layer) + input_bytes(arch, setup, layer, adapted, only=mlp)
 
 
 def tiled(arch: Architecture, setup: TrainSetup, layer: int) -> bool:
