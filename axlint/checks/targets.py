@@ -94,13 +94,12 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 def _converted(run: TrainingRun) -> "tuple[PeftTargets, tuple[str, ...]] | None":
     """What PEFT makes of the run's LoRA targets (``memory.setup.peft_targets``) and the explicit list, for a LoRA
-    run on a MoE model that transformers' own code builds; None otherwise."""
-    from axlint.memory.setup import peft_targets, remote_modeling
+    run on a model whose architecture axlint knows (``peft_targets`` leaves the targets as written where PEFT does);
+    None otherwise."""
+    from axlint.memory.setup import peft_targets
 
     arch, facts = run.arch, run.facts
     if run.axolotl is None or arch is None or arch.family is None or facts.adapter.value not in ("lora", "qlora"):
-        return None
-    if not arch.is_moe or remote_modeling(facts, arch):
         return None
     written = facts.lora.target_modules
     return peft_targets(facts, arch), written if isinstance(written, tuple) else ()
@@ -114,7 +113,8 @@ def half_fused_pair(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if found is None or not found[0].half_pair:
         return
     targets, written = found
-    entry = next(t for t, p in zip(targets.moved, targets.moved_to) if p == "gate_up_proj" and t in written)
+    halves = [t for t, p in zip(targets.moved, targets.moved_to) if p == "gate_up_proj" and t in written]
+    entry = halves[0] if halves else str(run.facts.lora.target_modules)  # a regex: on the string itself
     hit = _where(run, "lora_target_modules", entry)
     hit.args = {"entry": entry, "model": run.arch.model_id, "error": targets.half_pair}
     yield hit
