@@ -124,7 +124,8 @@ def half_fused_pair(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 def targets_moved_to_experts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A target name that PEFT turns into LoRA on the routed experts (``memory.peft_targets``) while the model also
     has ``nn.Linear`` modules of that name (a dense layer's MLP, a shared expert): those get no adapter. On the
-    entry of `lora_target_modules`, or on `lora_target_linear` when Axolotl's list of Linear names brought it."""
+    entry of `lora_target_modules` (on a regular expression, which PEFT resolves to such names), or on
+    `lora_target_linear` when Axolotl's list of Linear names brought it."""
     from axlint.memory.params import module_paths
 
     found = _converted(run)
@@ -140,8 +141,9 @@ def targets_moved_to_experts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         if not lost:
             continue
         where = f"{lost[0]}" + (f" and {len(lost) - 1} more" if len(lost) > 1 else "")
-        if entry in written:
-            hit = _where(run, "lora_target_modules", entry)
+        regex = run.facts.lora.target_modules if isinstance(run.facts.lora.target_modules, str) else None
+        if entry in written or (regex and not run.facts.lora.target_linear):
+            hit = _where(run, "lora_target_modules", entry if entry in written else regex)
             key = "lora_target_modules"
         else:
             hit = Hit(run.axolotl, run.axolotl.span(("lora_target_linear",), "key"), {})
