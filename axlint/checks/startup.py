@@ -391,6 +391,8 @@ def parallel_layout(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     raw = _raw(run)
     if raw is None or run.world_size_assumed or not run.facts.sharding.mesh_problem:
         return
-    key = next(k for k in PARALLEL_KEYS if is_int(raw.get(k)) and raw[k] > 1)
+    key = next((k for k in PARALLEL_KEYS if is_int(raw.get(k)) and raw[k] > 1), None)
+    if key is None:  # a size written as a string ("2"): the schema rules speak of it
+        return
     yield ax_hit(run, (key,), "value", key=key, value=raw[key], world=run.world_size,
                  problem=run.facts.sharding.mesh_problem)
