@@ -18,7 +18,11 @@ Trainer runs under Axolotl:
   the CPU composite that keeps a noise tensor in the input's dtype.
 The per-GPU numbers then apply what one process cannot show:
 - DeepSpeed mixed precision keeps fp32 optimizer states and an fp32 master copy of the trainable weights;
-- ZeRO divides optimizer states (stage ≥ 1), gradients (≥ 2) and parameters (3) by the data-parallel size;
+- each state's share on one GPU is the analytic model's (`axlint.memory.sharding`): ZeRO / FSDP divide optimizer
+  states and master weights (stage ≥ 1), gradients (≥ 2) and parameters (3) by the ranks that shard them, and a
+  CPU-offloaded state (optimizer, its gradients, offloaded parameters) leaves the GPU; the buffers sharding adds
+  (gathered units, reduce buckets, DDP's gradient buckets: `sharding.buffer_bytes`) are added as
+  "sharding_buffers", since one process cannot show them;
 - QLoRA stores the frozen decoder linears in NF4 with double quantization (≈ 4.127 bits per weight);
 - 8-bit (and other non-torch) optimizer states, their number × bytes per trainable weight, are live at every moment
   after the first step, so they are added to the peak the stateless step found; a paged optimizer's states are
@@ -27,13 +31,16 @@ torch, transformers and peft are imported inside functions only.
 """
 from __future__ import annotations
 
+import math
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from axlint.facts import RunFacts, ShardingKind
+from axlint.facts import RunFacts, Sharding, ShardingKind
 from axlint.memory import constants as C
+from axlint.memory.setup import read_setup
+from axlint.memory.sharding import buffer_bytes, gradient_share, gradients_offloaded, optimizer_share, weight_share
 from axlint.memory.states import optimizer_spec
 from axlint.training.model import (
     build_model,
@@ -86,14 +93,13 @@ class SimulationResult:
         }
 
 
-def shard(process: Mapping[str, int], stage: int, world: int) -> dict[str, int]:
-    """Per-GPU bytes under ZeRO: optimizer states and master weights ÷N from stage 1, gradients from 2, parameters at 3."""
-    out = dict(process)
-    divided = {"optimizer_states": 1, "master_weights": 1, "gradients": 2, "parameters": 3}
-    for key, from_stage in divided.items():
-        if stage >= from_stage and key in out:
-            out[key] = -(-out[key] // world)
-    return out
+def per_gpu(process: Mapping[str, int], sharding: Sharding) -> dict[str, int]:
+    """What one GPU keeps of the one process's states: parameters × ``weight_share``, gradients ×
+    ``gradient_share``, optimizer states and fp32 master weights × ``optimizer_share`` (axlint.memory.sharding: ÷ the
+    ranks that shard them, 0 when offloaded to CPU RAM); activations and buffers stay whole."""
+    shares = {"parameters": weight_share(sharding), "gradients": gradient_share(sharding),
+              "optimizer_states": optimizer_share(sharding), "master_weights": optimizer_share(sharding)}
+    return {key: math.ceil(value * shares[key]) if key in shares else value for key, value in process.items()}
 
 
 def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> SimulationResult:
@@ -148,13 +154,29 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
         process["parameters"] -= _quantization_savings(model, QUANTIZED_BYTES[spec.quantization])
         notes.append(f"frozen decoder linears counted in {QUANTIZED_NAMES[spec.quantization]} "
                      "(bitsandbytes is CUDA-only)")
-    if stage and world > 1:
-        how = f"ZeRO-{stage}" if deepspeed else {3: "FSDP full-shard", 2: "FSDP shard-grad-op"}.get(stage, "FSDP")
-        notes.append(f"{how} sharding over {world} ranks applied analytically")
+    gpu = per_gpu(process, facts.sharding)
+    gpu["sharding_buffers"] = int(buffer_bytes(arch, read_setup(facts, arch), gpu["gradients"]))
+    notes += sharding_notes(facts.sharding, gpu["sharding_buffers"])
     return SimulationResult(
         model_type=arch.model_type, parameters=total, trainable_parameters=trainable, tokens=spec.tokens,
         attn_implementation=attn, zero_stage=stage, world_size=world, process_bytes=process,
-        per_gpu_bytes=shard(process, stage, world), seconds=time.perf_counter() - start, notes=notes)
+        per_gpu_bytes=gpu, seconds=time.perf_counter() - start, notes=notes)
+
+
+def sharding_notes(sharding: Sharding, buffers: int) -> list[str]:
+    """What the per-GPU figures take from the analytic model rather than from the simulated process."""
+    s, notes = sharding, []
+    if s.stage and s.world > 1:
+        how = f"ZeRO-{s.stage}" if s.kind is ShardingKind.DEEPSPEED \
+            else {3: "FSDP full-shard", 2: "FSDP shard-grad-op"}.get(s.stage, "FSDP")
+        notes.append(f"{how} sharding over {s.state_ranks} ranks applied analytically")
+    moved = [name for name, gone in (("optimizer states", s.offload_optimizer), ("gradients", gradients_offloaded(s)),
+                                     ("parameters", weight_share(s) == 0)) if gone]
+    if moved:
+        notes.append(f"CPU offload: the {', '.join(moved)} live in CPU RAM and are left out of the GPU figures")
+    if buffers:
+        notes.append(f"sharding buffers added from the analytic model: {buffers / 2**30:.2f} GiB")
+    return notes
 
 
 def adamw_flavour(optimizer: str) -> dict[str, bool]:

@@ -6,12 +6,14 @@ from typing import Any
 
 import pytest
 
-from axlint.simulate import shard, simulate
+from axlint.architectures import Architecture
+from axlint.facts import Sharding, ShardingKind
+from axlint.simulate import per_gpu, simulate
 from tests.resolved import facts
 
 TINY = {"hidden_size": 256, "intermediate_size": 768, "num_hidden_layers": 4, "num_attention_heads": 8,
         "num_key_value_heads": 2, "vocab_size": 4096, "max_position_embeddings": 4096, "tie_word_embeddings": False}
-ARCH = SimpleNamespace(model_type="llama", config=TINY, build_config=TINY)
+ARCH = Architecture("tiny-llama", "model-config", "llama", TINY)
 
 
 def run(**overrides: Any) -> Any:
@@ -51,9 +53,23 @@ def test_flash_attention_is_simulated_with_sdpa() -> None:
 def test_zero_sharding_divides_model_states() -> None:
     process = {"parameters": 800, "gradients": 800, "optimizer_states": 1600, "master_weights": 800,
                "activations": 100}
-    assert shard(process, 3, 8) == {"parameters": 100, "gradients": 100, "optimizer_states": 200,
-                                    "master_weights": 100, "activations": 100}
-    assert shard(process, 2, 8)["parameters"] == 800 and shard(process, 1, 8)["gradients"] == 800
+    zero = [Sharding(ShardingKind.DEEPSPEED, stage, 8) for stage in (3, 2, 1)]
+    assert per_gpu(process, zero[0]) == {"parameters": 100, "gradients": 100, "optimizer_states": 200,
+                                         "master_weights": 100, "activations": 100}
+    assert per_gpu(process, zero[1])["parameters"] == 800 and per_gpu(process, zero[2])["gradients"] == 800
+
+
+def test_offloaded_states_leave_the_gpu() -> None:
+    """FSDP CPU offload moves parameters, gradients and optimizer states to CPU RAM; ZeRO-2 with offload_optimizer
+    the optimizer states, master weights and gradient partitions, keeping the bf16 weights whole."""
+    process = {"parameters": 800, "gradients": 800, "optimizer_states": 1600, "master_weights": 800,
+               "activations": 100}
+    fsdp = Sharding(ShardingKind.FSDP, 3, 8, offload_optimizer=True, offload_param=True)
+    assert per_gpu(process, fsdp) == {"parameters": 0, "gradients": 0, "optimizer_states": 0, "master_weights": 0,
+                                      "activations": 100}
+    zero2 = Sharding(ShardingKind.DEEPSPEED, 2, 8, offload_optimizer=True)
+    assert per_gpu(process, zero2) == {"parameters": 800, "gradients": 0, "optimizer_states": 0,
+                                       "master_weights": 0, "activations": 100}
 
 
 def test_deepspeed_mixed_precision_and_zero3() -> None:
@@ -65,6 +81,22 @@ def test_deepspeed_mixed_precision_and_zero3() -> None:
     assert result.process_bytes["master_weights"] == 4 * n
     assert result.process_bytes["optimizer_states"] == pytest.approx(8 * n, rel=1e-3)
     assert result.per_gpu_bytes["parameters"] == result.process_bytes["parameters"] // 4
+    assert result.per_gpu_bytes["sharding_buffers"] > 0
+
+
+def test_fsdp_cpu_offload_keeps_only_the_gathered_units_on_the_gpu() -> None:
+    """FSDP full shard with CPU offload over 4 GPUs: no parameter, gradient or optimizer state stays on the GPU; the
+    gathered root unit (embedding + lm_head) and three decoder layers (two gathered, one's gradients) do, in bf16."""
+    config = {"micro_batch_size": 1, "sequence_len": 256, "bf16": True, "optimizer": "adamw_torch_fused",
+              "fsdp": ["full_shard", "auto_wrap"], "fsdp_config": {"fsdp_offload_params": True}}
+    hw = SimpleNamespace(count=4)
+    result = simulate(facts(config, None, ARCH, hw), ARCH, hw)
+    h, i, v = TINY["hidden_size"], TINY["intermediate_size"], TINY["vocab_size"]
+    layer = 2 * h * h + 2 * h * 64 + 3 * h * i + 2 * h  # q, o; k, v (2 kv heads of 32); gate, up, down; 2 norms
+    assert {k: result.per_gpu_bytes[k] for k in ("parameters", "gradients", "optimizer_states")} == \
+        {"parameters": 0, "gradients": 0, "optimizer_states": 0}
+    assert result.per_gpu_bytes["sharding_buffers"] == 2 * (2 * v * h + 3 * layer)
+    assert any("CPU offload" in note for note in result.notes)
 
 
 def test_sdpa_runs_without_an_explicit_mask() -> None:
