@@ -306,8 +306,9 @@ def _embedding_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
 
 def _layer_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, int]]:
     """(parameter name inside the layer, numel) of one decoder layer: its Linears' weights and biases, the other
-    mixers' tensors, the qk-norms, a router's scales, the experts' score bias, attention sinks, a learned
-    activation's scalars, the norms. The same for every layer of one kind (``Architecture.layer_kinds``)."""
+    mixers' tensors, the qk-norms, a router's scales, the experts' score bias, attention sinks, MLA's latent norms
+    (q_a_layernorm, kv_a_layernorm), a learned activation's scalars, the norms. The same for every layer of one
+    kind (``Architecture.layer_kinds``)."""
     f, h = arch.layout, arch.hidden_size
     for name, lin in kind_modules(arch, arch.layer_kinds[layer]):
         yield f"{name}.weight", lin.count * lin.d_in * lin.d_out
@@ -330,6 +331,10 @@ def _layer_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, int
         yield f"{f.mlp_module}.{f.expert_score_bias}", arch.num_experts
     if f.attention_sinks and has_attention:
         yield f"{attention}.sinks", arch.num_heads
+    if arch.is_mla and has_attention:  # DeepSeek's low-rank attention: RMSNorms over its two latents
+        if arch.config.get("q_lora_rank"):
+            yield f"{attention}.q_a_layernorm.weight", int(arch.config["q_lora_rank"])
+        yield f"{attention}.kv_a_layernorm.weight", int(arch.config["kv_lora_rank"])
     for name in arch.activation_param_names if arch.layer_plan(layer).mlp == "dense" else ():
         yield f"{f.mlp_module}.act_fn.{name}", 1
     for norm in arch.layer_norm_names(layer):
