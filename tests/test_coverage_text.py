@@ -1,5 +1,5 @@
-"""The text group's catalog entries (Nemotron 3 Super, Falcon-H1-34B, Olmo 3 7B) against transformers 5.24 and the
-vendored Axolotl corpus.
+"""The text group's catalog entries (Nemotron 3 Super, Falcon-H1-34B, Olmo 3 7B, Hunyuan-0.5B, Qwen3-4B-Instruct-2507
+with its fine-tune Plano-Orchestrator-4B) against transformers 5.24 and the vendored Axolotl corpus.
 
 Each entry is read from a copy of the model's published config.json (its ``source``). transformers builds the model
 from the entry on the meta device (no memory, no weights) and axlint's count must equal its ``numel`` sum; where the
@@ -28,6 +28,8 @@ TOTALS = [
     ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16", 120_668_687_360, 12_770_216_960),
     ("tiiuae/Falcon-H1-34B-Instruct", 33_642_516_224, 33_642_516_224),  # computed (published: 34B)
     ("allenai/Olmo-3-7B-Instruct-SFT", 7_298_011_136, 7_298_011_136),  # published (Hub total of Olmo-3-7B-Think)
+    ("tencent/Hunyuan-0.5B-Instruct", 539_010_048, 539_010_048),  # computed (published: 0.5B)
+    ("Qwen/Qwen3-4B-Instruct-2507", 4_022_468_096, 4_022_468_096),  # published
 ]
 
 
@@ -94,8 +96,18 @@ def test_falcon_h1_34b_mamba_and_alias() -> None:
     assert arch.kv_dim == 4 * 128
 
 
+def test_plano_orchestrator_is_qwen3_4b_instruct_2507() -> None:
+    """Plano-Orchestrator-4B's card names Qwen/Qwen3-4B-Instruct-2507 as its base: it resolves there, as a listed
+    fine-tune, to Qwen3-4B's layer (head-wise q/k norms) with the output tied to the embedding."""
+    entry = catalog_lookup("katanemo/Plano-Orchestrator-4B")
+    assert entry["id"] == "Qwen/Qwen3-4B-Instruct-2507"
+    arch = resolve_architecture("katanemo/Plano-Orchestrator-4B")
+    assert arch.qk_norm == "head" and arch.tie_word_embeddings and arch.lm_head_params == 0
+
+
 @pytest.mark.parametrize("config", ["falcon-h1/falcon-h1-34b-qlora.yaml", "nemotron-h/120b-a12b-qlora.yaml",
-                                    "olmo3/olmo3-7b-qlora.yaml"])
+                                    "olmo3/olmo3-7b-qlora.yaml", "hunyuan/hunyuan-v1-dense-qlora.yaml",
+                                    "plano/plano-4b-qlora.yaml"])
 def test_corpus_configs_are_covered(config: str) -> None:
     """The vendored Axolotl examples that name these models get a full memory verdict
     (benchmarks/memory/coverage.py ``classify``, loaded from its file: the name ``coverage`` is coverage.py's)."""
