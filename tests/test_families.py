@@ -187,7 +187,8 @@ def _meta_model(config: Any) -> Any:
 
 
 def test_every_family_row_has_a_model_built_here():
-    assert set(CONFIGS) == set(FAMILIES)
+    """Rows read from a checkpoint's own modelling code (``remote_code``) are proven in test_coverage_remote.py."""
+    assert set(CONFIGS) == {t for t, row in FAMILIES.items() if not row.remote_code}
 
 
 @pytest.mark.parametrize("model_type, fields",

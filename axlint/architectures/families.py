@@ -29,6 +29,20 @@ NORM_NAMES = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_la
 
 
 @dataclass(frozen=True)
+class MtpLayers:
+    """Multi-token-prediction layers that a checkpoint's own modelling code builds beside the decoder, at
+    ``<root>.<module>.N``, as many as config.json's ``count_key``: each the family's decoder layer (its attention, MLP
+    and two norms), a bias-free ``proj_name`` Linear (2h -> h) over the concatenated hidden state and token embedding,
+    and the norms ``norm_names``. They are loaded and held with the model, but the causal LM's forward does not run
+    them: they hold no activations and get no gradient."""
+
+    count_key: str
+    module: str
+    proj_name: str
+    norm_names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Family:
     """The layout of one decoder layer and the names of its modules.
 
@@ -86,6 +100,15 @@ class Family:
     ``legacy_multi_query``: (the config.json key of a family's newer layout, the key of its older multi-query flag):
     while the first is off, a layer has one kv head when the second holds (by default it does) and one per query
     head otherwise (Falcon's ``new_decoder_architecture`` / ``multi_query``).
+
+    Remote-code families (``remote_code``): transformers has no model of the type; the checkpoint's own modelling
+    code (config.json's ``auto_map``, run under ``trust_remote_code``) is the layout, read from the published source
+    and proven against the published checkpoint's totals in tests/test_coverage_remote.py. ``mlp_width_divisor``: the
+    dense MLP's gate and up projections are config.json's intermediate_size divided by this wide (Qwen (1)'s
+    ``QWenMLP``: ``intermediate_size // 2``). ``requires``: (key, value) pairs config.json must hold for the row to
+    lay the decoder out (a missing key does not hold); otherwise the decoder is one axlint cannot size (BTLM with
+    learned positions instead of ALiBi). ``mtp``: multi-token-prediction layers built beside the decoder
+    (``MtpLayers``).
     """
 
     attention: Attention = "split"
@@ -140,6 +163,10 @@ class Family:
     gate_linear: str | None = None
     expert_score_bias: str | None = None
     remote_linear_experts: bool = False
+    remote_code: bool = False
+    mlp_width_divisor: int = 1
+    requires: tuple[tuple[str, Any], ...] = ()
+    mtp: MtpLayers | None = None
 
 
 def flag(value: Flag, config: Mapping[str, Any]) -> bool:
@@ -386,6 +413,34 @@ FAMILIES: dict[str, Family] = {
     # KimiBlockSparseMLP (w1 / w2 / w3 nn.Linear): under trust_remote_code a 4/8-bit load quantizes them.
     "kimi_linear": Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False),
                           layer_plan="kimi_linear", remote_linear_experts=True),
+    # Qwen (1) (remote code only): the checkpoint's modeling_qwen.py (Qwen/Qwen-7B, auto_map
+    # modeling_qwen.QWenLMHeadModel). transformer.wte; transformer.h.N: ln_1 / ln_2 (RMSNorm), attn.c_attn (h -> 3 x
+    # kv_channels x heads, nn.Linear's default bias: always biased), attn.c_proj (a bias unless no_bias), mlp.w1 /
+    # mlp.w2 (h -> intermediate_size // 2 each; c_proj(w1(x) * silu(w2(x))): w2 is the gate) and mlp.c_proj (no bias
+    # with no_bias); transformer.ln_f; an untied lm_head. Every published Qwen (1) config.json sets no_bias.
+    "qwen": Family(attention="fused_qkv", attention_names=("c_attn", "c_proj"), qkv_bias=True, o_bias=False,
+                   mlp_names=("w2", "w1", "c_proj"), mlp_bias=False, mlp_width_divisor=2, norm_names=("ln_1", "ln_2"),
+                   config_aliases=(("kv_channels", "head_dim"),), root="transformer", embed_name="wte",
+                   layer_path="h.{layer}", attention_module="attn", final_norm_name="ln_f", remote_code=True,
+                   requires=(("no_bias", True),)),
+    # BTLM (remote code only): the checkpoint's modeling_btlm.py (cerebras/btlm-3b-8k-base, auto_map
+    # modeling_btlm.BTLMLMHeadModel): GPT-2's block of Conv1D layers, all biased: attn.c_attn (fused q/k/v),
+    # attn.c_proj, a SwiGLU MLP c_fc / c_fc2 (n_inner wide; c_fc(x) * silu(c_fc2(x)): c_fc2 is the gate) and c_proj;
+    # LayerNorms ln_1 / ln_2 / ln_f; the output tied by default. With position_embedding_type "alibi" there is no wpe;
+    # transformer.relative_pe.slopes (one frozen ALiBi slope per head: n_head numbers) is left out of the count.
+    # Learned positions (BTLMConfig's default) are not laid out.
+    "btlm": Family(attention="fused_qkv", attention_names=("c_attn", "c_proj"), qkv_bias=True, o_bias=True,
+                   mlp_names=("c_fc2", "c_fc", "c_proj"), mlp_bias=True, norm="layernorm", norm_names=("ln_1", "ln_2"),
+                   tied_default=True, root="transformer", embed_name="wte", layer_path="h.{layer}",
+                   attention_module="attn", final_norm_name="ln_f", remote_code=True,
+                   requires=(("position_embedding_type", "alibi"),)),
+    # MiMo (remote code only): the checkpoint's modeling_mimo.py (XiaomiMiMo/MiMo-7B-RL): MiMoForCausalLM is
+    # Qwen2ForCausalLM over MiMoModel, Qwen2Model (q/k/v biased, o not) plus model.mtp_layers, num_nextn_predict_layers
+    # MiMoMTPLayers (Qwen2Attention, Qwen2MLP, input_layernorm / post_attention_layernorm, input_proj 2h -> h without
+    # bias, token_layernorm, hidden_layernorm, final_layernorm) that only its speculative-decoding helpers run.
+    "mimo": Family(qkv_bias=True, o_bias=False, remote_code=True,
+                   mtp=MtpLayers("num_nextn_predict_layers", "mtp_layers", "input_proj",
+                                 ("token_layernorm", "hidden_layernorm", "final_layernorm"))),
 }
 """``model_type`` -> layout. A new family whose layer is built from these parts is one row here."""
 

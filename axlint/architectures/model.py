@@ -101,9 +101,12 @@ class Architecture:
     @cached_property
     def family(self) -> Family | None:
         """The layout row of the decoder's model type (``families.FAMILIES``); None when axlint has none, or when
-        config.json turns on a part the row does not lay out (``Family.unsized_when``)."""
+        config.json turns on a part the row does not lay out (``Family.unsized_when``) or lacks a value the row
+        requires (``Family.requires``)."""
         row = family_of(self.decoder_type)
         if row and any(self.config[k] if k in self.config else d for k, d in row.unsized_when):
+            return None
+        if row and any(self.config.get(k) != v for k, v in row.requires):
             return None
         return row
 
@@ -241,12 +244,13 @@ class Architecture:
         """Width of a dense layer's MLP: intermediate_size, or the family's ``dense_width_key`` (Llama 4's
         intermediate_size_mlp) when config.json sets it; with the family's ``ff_dim_adjust_key`` on (LFM2,
         models/lfm2 ``Lfm2MLP``): int(2I/3), times block_ffn_dim_multiplier (1.0) and rounded up to a multiple of
-        block_multiple_of (256) when the multiplier is set."""
+        block_multiple_of (256) when the multiplier is set; the family's ``mlp_width_divisor`` divides
+        intermediate_size (Qwen (1): half of it)."""
         key, adjust = self.layout.dense_width_key, self.layout.ff_dim_adjust_key
         if key and self.config.get(key) is not None:
             return int(self.config[key])
         if not adjust or not self.config.get(adjust, True):
-            return self.intermediate_size
+            return self.intermediate_size // self.layout.mlp_width_divisor
         width = int(2 * self.intermediate_size / 3)
         multiplier = self.config.get("block_ffn_dim_multiplier", 1.0)
         if multiplier is None:
@@ -619,6 +623,32 @@ class Architecture:
     def layer_params(self, layer: int) -> int:
         return sum(lin.params for lin in self.linears(layer)) + sum(self.small_params_per_layer(layer))
 
+    # ---- multi-token-prediction layers (Family.mtp) ---------------------------------------------------------
+    @cached_property
+    def mtp_layers(self) -> int:
+        """How many multi-token-prediction layers the family's code builds beside the decoder (config.json's
+        ``Family.mtp.count_key``); 0 without."""
+        mtp = self.layout.mtp
+        return int(self.config.get(mtp.count_key) or 0) if mtp else 0
+
+    @cached_property
+    def mtp_linears(self) -> tuple[Linear, ...]:
+        """The Linears of one multi-token-prediction layer: layer 0's, then the 2h -> h input projection."""
+        mtp = self.layout.mtp
+        if not mtp:
+            return ()
+        return self.linears(0) + (Linear(mtp.proj_name, 2 * self.hidden_size, self.hidden_size),)
+
+    @property
+    def mtp_params(self) -> int:
+        """Parameters of the multi-token-prediction layers: each its Linears (``mtp_linears``), layer 0's small
+        tensors and ``Family.mtp.norm_names`` more norms."""
+        if not self.mtp_layers:
+            return 0
+        norms = len(self.layout.mtp.norm_names) * self.norm_params  # type: ignore[union-attr]
+        return self.mtp_layers * (sum(lin.params for lin in self.mtp_linears) + sum(self.small_params_per_layer(0))
+                                  + norms)
+
     # ---- totals ----------------------------------------------------------------------------------------
     @property
     def embedding_params(self) -> int:
@@ -656,9 +686,10 @@ class Architecture:
 
     @cached_property
     def decoder_params(self) -> int:
-        """Language model parameters: embedding (and learned positions) + lm_head + layers + final norm."""
+        """Language model parameters: embedding (and learned positions) + lm_head + layers + final norm, and the
+        multi-token-prediction layers the family's code builds beside them (``mtp_params``)."""
         return (self.embedding_params + self.position_embedding_params + self.lm_head_params
-                + sum(self.layers_params) + self.final_norm_params)
+                + sum(self.layers_params) + self.final_norm_params + self.mtp_params)
 
     @property
     def total_params(self) -> int:
@@ -692,9 +723,10 @@ class Architecture:
         """Weights of the decoder layers' ``nn.Linear`` modules, what bitsandbytes replaces when a model loads in 4 or
         8 bits (transformers 5.24 ``integrations/bitsandbytes.py`` ``replace_with_bnb_linear``: ``nn.Linear`` and
         Conv1D only; biases stay). Routed experts are 3-D parameters in transformers 5, not ``nn.Linear``:
-        ``expert_params``."""
-        return self._sum_over_layers(lambda i: sum(lin.count * lin.d_in * lin.d_out for lin in self.linears(i)
-                                                   if not lin.expert))
+        ``expert_params``. The multi-token-prediction layers' Linears (``mtp_linears``) are ``nn.Linear`` too."""
+        mtp = self.mtp_layers * sum(lin.count * lin.d_in * lin.d_out for lin in self.mtp_linears if not lin.expert)
+        return mtp + self._sum_over_layers(lambda i: sum(lin.count * lin.d_in * lin.d_out for lin in self.linears(i)
+                                                         if not lin.expert))
 
     @cached_property
     def expert_params(self) -> int:

@@ -28,7 +28,8 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     `LayerNamePattern`; only for model types whose parameter names axlint writes out exactly). Nothing is checked
     when the run trusts remote code and config.json maps the model to the repository's own modelling code: that
     code, not transformers', names the modules (the Axolotl examples for LnL-AI/dbrx-base-converted-v2 target
-    q_proj / k_proj / v_proj, where transformers' DBRX has one Wqkv)."""
+    q_proj / k_proj / v_proj, where transformers' DBRX has one Wqkv), unless the family's row was read from that
+    code (``Family.remote_code``)."""
     from axlint.memory.params import (
         names_checked,
         regex_matches_nothing,
@@ -40,7 +41,7 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     arch, facts = run.arch, run.facts
     if run.axolotl is None or arch is None or arch.family is None:
         return
-    if run.config.get("trust_remote_code") and arch.remote_modeling:
+    if run.config.get("trust_remote_code") and arch.remote_modeling and not arch.layout.remote_code:
         return
     layout = arch.layout
     layer, first = (f"{arch.decoder_path}.{layout.layer_path.format(layer=n)}" for n in ("N", 0))

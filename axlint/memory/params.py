@@ -171,13 +171,13 @@ def target_parameter_lora_params(arch: Architecture, setup: TrainSetup) -> int:
 
 def linear_names(arch: Architecture) -> tuple[str, ...]:
     """Axolotl's ``find_all_linear_names`` (0.18.0 loaders/adapter.py): the last name of every ``nn.Linear``
-    module path (the vision tower's too), lm_head excepted; what ``lora_target_linear`` hands PEFT. Built once per
-    architecture, from one layer of each kind."""
+    module path (the vision tower's and the multi-token-prediction layers' too), lm_head excepted; what
+    ``lora_target_linear`` hands PEFT. Built once per architecture, from one layer of each kind."""
     cached = arch.memos.get("linear_names")
     if cached is None:
         names = {path.rsplit(".", 1)[-1] for kind in range(len(arch.kind_layers))
                  for path, lin in kind_modules(arch, kind) if not lin.expert and not lin.router}
-        names |= {path.rsplit(".", 1)[-1] for path, _ in _vision_modules(arch)}
+        names |= {path.rsplit(".", 1)[-1] for path, _ in _outside_modules(arch)}
         cached = arch.memos["linear_names"] = tuple(sorted(names - {arch.layout.lm_head_name}))
     return cached
 
@@ -206,14 +206,31 @@ def _targets_key(setup: TrainSetup) -> tuple:
     return setup.lora_target_modules, setup.lora_target_linear, setup.expert_modules
 
 
-def _adapted_vision_width(arch: Architecture, setup: TrainSetup) -> int:
-    """Σ (d_in + d_out) over the vision tower's Linears that the module targets reach; once per architecture and
-    targets."""
-    memo = arch.memos.setdefault("adapted_vision_width", {})
+def _adapted_outside_width(arch: Architecture, setup: TrainSetup) -> int:
+    """Σ (d_in + d_out) over the Linears outside the decoder layers (``_outside_modules``) that the module targets
+    reach; once per architecture and targets."""
+    memo = arch.memos.setdefault("adapted_outside_width", {})
     key = _targets_key(setup)
     if key not in memo:
-        memo[key] = sum(lin.d_in + lin.d_out for name, lin in _vision_modules(arch) if _targeted(name, lin, setup))
+        memo[key] = sum(lin.d_in + lin.d_out for name, lin in _outside_modules(arch) if _targeted(name, lin, setup))
     return memo[key]
+
+
+def _outside_modules(arch: Architecture) -> tuple[tuple[str, Linear], ...]:
+    """(module path, Linear) of the ``nn.Linear`` modules outside the decoder layers: the vision tower's and
+    projector's (``_vision_modules``) and the multi-token-prediction layers' (``_mtp_modules``)."""
+    return _vision_modules(arch) + _mtp_modules(arch)
+
+
+def _mtp_modules(arch: Architecture) -> tuple[tuple[str, Linear], ...]:
+    """(module path, Linear) of the multi-token-prediction layers' Linears (``Architecture.mtp_linears``), each
+    layer's at ``<root>.<Family.mtp.module>.N``: layer 0's module paths, then the input projection."""
+    mtp = arch.layout.mtp
+    if not mtp or not arch.mtp_layers:
+        return ()
+    inner = (*kind_modules(arch, arch.layer_kinds[0]), (mtp.proj_name, arch.mtp_linears[-1]))
+    return tuple((f"{arch.decoder_path}.{mtp.module}.{i}.{path}", lin)
+                 for i in range(arch.mtp_layers) for path, lin in inner)
 
 
 def _vision_modules(arch: Architecture) -> tuple[tuple[str, Linear], ...]:
@@ -230,11 +247,12 @@ def _vision_modules(arch: Architecture) -> tuple[tuple[str, Linear], ...]:
 def lora_params(arch: Architecture, setup: TrainSetup) -> int:
     """Σ over adapted Linears of r·(d_in + d_out) × instances (PEFT LoRA A: r×d_in, B: d_out×r): the decoder's, and
     the vision tower's that the targets reach (Axolotl's ``lora_target_linear`` collects the Linear names of the whole
-    model, and PEFT matches a listed name in every module path that ends with it)."""
+    model, and PEFT matches a listed name in every module path that ends with it), and the multi-token-prediction
+    layers' likewise."""
     adapted = lora_targets(arch, setup)
     decoder = sum(setup.lora_r * (lin.d_in + lin.d_out) * lin.count * len(layers)
                   for layers in layer_groups(arch, setup) for lin in adapted[layers[0]])
-    return decoder + setup.lora_r * _adapted_vision_width(arch, setup)
+    return decoder + setup.lora_r * _adapted_outside_width(arch, setup)
 
 
 def modules_to_save_params(arch: Architecture, setup: TrainSetup) -> int:
@@ -282,14 +300,29 @@ def named_parameters(arch: Architecture) -> tuple[tuple[str, int], ...]:
 
 def _list_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
     """``named_parameters``, one by one: the embeddings, each layer's (``_layer_parameters`` of its kind, under
-    the layer's path), the final norm and the head."""
+    the layer's path), the multi-token-prediction layers', the final norm and the head."""
     yield from _embedding_parameters(arch)
     per_kind = [tuple(_layer_parameters(arch, layers[0])) for layers in arch.kind_layers]
     for layer, kind in enumerate(arch.layer_kinds):
         prefix = _layer_prefix(arch, layer)
         for name, numel in per_kind[kind]:
             yield f"{prefix}.{name}", numel
+    yield from _mtp_parameters(arch)
     yield from _output_parameters(arch)
+
+
+def _mtp_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
+    """The multi-token-prediction layers' parameters (``Family.mtp``): each layer 0's (``_layer_parameters``), the
+    input projection's weight (2h -> h, no bias) and its own norms."""
+    mtp, h = arch.layout.mtp, arch.hidden_size
+    if not mtp:
+        return
+    tensors = ("weight", "bias")[: arch.tensors_per_norm]
+    norms = ((f"{norm}.{tensor}", h) for norm in mtp.norm_names for tensor in tensors)
+    inner = (*_layer_parameters(arch, 0), (f"{mtp.proj_name}.weight", 2 * h * h), *norms)
+    for i in range(arch.mtp_layers):
+        for name, numel in inner:
+            yield f"{arch.decoder_path}.{mtp.module}.{i}.{name}", numel
 
 
 def _layer_prefix(arch: Architecture, layer: int) -> str:
@@ -453,7 +486,8 @@ def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
 
 def module_paths(arch: Architecture) -> tuple[str, ...]:
     """Every module path a regex ``lora_target_modules`` is matched against (PEFT ``re.fullmatch``): the decoder's
-    Linears and containers, its norms, embed_tokens and lm_head, and a vision tower's Linears. Routed experts are the
+    Linears and containers, its norms, embed_tokens and lm_head, a vision tower's Linears, the multi-token-prediction
+    layers' modules. Routed experts are the
     one ``experts`` module that holds their 3-D parameters (transformers 5). Built once per architecture (the MEM011
     checks and every solver estimate with modules_to_save ask for them), each layer from its kind's
     ``_kind_paths``."""
@@ -486,12 +520,13 @@ def regex_leaf_names(arch: Architecture, pattern: str, old_names: Iterable[str])
 def _outer_paths(arch: Architecture) -> set[str]:
     """The module paths outside the decoder layers' own modules: the layers' paths and the modules that hold them
     (``model``, ``model.layers``, ``model.layers.3``), the embeddings, the final norm, the head, the vision
-    tower."""
+    tower, the multi-token-prediction layers."""
     leaves = [_layer_prefix(arch, layer) for layer, kind in enumerate(arch.layer_kinds) if _kind_paths(arch)[kind]]
     leaves += [name.rsplit(".", 1)[0] for name, _ in (*_embedding_parameters(arch), *_output_parameters(arch))]
     if arch.tie_word_embeddings:  # the tied lm_head of ``_decoder_params``
         leaves.append(arch.layout.lm_head_name)
     leaves += [name for name, _ in _vision_modules(arch)]
+    leaves += [name.rsplit(".", 1)[0] for name, _ in _mtp_parameters(arch)]
     return _prefixes(leaves)
 
 
