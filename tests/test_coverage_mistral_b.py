@@ -1,7 +1,7 @@
-"""The mistral-b group of corpus models (Voxtral Mini, Pixtral 12B, the Mistral Small 3.1 family) against transformers
+"""The mistral-b group of corpus models (Voxtral Mini, Pixtral 12B, Magistral / Devstral Small) against transformers
 5.24: each catalog entry is built on the meta device and its numel sum must equal axlint's total; the audio tower
-(Voxtral's Whisper encoder, ``vision.TOWERS["voxtral_encoder"]``) trains as PEFT adapts it; the corpus configs get
-the verdicts written here."""
+(Voxtral's Whisper encoder, ``vision.TOWERS["voxtral_encoder"]``) trains as PEFT adapts it; the aliases resolve on
+the evidence their entries' sources give; the corpus configs get the verdicts written here."""
 from __future__ import annotations
 
 import sys
@@ -29,17 +29,18 @@ TOWER_ROOTS = ("model.vision_tower", "model.audio_tower", "model.multi_modal_pro
 
 
 def _meta_model(config: Mapping[str, Any]) -> Any:
-    """The multimodal model transformers 5.24 builds from a config.json dict, on the meta device."""
+    """The model transformers 5.24 builds from a config.json dict (multimodal, or a causal LM), on the meta device."""
     fields = {k: v for k, v in config.items() if k != "model_type"}
+    auto = transformers.AutoModelForMultimodalLM if "text_config" in config else transformers.AutoModelForCausalLM
     with torch.device("meta"):
-        return transformers.AutoModelForMultimodalLM.from_config(
-            transformers.AutoConfig.for_model(config["model_type"], **fields))
+        return auto.from_config(transformers.AutoConfig.for_model(config["model_type"], **fields))
 
 
-# No exact published total was read for either: each total is computed, and equals the model built here.
+# No exact published total was read for any: each total is computed, and equals the model built here.
 @pytest.mark.parametrize("model_id, params, tower", [
     ("mistral-community/pixtral-12b", 12_682_739_712, 434_957_312),  # Hub: 12.7B; Pixtral tower + llava projector
     ("mistralai/Voxtral-Mini-3B-2507", 4_676_271_104, 662_134_784),  # Hub: 4.68B; Whisper encoder + projector
+    ("mistralai/Magistral-Small-2506", 23_572_403_200, 0),  # text-only; Oumi's README: 23.6B (Magistral 2507)
 ])
 def test_entries_equal_the_model_transformers_builds(model_id: str, params: int, tower: int) -> None:
     arch = resolve_architecture(model_id)
@@ -51,6 +52,24 @@ def test_entries_equal_the_model_transformers_builds(model_id: str, params: int,
     real = {p for p, m in modules.items() if isinstance(m, torch.nn.Linear) and p.startswith(TOWER_ROOTS)}
     assert real == {lin.path for lin in arch.vision_linears()}
     assert f"{arch.decoder_path}.layers.{arch.num_layers - 1}.self_attn.q_proj" in modules
+
+
+@pytest.mark.parametrize("alias, canonical", [
+    ("mistralai/Magistral-Small-2507", "mistralai/Magistral-Small-2506"),
+    ("mistralai/Devstral-Small-2507", "mistralai/Magistral-Small-2506"),
+    ("mistralai/Magistral-Small-2509", "mistralai/Mistral-Small-3.1-24B-Instruct-2503"),
+])
+def test_aliases_resolve(alias: str, canonical: str) -> None:
+    assert catalog_lookup(alias)["id"] == canonical
+
+
+def test_the_text_only_24b_is_mistral_small_3_1_without_its_tower() -> None:
+    """Magistral 1.0 / 1.1 and Devstral 1.1 are Mistral Small 3.1's decoder with the vision encoder removed (their
+    cards): the same decoder, parameter for parameter, and nothing beside it."""
+    text, small = resolve_architecture("mistralai/Magistral-Small-2506"), resolve_architecture(
+        "mistralai/Mistral-Small-3.1-24B-Instruct-2503")
+    assert not text.multimodal and text.decoder_path == "model"
+    assert text.total_params == small.decoder_params == small.total_params - small.extra_parameters
 
 
 def test_voxtral_mini_is_the_documented_defaults() -> None:
@@ -96,6 +115,11 @@ def test_audio_fed_to_the_audio_tower_is_not_modelled() -> None:
 
 @pytest.mark.parametrize("path, verdict", [
     ("pixtral/lora-12b.yml", "covered"),
+    ("magistral/magistral-small-qlora.yaml", "covered"),
+    ("magistral/magistral-small-fsdp-qlora.yaml", "covered"),
+    ("magistral/think/magistral-small-think-qlora.yaml", "covered"),
+    ("magistral/vision/magistral-small-vision-24B-qlora.yml", "covered"),
+    ("devstral/devstral-small-qlora.yml", "covered"),
     ("voxtral/voxtral-mini-qlora.yml", "covered"),  # text only: the tower's weights, no audio
     ("voxtral/voxtral-mini-audio-qlora.yml", "not modelled: processor_type: VoxtralProcessor"),
 ])
