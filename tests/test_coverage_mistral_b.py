@@ -108,7 +108,7 @@ def test_audio_fed_to_the_audio_tower_is_not_modelled() -> None:
     voxtral = Architecture.from_config("t", "model-config", {"model_type": "voxtral", "text_config": TEXT,
                                                              "audio_config": VOXTRAL_AUDIO})
     pixtral = resolve_architecture("mistral-community/pixtral-12b")
-    assert voxtral.audio_tower and not pixtral.audio_tower
+    assert voxtral.hears_audio and not pixtral.hears_audio
     assert list(feeds_audio({"processor_type": "VoxtralProcessor"}, voxtral)) == ["processor_type: VoxtralProcessor"]
     assert feeds_audio({}, voxtral) == {} and feeds_audio({"processor_type": "AutoProcessor"}, pixtral) == {}
 

@@ -89,7 +89,7 @@ class Architecture:
         return vision.is_multimodal(self.raw_config)
 
     @cached_property
-    def audio_tower(self) -> bool:
+    def hears_audio(self) -> bool:
         """Whether the tower beside the decoder is an audio encoder (``vision.hears_audio``: Voxtral)."""
         return vision.hears_audio(self.raw_config)
 

@@ -137,7 +137,7 @@ def feeds_audio(config: Mapping[str, Any], arch: "Architecture") -> dict[str, st
     encoder's work over its chunks follow the clip lengths of the data set, which the config does not give. Without
     ``processor_type`` the data is text and the tower idles (its weights are counted all the same)."""
     kind = config.get("processor_type")
-    if not kind or not arch.audio_tower:
+    if not kind or not arch.hears_audio:
         return {}
     return {f"processor_type: {kind}": "feeds audio to the audio tower: the audio tokens per sample and the tower's "
                                        "work follow the clip lengths of the data set, which the config does not give"}
