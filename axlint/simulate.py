@@ -312,8 +312,8 @@ def _deepspeed_mixed_precision(process: dict[str, int], params: list[Any]) -> No
 
 def _quantization_savings(model: Any, bytes_per_weight: float) -> int:
     """Bytes saved when the frozen linear weights of the decoder are stored quantized (`bytes_per_weight`) instead
-    of their dtype: every frozen `nn.Linear` but the output embedding, the LoRA adapters and a vision tower or
-    projector (what the analytic estimate counts as quantizable, whatever the family names its layers:
+    of their dtype: every frozen `nn.Linear` but the output embedding, the LoRA adapters and a vision or audio tower
+    or projector (what the analytic estimate counts as quantizable, whatever the family names its layers:
     `model.layers.N`, Falcon's `transformer.h.N`)."""
     import torch
 
@@ -327,4 +327,4 @@ def _quantization_savings(model: Any, bytes_per_weight: float) -> int:
     return int(saved)
 
 
-_VISION = re.compile(r"vision|visual|multi_modal_projector")
+_VISION = re.compile(r"vision|visual|audio_tower|multi_modal_projector")

@@ -275,6 +275,10 @@ CORPUS_ERRORS = {
     ("examples/glm4/qlora-32b.yaml", "MEM011"): "gate_proj / up_proj: GLM-4's MLP is one fused gate_up_proj",
     ("examples/apertus/apertus-8b-qlora.yaml", "MEM011"): "gate_proj: Apertus' MLP is up_proj / down_proj only",
     ("examples/arcee/afm-4.5b-qlora.yaml", "MEM011"): "gate_proj: Arcee's MLP is up_proj / down_proj only",
+    **{(f"examples/voxtral/{name}.yml", "MEM011"): "the regex `language_model.model.layers...` names transformers 4's "
+       "layout; transformers 5 keeps Voxtral's decoder at model.language_model.layers.N (5.14.1 and 5.24 "
+       "modeling_voxtral.py), and PEFT 0.21.2 raises NoMatchingPeftModuleError on a tiny Voxtral built with 5.24"
+       for name in ("voxtral-mini-qlora", "voxtral-mini-audio-qlora")},
     **{(f"examples/glm47-flash/{name}.yaml", "MEM011"): "q_proj / k_proj / v_proj: GLM-4.7-Flash's MLA attention is "
        "q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj and o_proj" for name in ("lora", "lora_fsdp", "qlora",
                                                                                   "qlora_fsdp")},

@@ -1,5 +1,5 @@
-"""Every vision tower and projector row against transformers 5.24: a tiny full multimodal model of each family is
-built on the meta device (no memory, no weights), and axlint's total from the same config.json (decoder +
+"""Every tower (vision or audio) and projector row against transformers 5.24: a tiny full multimodal model of each
+family is built on the meta device (no memory, no weights), and axlint's total from the same config.json (decoder +
 ``extra_parameters``) must equal its ``numel`` sum; every Linear axlint lays out for the tower and projector (what
 LoRA targets are matched against) must be an ``nn.Linear`` at that path in the real model, and every
 ``nn.Linear`` of the real tower and projector must be among them."""
@@ -37,6 +37,9 @@ GEMMA4_VISION = {**VIT, "model_type": "gemma4_vision", "head_dim": 16, "num_key_
                  "position_embedding_size": 24}
 """Gemma 4: the variants flip heads x head_dim against the width (32 = 2 x 16, then 4 x 16 with 2 kv heads), the
 clipped Linears' buffers and the standardize buffers, and the MoE decoder (the 26B-A4B)."""
+VOXTRAL_AUDIO = {"model_type": "voxtral_encoder", "hidden_size": 32, "intermediate_size": 128, "num_hidden_layers": 3,
+                 "num_attention_heads": 2, "num_mel_bins": 16, "max_source_positions": 30}
+"""Voxtral's Whisper encoder (audio_config); its projector reads intermediate_size (4 frames x 32 here)."""
 
 CASES: dict[str, list[dict[str, Any]]] = {
     "gemma3": [dict(text_config={**TEXT, "model_type": "gemma3_text"}, mm_tokens_per_image=4,
@@ -80,17 +83,20 @@ CASES: dict[str, list[dict[str, Any]]] = {
                                  "num_global_key_value_heads": 1},
                     vision_config={**GEMMA4_VISION, "num_attention_heads": 4, "use_clipped_linears": True,
                                    "standardize": True})],
+    "voxtral": [dict(text_config={**TEXT, "model_type": "llama"}, audio_config=VOXTRAL_AUDIO),
+                dict(text_config={**TEXT, "model_type": "llama"},
+                     audio_config={**VOXTRAL_AUDIO, "intermediate_size": 96, "num_mel_bins": 8})],
 }
 """Per multimodal model_type: tiny configs, one model each (the variants flip what a row reads)."""
 
 VISION_ROOTS = ("model.vision_tower", "model.visual", "model.vision_model", "model.multi_modal_projector",
-                "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision")
+                "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision", "model.audio_tower")
 
 
 def _build(model_type: str, fields: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     config = transformers.AutoConfig.for_model(model_type, **fields)
     with torch.device("meta"):
-        model = transformers.AutoModelForImageTextToText.from_config(config)
+        model = transformers.AutoModelForMultimodalLM.from_config(config)
     return model, config.to_dict()
 
 
@@ -98,9 +104,13 @@ def _cases() -> list[tuple[str, dict[str, Any]]]:
     return [(t, f) for t, variants in CASES.items() for f in variants]
 
 
+def _tower_config(model_type: str, fields: dict[str, Any]) -> dict[str, Any]:
+    return fields[PROJECTORS[model_type].tower_key]
+
+
 def test_every_row_has_a_model_built_here():
-    built_towers = {TOWER_ALIASES.get(f["vision_config"].get("model_type", t), f["vision_config"].get("model_type", t))
-                    for t, f in _cases()}
+    kinds = {_tower_config(t, f).get("model_type", t) for t, f in _cases()}
+    built_towers = {TOWER_ALIASES.get(kind, kind) for kind in kinds}
     assert set(CASES) == set(PROJECTORS)
     assert built_towers == set(TOWERS)
 

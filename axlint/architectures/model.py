@@ -34,7 +34,7 @@ class Architecture:
     source: str  # "local" | "hf-cache" | "catalog" | "model-config" | "online"
     model_type: str
     config: Mapping[str, Any]
-    extra_parameters: int = 0  # parameters outside the decoder (vision tower + projector), frozen by default
+    extra_parameters: int = 0  # parameters outside the decoder (vision / audio tower + projector), frozen by default
     published_parameters: int | None = None
     raw_config: Mapping[str, Any] = field(default_factory=dict, compare=False)
     num_labels: int | None = None  # None: the causal LM's lm_head (vocab); n: a classification ``score`` head h×n
@@ -85,8 +85,13 @@ class Architecture:
 
     @cached_property
     def multimodal(self) -> bool:
-        """A decoder with a vision tower beside it (``vision.is_multimodal``)."""
+        """A decoder with a vision or audio tower beside it (``vision.is_multimodal``)."""
         return vision.is_multimodal(self.raw_config)
+
+    @cached_property
+    def hears_audio(self) -> bool:
+        """Whether the tower beside the decoder is an audio encoder (``vision.hears_audio``: Voxtral)."""
+        return vision.hears_audio(self.raw_config)
 
     @cached_property
     def decoder_path(self) -> str:
@@ -131,16 +136,18 @@ class Architecture:
 
     @cached_property
     def vision_part(self) -> vision.Vision | None:
-        """The laid-out vision tower and projector; None without one, or for one axlint cannot size."""
+        """The laid-out tower (vision or audio) and projector; None without one, or for one axlint cannot size."""
         return vision.vision_of(self.raw_config, self.hidden_size) if self.multimodal else None
 
     def vision_linears(self) -> tuple[vision.VisionLinear, ...]:
-        """Every ``nn.Linear`` of the vision tower and projector, at its module path; none without a sized one."""
+        """Every ``nn.Linear`` of the tower (vision or audio) and projector, at its module path; none without a sized
+        one."""
         return self.vision_part.linears() if self.vision_part else ()
 
     @cached_property
     def unsized_vision(self) -> str | None:
-        """The model type of a vision tower (or "<type> projector") that axlint cannot size; None otherwise."""
+        """The model type of a tower (or "<type> audio tower", "<type> projector") that axlint cannot size; None
+        otherwise."""
         return vision.unsized_part(self.raw_config)
 
     @property

@@ -1,10 +1,11 @@
-"""Vision towers and projectors of multimodal models: one row per layout, sized from config.json.
+"""Vision and audio towers of multimodal models and their projectors: one row per layout, sized from config.json.
 
 A multimodal config.json holds a decoder (``text_config``, or the decoder fields at the top level for Qwen2-VL's
-flat configs) and a ``vision_config``. The decoder is laid out by ``families.FAMILIES``; this module lays out the
-rest: the vision tower (``TOWERS``, keyed by the vision ``model_type``) and the projector that maps its output
-into the decoder's width (``PROJECTORS``, keyed by the multimodal ``model_type``). A tower or projector without a
-row is a part axlint cannot size (``Architecture.unsized_vision``), and the memory verdict is then unknown.
+flat configs) and a tower's config: ``vision_config``, or ``audio_config`` for a speech model whose projector row
+says so (``Projector.tower_key``: Voxtral). The decoder is laid out by ``families.FAMILIES``; this module lays out
+the rest: the tower (``TOWERS``, keyed by the tower's ``model_type``) and the projector that maps its output into
+the decoder's width (``PROJECTORS``, keyed by the multimodal ``model_type``). A tower or projector without a row is
+a part axlint cannot size (``Architecture.unsized_vision``), and the memory verdict is then unknown.
 
 Each row was read from the ``__init__`` of the family's modules in transformers 5.24 and is checked against a
 model built on the meta device in tests/test_vision.py (parameter totals, and the Linears' module paths):
@@ -20,13 +21,16 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
   position table of ``num_position_embeddings`` rows, the merger inside the tower)
 - ``gemma4_vision``: models/gemma4/modeling_gemma4.py (patch Linear, x / y position tables, Linears wrapped in
   ``Gemma4ClippableLinear``, head-wise q/k norms, four norms per layer)
+- ``voxtral_encoder`` (audio): models/voxtral/modeling_voxtral.py (Whisper's encoder: two 1-D convolutions over the
+  log-mel frames, a position table, k_proj without a bias)
 - projectors: models/gemma3/modeling_gemma3.py, models/llava/modeling_llava.py, models/mistral3/modeling_mistral3.py
   (RMSNorm, patch merger, two-layer MLP), the Qwen merger above, models/smolvlm (pixel-shuffle connector),
   models/llama4/modeling_llama4.py (one Linear), models/gemma4/modeling_gemma4.py (``embed_vision``: a norm without
-  weight, then one Linear).
+  weight, then one Linear), models/voxtral/modeling_voxtral.py (two bias-free Linears).
 
 Only parameters are laid out here. The activations of the image tokens inside the tower are not estimated (see
-``Architecture`` and the memory estimate's notes): their number depends on the image sizes of the data set.
+``Architecture`` and the memory estimate's notes): their number depends on the image sizes of the data set. A run
+that feeds audio to an audio tower is left unknown (``memory.facts.not_modelled``).
 """
 from __future__ import annotations
 
@@ -35,42 +39,46 @@ from math import prod
 from typing import Any, Literal, Mapping
 
 Size = Literal["hidden", "layers", "intermediate", "patch", "image", "channels", "temporal", "vision_out", "adapter_in",
-               "adapter_out", "heads", "kv_heads", "head_dim", "positions"]
+               "adapter_out", "heads", "kv_heads", "head_dim", "positions", "mel"]
 
 
 @dataclass(frozen=True)
 class Piece:
     """One module of a projector at ``name`` (below the projector's path): a "linear" (``nn.Linear``, a bias per
-    ``bias``: True, False, or a top-level config.json key and its default), a bare "matrix" parameter, or a norm
-    ("rmsnorm": weight; "layernorm": weight and bias) of width ``d_in``. Widths are products of ``Projector``
-    factors."""
+    ``bias``: True, False, or a top-level config.json key and its default), a "conv1d" (``nn.Conv1d``: d_out x d_in
+    x ``taps`` weights, a bias per ``bias``), a bare "matrix" parameter, or a norm ("rmsnorm": weight; "layernorm":
+    weight and bias) of width ``d_in``. Widths are products of ``Projector`` factors."""
 
     name: str
-    kind: Literal["linear", "matrix", "rmsnorm", "layernorm"]
+    kind: Literal["linear", "conv1d", "matrix", "rmsnorm", "layernorm"]
     d_in: tuple[str, ...]
     d_out: tuple[str, ...] = ()
     bias: bool | tuple[str, bool] = False
+    taps: int = 1
 
 
 @dataclass(frozen=True)
 class Tower:
-    """The layout of one vision tower.
+    """The layout of one tower (vision, or audio: Voxtral's Whisper encoder).
 
-    ``sizes``: where config.json's ``vision_config`` holds each size, with the config class's default (transformers
-    5.24) for a key the published file leaves out; ``mlp_ratio`` stands in for an intermediate size that is
-    ``hidden × ratio``. Module paths: the tower sits at ``path`` of the multimodal model (a projector row may name
-    another), its layers at ``layer_path``; each layer holds the Linears ``attention_names`` (fused: one qkv Linear of
-    width 3h, then the output) inside ``attention_module`` and ``mlp_names`` (gated: gate, up, down; plain: in, out)
-    inside ``mlp_module``, and ``norms_per_layer`` norms of kind ``norm``. Attention widths are h, or heads x
-    head_dim (q, o) and kv_heads x head_dim (k, v) when the row reads a "head_dim" size; ``qk_norm``: a q_norm and a
-    k_norm of head_dim weights in each attention. Outside the layers: the patch convolution (with a bias per
+    ``sizes``: where config.json's tower config (``vision_config``, ``audio_config``) holds each size, with the
+    config class's default (transformers 5.24) for a key the published file leaves out; ``mlp_ratio`` stands in for
+    an intermediate size that is ``hidden × ratio``. Module paths: the tower sits at ``path`` of the multimodal
+    model (a projector row may name another), its layers at ``layer_path``; each layer holds the Linears
+    ``attention_names`` (fused: one qkv Linear of width 3h, then the output) inside ``attention_module`` and
+    ``mlp_names`` (gated: gate, up, down; plain: in, out) inside ``mlp_module`` (at the layer itself when None), and
+    ``norms_per_layer`` norms of kind ``norm``. The attention Linears carry a bias per ``attention_bias``, but those
+    named in ``unbiased`` never (Whisper's k_proj). Attention widths are h, or heads x head_dim (q, o) and kv_heads
+    x head_dim (k, v) when the row reads a "head_dim" size; ``qk_norm``: a q_norm and a k_norm of head_dim weights
+    in each attention. Outside the layers: the patch convolution when the row reads a "patch" size (with a bias per
     ``patch_bias``, over ``temporal`` frames when that size is read, over 3 channels when the row reads none), a
     learned position table (``positions``: "grid", one row per patch, plus one for a class token with
     ``class_token``; "table", the "positions" size's rows; "axial", one table of the "positions" size for x and one
-    for y, 2 x positions x h; None without one), ``pre_norm`` / ``post_norm`` when named, and the attention-pooling ``head`` when ``head_key`` is true
-    (SigLIP's ``vision_use_head``). ``patch_linear``: the patch embedding is an ``nn.Linear`` at this path (over
-    channels x patch² inputs) instead of a convolution. ``pieces``: further modules of the tower below its path
-    (Llama 4's pixel-shuffle adapter), sized as a projector's are, with the tower's ``sizes`` as factors too.
+    for y, 2 x positions x h; None without one), ``pre_norm`` / ``post_norm`` when named, and the attention-pooling
+    ``head`` when ``head_key`` is true (SigLIP's ``vision_use_head``). ``patch_linear``: the patch embedding is an
+    ``nn.Linear`` at this path (over channels x patch² inputs) instead of a convolution. ``pieces``: further modules
+    of the tower below its path (Llama 4's pixel-shuffle adapter, Voxtral's convolutions), sized as a projector's
+    are, with the tower's ``sizes`` as factors too.
     """
 
     sizes: Mapping[str, tuple[str, int]]
@@ -80,8 +88,9 @@ class Tower:
     attention_module: str = "self_attn"
     attention_names: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "out_proj")
     attention_bias: bool = True
+    unbiased: tuple[str, ...] = ()
     mlp: Literal["plain", "gated"] = "plain"
-    mlp_module: str = "mlp"
+    mlp_module: str | None = "mlp"
     mlp_names: tuple[str, ...] = ("fc1", "fc2")
     mlp_bias: bool = True
     norm: Literal["layernorm", "rmsnorm"] = "layernorm"
@@ -170,6 +179,17 @@ TOWERS: dict[str, Tower] = {
                             attention_module="attn", attention_names=("qkv", "proj"),
                             mlp_names=("linear_fc1", "linear_fc2"), positions="table", post_norm=None),
 }
+# models/voxtral/modeling_voxtral.py (VoxtralEncoder, transformers 5.24; Whisper's encoder): conv1 (num_mel_bins ->
+# h) and conv2 (h -> h, stride 2), both nn.Conv1d of kernel 3 with a bias; embed_positions, a max_source_positions x h
+# table (frozen, a parameter all the same); layers at layers.N: self_attn q_proj / v_proj / out_proj biased, k_proj
+# not, self_attn_layer_norm, fc1 / fc2 (biased) at the layer itself, final_layer_norm; the last LayerNorm layer_norm.
+TOWERS["voxtral_encoder"] = Tower({"hidden": ("hidden_size", 1280), "layers": ("num_hidden_layers", 32),
+                                   "intermediate": ("intermediate_size", 5120), "mel": ("num_mel_bins", 128),
+                                   "positions": ("max_source_positions", 1500)},
+                                  path="model.audio_tower", layer_path="layers.{layer}", unbiased=("k_proj",),
+                                  mlp_module=None, positions="table", post_norm="layer_norm",
+                                  pieces=(Piece("conv1", "conv1d", ("mel",), ("hidden",), True, taps=3),
+                                          Piece("conv2", "conv1d", ("hidden",), ("hidden",), True, taps=3)))
 TOWERS["qwen3_5_moe_vision"] = TOWERS["qwen3_5_vision"]
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
 TOWER_ALIASES = {"qwen2_vl_vision": "qwen2_vl", "qwen2_5_vl_vision": "qwen2_5_vl"}
@@ -183,10 +203,12 @@ class Projector:
     Factors of the ``pieces``' widths: "vision" (the tower's hidden size), "text" (the decoder's), "features"
     (how many tower layers are concatenated: the length of a list ``vision_feature_layer``, else 1), "merge" (the
     square of ``merge``'s size: patches merged into one token) and "out" (``out``'s size, the merger's output
-    width). ``merge`` / ``out``: (where: "config" or "vision", key, default). ``tower``: the vision model_type when
-    vision_config names none; ``tower_path``: where the tower sits, when not the row's own; ``decoder_path``: where
-    the decoder sits; ``text_type``: the decoder's model_type when config.json is flat (the decoder fields at the
-    top level, as Qwen2-VL's are published and transformers 5 reads them as ``text_config``)."""
+    width). ``merge`` / ``out``: (where: "config" or "vision" (the tower's config), key, default). ``tower``: the
+    tower's model_type when its config names none; ``tower_key``: the config.json key of the tower's config
+    (``vision_config``, or ``audio_config`` for a speech model); ``tower_path``: where the tower sits, when not the
+    row's own; ``decoder_path``: where the decoder sits; ``text_type``: the decoder's model_type when config.json is
+    flat (the decoder fields at the top level, as Qwen2-VL's are published and transformers 5 reads them as
+    ``text_config``)."""
 
     path: str
     pieces: tuple[Piece, ...]
@@ -196,6 +218,7 @@ class Projector:
     tower_path: str | None = None
     decoder_path: str = "model.language_model"
     text_type: str | None = None
+    tower_key: str = "vision_config"
 
 
 LLAVA_MLP = (Piece("linear_1", "linear", ("vision", "features"), ("text",), ("multimodal_projector_bias", True)),
@@ -244,6 +267,13 @@ PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower":
 PROJECTORS["gemma4"] = Projector("model.embed_vision",
                                  (Piece("embedding_projection", "linear", ("vision",), ("text",)),),
                                  tower="gemma4_vision")
+# models/voxtral/modeling_voxtral.py (VoxtralMultiModalProjector): the tower's output regrouped four frames to a token
+# (audio_config.intermediate_size wide: transformers reshapes to that width), linear_1 to the text width, linear_2
+# square, neither biased.
+PROJECTORS["voxtral"] = Projector("model.multi_modal_projector",
+                                  (Piece("linear_1", "linear", ("intermediate",), ("text",)),
+                                   Piece("linear_2", "linear", ("text",), ("text",))),
+                                  tower="voxtral_encoder", tower_key="audio_config")
 
 
 @dataclass(frozen=True)
@@ -269,13 +299,24 @@ def projector_of(config: Mapping[str, Any]) -> Projector | None:
     return PROJECTORS.get(str(config.get("model_type")))
 
 
+def tower_key(config: Mapping[str, Any]) -> str:
+    """The config.json key of the tower's config: its projector row's ``tower_key``, else ``vision_config``."""
+    row = projector_of(config)
+    return row.tower_key if row else "vision_config"
+
+
 def is_multimodal(config: Mapping[str, Any]) -> bool:
-    """A config with a vision tower beside its decoder: a nested ``text_config`` and a ``vision_config``, or a flat
-    config of a type whose row names its decoder type."""
-    if not isinstance(config.get("vision_config"), Mapping):
+    """A config with a tower beside its decoder: a nested ``text_config`` and the tower's config (``tower_key``),
+    or a flat config of a type whose row names its decoder type."""
+    if not isinstance(config.get(tower_key(config)), Mapping):
         return False
     row = projector_of(config)
     return isinstance(config.get("text_config"), Mapping) or bool(row and row.text_type)
+
+
+def hears_audio(config: Mapping[str, Any]) -> bool:
+    """Whether the laid-out tower of a multimodal config is an audio encoder (its row reads ``audio_config``)."""
+    return is_multimodal(config) and tower_key(config) == "audio_config"
 
 
 def decoder_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -285,25 +326,26 @@ def decoder_config(config: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(text, Mapping):
         return dict(text)
     row = projector_of(config)
-    if row and row.text_type and isinstance(config.get("vision_config"), Mapping):
-        return {**{k: v for k, v in config.items() if k != "vision_config"}, "model_type": row.text_type}
+    if row and row.text_type and isinstance(config.get(row.tower_key), Mapping):
+        return {**{k: v for k, v in config.items() if k != row.tower_key}, "model_type": row.text_type}
     return dict(config)
 
 
 def tower_type(config: Mapping[str, Any]) -> str:
-    """The vision model_type of a multimodal config (its row's default when vision_config names none)."""
-    vc, row = config.get("vision_config") or {}, projector_of(config)
+    """The tower's model_type of a multimodal config (its row's default when the tower's config names none)."""
+    vc, row = config.get(tower_key(config)) or {}, projector_of(config)
     kind = str(vc.get("model_type") or (row.tower if row else "unnamed"))
     return TOWER_ALIASES.get(kind, kind)
 
 
 def unsized_part(config: Mapping[str, Any]) -> str | None:
-    """What of a multimodal config axlint cannot lay out: an audio tower ("<model_type> audio tower"), the vision
-    tower's model_type, or "<model_type> projector"; None when both have rows (or the config is not multimodal)."""
+    """What of a multimodal config axlint cannot lay out: an audio tower beside the laid-out one ("<model_type>
+    audio tower"), the tower's model_type, or "<model_type> projector"; None when both have rows (or the config is
+    not multimodal)."""
     if not is_multimodal(config):
         return None
-    if isinstance(config.get("audio_config"), Mapping):  # Gemma 4 E2B / E4B: an audio encoder beside the vision one
-        return f"{config.get('model_type')} audio tower"
+    if isinstance(config.get("audio_config"), Mapping) and tower_key(config) != "audio_config":
+        return f"{config.get('model_type')} audio tower"  # Gemma 4 E2B / E4B: an audio encoder beside the vision one
     kind = tower_type(config)
     if kind not in TOWERS:
         return kind
@@ -311,10 +353,11 @@ def unsized_part(config: Mapping[str, Any]) -> str | None:
 
 
 class Vision:
-    """The tower and projector of one multimodal config.json, with the decoder's hidden size ``text_hidden``."""
+    """The tower (vision or audio) and projector of one multimodal config.json, with the decoder's hidden size
+    ``text_hidden``."""
 
     def __init__(self, config: Mapping[str, Any], text_hidden: int) -> None:
-        self.config, self.vc = config, dict(config.get("vision_config") or {})
+        self.config, self.vc = config, dict(config.get(tower_key(config)) or {})
         self.row = projector_of(config)
         self.tower = TOWERS[tower_type(config)]
         self.text_hidden = text_hidden
@@ -354,17 +397,15 @@ class Vision:
         """The Linears of one tower layer, at their module paths."""
         t, h, i = self.tower, self.size("hidden"), self.size("intermediate")
         prefix = f"{self.tower_path}.{t.layer_path.format(layer=layer)}"
-        att, mlp = f"{prefix}.{t.attention_module}", f"{prefix}.{t.mlp_module}"
+        att, mlp = f"{prefix}.{t.attention_module}", f"{prefix}.{t.mlp_module}" if t.mlp_module else prefix
         if t.attention == "fused_qkv":
             out = [VisionLinear(f"{att}.{t.attention_names[0]}", h, 3 * h, t.attention_bias),
                    VisionLinear(f"{att}.{t.attention_names[1]}", h, h, t.attention_bias)]
         else:
             q, kv = self._attention_widths()
             q_name, k_name, v_name, o_name = t.attention_names
-            out = [VisionLinear(f"{att}.{q_name}", h, q, t.attention_bias),
-                   VisionLinear(f"{att}.{k_name}", h, kv, t.attention_bias),
-                   VisionLinear(f"{att}.{v_name}", h, kv, t.attention_bias),
-                   VisionLinear(f"{att}.{o_name}", q, h, t.attention_bias)]
+            out = [VisionLinear(f"{att}.{name}", d_in, d_out, t.attention_bias and name not in t.unbiased)
+                   for name, d_in, d_out in ((q_name, h, q), (k_name, h, kv), (v_name, h, kv), (o_name, q, h))]
         ins = t.mlp_names[:-1]
         out += [VisionLinear(f"{mlp}.{n}", h, i, t.mlp_bias) for n in ins]
         out.append(VisionLinear(f"{mlp}.{t.mlp_names[-1]}", i, h, t.mlp_bias))
@@ -394,9 +435,13 @@ class Vision:
                                        self.size("hidden"), self.tower.patch_bias))
         for path, p in self._pieces():
             if p.kind == "linear":
-                bias = p.bias if isinstance(p.bias, bool) else bool(self.config.get(p.bias[0], p.bias[1]))
-                out.append(VisionLinear(f"{path}.{p.name}", self._width(p.d_in), self._width(p.d_out), bias))
+                out.append(VisionLinear(f"{path}.{p.name}", self._width(p.d_in), self._width(p.d_out), self._bias(p)))
         return tuple(out)
+
+    def _bias(self, piece: Piece) -> bool:
+        """Whether a piece carries a bias (``Piece.bias``: fixed, or a top-level config.json key and its default)."""
+        bias = piece.bias
+        return bias if isinstance(bias, bool) else bool(self.config.get(bias[0], bias[1]))
 
     def _pieces(self) -> list[tuple[str, Piece]]:
         """The tower's extra modules and the projector's, each with the path it sits below."""
@@ -416,8 +461,8 @@ class Vision:
         """Tower + projector parameters."""
         t, h = self.tower, self.size("hidden")
         norm = 2 * h if t.norm == "layernorm" else h
-        # a patch Linear is among linears(); a convolution is counted here
-        total = 0 if t.patch_linear else h * self._patch_inputs() + (h if t.patch_bias else 0)
+        # a patch Linear is among linears(); a patch convolution is counted here (none without a "patch" size)
+        total = 0 if t.patch_linear or "patch" not in t.sizes else h * self._patch_inputs() + (h if t.patch_bias else 0)
         if t.positions == "grid":
             total += ((self.size("image") // self.size("patch")) ** 2 + int(t.class_token)) * h
         elif t.positions == "table":
@@ -435,11 +480,15 @@ class Vision:
                 total += self._width(p.d_in) * (2 if p.kind == "layernorm" else 1)
             elif p.kind == "matrix":
                 total += self._width(p.d_in) * self._width(p.d_out)
+            elif p.kind == "conv1d":
+                d_out = self._width(p.d_out)
+                total += self._width(p.d_in) * d_out * p.taps + (d_out if self._bias(p) else 0)
         return total + sum(lin.params for lin in self.linears())
 
 
 def vision_of(config: Mapping[str, Any], text_hidden: int) -> Vision | None:
-    """The laid-out vision part of a multimodal config.json; None when it has none or axlint cannot size it."""
+    """The laid-out tower and projector of a multimodal config.json; None when it has none or axlint cannot size
+    it."""
     if not is_multimodal(config) or unsized_part(config):
         return None
     return Vision(config, text_hidden)

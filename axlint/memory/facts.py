@@ -115,17 +115,32 @@ class MemoryFacts:
 
 def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Architecture") -> dict[str, str]:
     """The settings of the run that the memory model does not cover: `key: value` -> what it does. Tensor
-    parallelism of a model outside ``tensor_parallel.TP_FAMILIES`` or under DeepSpeed (AutoTP), and expert
-    parallelism under DeepSpeed (which Axolotl's expert-parallel plugin does not compose with) are among them."""
+    parallelism of a model outside ``tensor_parallel.TP_FAMILIES`` or under DeepSpeed (AutoTP), expert
+    parallelism under DeepSpeed (which Axolotl's expert-parallel plugin does not compose with) and audio fed to an
+    audio tower (``feeds_audio``) are among them."""
     from axlint.memory import tensor_parallel
 
-    found: dict[str, str] = {}
+    found: dict[str, str] = feeds_audio(config, arch)
     why = tensor_parallel.not_modelled(arch, sharding)
     if why:
         found[f"tensor_parallel_size: {sharding.mesh.tp}"] = why
     if sharding.mesh.ep > 1 and sharding.kind is ShardingKind.DEEPSPEED:
         found[f"expert_parallel_size: {sharding.mesh.ep}"] = "splits the experts over GPUs, beside DeepSpeed"
     return found | {f"{k}: true": why for k, why in NOT_MODELLED_FLAGS.items() if config.get(k) is True}
+
+
+def feeds_audio(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
+    """`processor_type: X` -> why, when the run feeds audio to the model's audio tower. Axolotl hands the batches to
+    its multimodal collator, which carries the audio, only when ``processor_type`` is set (0.18.0
+    ``core/builders/causal.py``) and it truncates nothing to ``sequence_len`` (``utils/collators/mm_chat.py``): the
+    audio tokens of a sample (transformers 5.24 Voxtral: one per 4 encoder frames, 375 per 30-second chunk) and the
+    encoder's work over its chunks follow the clip lengths of the data set, which the config does not give. Without
+    ``processor_type`` the data is text and the tower idles (its weights are counted all the same)."""
+    kind = config.get("processor_type")
+    if not kind or not arch.hears_audio:
+        return {}
+    return {f"processor_type: {kind}": "feeds audio to the audio tower: the audio tokens per sample and the tower's "
+                                       "work follow the clip lengths of the data set, which the config does not give"}
 
 
 def layout_problem(config: Mapping[str, Any], sharding: "Sharding") -> dict[str, str]:
