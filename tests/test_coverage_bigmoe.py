@@ -1,6 +1,9 @@
 """Corpus models of the "bigmoe" group: the linearized Llama 4 Maverick QLoRA checkpoint (an alias of the Maverick
-entry, its experts per-expert nn.Linear), and the evidence behind each entry in its catalog ``source``."""
+entry, its experts per-expert nn.Linear), the evidence behind each entry in its catalog ``source``, and what FSDP
+gathers of a quantized layer."""
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -32,3 +35,25 @@ def test_linearized_maverick_qlora_run_quantizes_its_experts():
     assert setup.quantization == "nf4" and setup.quantize_experts
     assert run.arch.expert_params == 24 * 128 * 3 * 5120 * 8192
     assert weight_bytes(run.arch, setup, trainable(run.arch, setup)) < 0.3 * 2 * run.arch.total_params
+
+
+def test_fsdp_gathers_a_qlora_layer_packed():
+    """FSDP all-gathers a decoder layer as its flat parameter stores it: Axolotl keeps bitsandbytes' 4-bit weights in
+    bf16 elements under FSDP, so a QLoRA layer of the linearized Maverick gathers at nf4's bytes, not 2 B a value;
+    an unquantized run gathers each layer at 2 B (root unit + 3 of the largest layer, as before)."""
+    from axlint.memory import constants as C
+    from axlint.memory.sharding import buffer_bytes, gathered_layer_bytes
+
+    run = build_run(load_document(MAVERICK_QLORA))
+    arch, setup = run.arch, memory_facts(run).estimate.setup
+    moe = next(i for i in range(arch.num_layers) if arch.is_moe_layer(i))
+    packed = gathered_layer_bytes(arch, setup, moe)
+    assert setup.double_quant
+    assert packed == pytest.approx(arch.layer_params(moe) * C.NF4_DOUBLE_QUANT_BYTES, rel=0.01)
+    root = arch.embedding_params + arch.lm_head_params
+    assert buffer_bytes(arch, setup, 0.0) == pytest.approx(2 * root + 3 * packed)
+    plain = build_run(load_document(CORPUS / "examples/llama-3/fft-8b.yaml"))
+    plain_setup = replace(memory_facts(plain).estimate.setup, sharding=setup.sharding)
+    assert buffer_bytes(plain.arch, plain_setup, 0.0) == 2 * (plain.arch.embedding_params + plain.arch.lm_head_params
+                                                              + 3 * max(plain.arch.layers_params))
+
