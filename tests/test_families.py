@@ -55,6 +55,9 @@ KIMI = {"num_hidden_layers": 4, "num_key_value_heads": 4, "kv_lora_rank": 32, "q
 """Kimi Linear: KDA layers 0, 1 and 3, MLA layer 2 (1-based lists, as published), the first layer dense."""
 GLM_MOE = {"n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1, "moe_intermediate_size": 32,
            "first_k_dense_replace": 1, "head_dim": 16}
+DSA = {"index_n_heads": 4, "index_head_dim": 16}
+"""GLM-5's DSA indexer (glm_moe_dsa): the first variant alternates full and shared indexer layers (index_topk_freq 2),
+the second runs the indexer in every layer (the class default)."""
 FALCON_H1 = {"mamba_d_ssm": 96, "mamba_n_heads": 4, "mamba_d_state": 16, "mamba_chunk_size": 32}
 NEMOTRON_H = {"head_dim": 16, "mamba_num_heads": 4, "mamba_head_dim": 16, "n_groups": 2, "ssm_state_size": 16,
               "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
@@ -98,6 +101,10 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
                                                  "first_k_dense_replace": 0, "n_shared_experts": 2}],
     "glm4_moe_lite": [{**MLA, "q_lora_rank": 48}, {**MLA, "q_lora_rank": None, "attention_bias": True,
                                                    "mlp_layer_types": ["sparse", "dense"], "n_shared_experts": 2}],
+    "glm_moe_dsa": [{**MLA, **DSA, "q_lora_rank": 48, "num_hidden_layers": 4, "index_topk_freq": 2,
+                     "index_skip_topk_offset": 1},
+                    {**MLA, **DSA, "q_lora_rank": 24, "attention_bias": True, "first_k_dense_replace": 0,
+                     "n_shared_experts": 2, "index_head_dim": 8}],
     "minimax_m2": [{"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 16},
                    {"num_local_experts": 8, "num_experts_per_tok": 2, "head_dim": 8, "num_key_value_heads": 4}],
     "gpt_oss": [{"num_local_experts": 4, "num_experts_per_tok": 2, "head_dim": 16},

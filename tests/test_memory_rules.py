@@ -299,6 +299,9 @@ CORPUS_ERRORS = {
        "under FSDP2 on 8 GPUs: the sharded bf16 weights, gradients and 8-bit Adam states alone are 83 GiB per GPU "
        "(111 GiB at the peak; 82 GiB for an eval step); Axolotl's README gives its FFT configs as reference only"
        for code in ("MEM001", "MEM006")},
+    ("examples/glm_moe_dsa/glm-5.2-nvfp4-lora.yaml", "MEM001"): "GLM-5.2 NVFP4 MoE-LoRA, expert_parallel_size 8 on "
+    "8×H100-80GB (the example's own comment; it also names 2×B200): each GPU keeps its 32 experts of 75 layers "
+    "packed (47 GiB) beside their fp32 LoRA adapters (4 GiB); 80.5 GiB required, 1.3 GiB over",
 }
 """(file, code) -> why, for every error-level memory finding on the corpus with the default 8×H100-80GB assumption.
 These NVFP4 QAT examples target bigger cards (on 8×B200 the Gemma and Math-Qwen runs fit); the 72B run at

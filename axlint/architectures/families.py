@@ -241,6 +241,13 @@ FAMILIES: dict[str, Family] = {
     # weight only, e_score_correction_bias a buffer; shared experts n_shared_experts x moe_intermediate_size); which
     # layers are MoE is config.json's mlp_layer_types ("dense" / "sparse"), by default the first layer dense.
     "glm4_moe_lite": _MLA,
+    # models/glm_moe_dsa/modeling_glm_moe_dsa.py (transformers 5.24, GLM-5 / GLM-5.2): DeepSeek-V3's MLA (q_a_proj,
+    # q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj; attention_bias biases
+    # q_a_proj, kv_a_proj_with_mqa and o_proj) with the DSA Lightning Indexer in the "full" layers (dsa.py), and
+    # DeepSeek's MoE (router weight E x h, e_score_correction_bias a buffer; n_shared_experts shared) after the first
+    # first_k_dense_replace dense layers.
+    "glm_moe_dsa": Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False),
+                          layer_plan="glm_moe_dsa"),
     # models/gpt_oss/modeling_gpt_oss.py: q/k/v/o all biased by attention_bias (default on), a learned sink logit per
     # head; every layer MoE: a biased router and biased experts (fused gate_up + down, each with a bias).
     "gpt_oss": Family(qkv_bias=("attention_bias", True), o_bias=("attention_bias", True), attention_sinks=True,

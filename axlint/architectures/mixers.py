@@ -49,7 +49,8 @@ class MixerShape:
     ``backward_per_token``, the gradient temporaries of its backward beyond what is saved. ``inner_linears``: the
     names of its Linears that read a tensor the mixer computes (its output projection); the others read the layer's
     normed input. ``trained_per_token``: what it keeps more when the base weights train (a norm's input to its
-    weight's gradient)."""
+    weight's gradient). ``no_grad``: its forward runs under ``torch.no_grad`` (GLM-5's DSA indexer), so none of its
+    Linears keeps its input for backward."""
 
     module: str
     linears: tuple[Linear, ...]
@@ -58,6 +59,7 @@ class MixerShape:
     backward_per_token: float = 0.0
     inner_linears: tuple[str, ...] = ()
     trained_per_token: float = 0.0
+    no_grad: bool = False
 
     @property
     def params(self) -> int:

@@ -720,11 +720,6 @@ class Architecture:
         experts = max(sum(lin.params for lin in self.mlp_linears(i) if lin.expert) for i in layers)
         return max(self.embedding_params, self.lm_head_params, linear, experts)
 
-    @property
-    def largest_layer_params(self) -> int:
-        """Largest decoder layer (FSDP wrap unit)."""
-        return max(self.layers_params)
-
     @cached_property
     def quantizable_params(self) -> int:
         """Weights of the decoder layers' ``nn.Linear`` modules, what bitsandbytes replaces when a model loads in 4 or

@@ -118,9 +118,11 @@ def input_groups(arch: Architecture, layer: int) -> list[tuple[int, tuple[Linear
     """The Linears of a layer grouped by the tensor they read, with its width: the attention norm output (shared
     with the MLP in parallel-attention layers; every mixer's Linears of width h read it), the attention output, the
     MLP norm output, and one group per other Linear (down projections, MLA's low-rank up projections, a mixer's
-    output projection). Routed experts are in ``mlp_bytes``."""
+    output projection). Routed experts are in ``mlp_bytes``; a mixer that runs without gradients
+    (``MixerShape.no_grad``) reads nothing for backward."""
     h = arch.hidden_size
-    attention, shapes = arch.attention_linears(layer), arch.mixer_shapes(layer)
+    attention = arch.attention_linears(layer)
+    shapes = tuple(shape for shape in arch.mixer_shapes(layer) if not shape.no_grad)
     attn_in = tuple(lin for lin in attention if lin.d_in == h and lin.name not in _O_NAMES)
     attn_in += tuple(lin for shape in shapes for lin in shape.input_linears)
     mlp = tuple(lin for lin in arch.mlp_linears(layer) if not lin.expert)

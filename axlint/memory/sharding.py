@@ -16,7 +16,9 @@ Buffers on the GPU:
   ZeRO-3     reduce bucket rbs·2·(2 + overlap_comm) + gathered params 2·max(Lm, min(max_live, Lm + prefetch))
              + full grads of the current module 2·Lm + persistent small params (numel ≤ threshold)
   FSDP       root unit (embed + lm_head) + 2 decoder layers gathered (current + prefetch) + one layer's grads
-             (forward-backward only: resharded before the optimizer step)
+             (forward-backward only: resharded before the optimizer step); a layer gathers its parameters as the
+             GPU stores them (4-bit and NVFP4 weights packed) and its expert-parallel slice of the experts only
+             when FSDP shards it (``gathered_layer_bytes``)
   DDP        the reducer's gradient buckets: one more copy of the trainable gradients
   Lm = largest leaf module (usually the embedding), 2 = bytes of the bf16 params.
 Step temporaries: ZeRO-1/2 make the fp32 gradient partition 4·P/N; ZeRO-3 one fp32 sub-group 4·min(sub_group, P/N).
@@ -27,6 +29,7 @@ from axlint.architectures import Architecture
 from axlint.facts import ShardingKind
 from axlint.memory import constants as C
 from axlint.memory.setup import Sharding, TrainSetup
+from axlint.memory.states import layer_weight_bytes
 
 
 def weight_share(s: Sharding) -> float:
@@ -92,6 +95,18 @@ def _persistent_params(arch: Architecture, threshold: float) -> int:
     return small + biases + (arch.final_norm_params if arch.final_norm_params <= threshold else 0)
 
 
+def gathered_layer_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
+    """What FSDP all-gathers for one decoder layer, its wrap unit: the layer's parameters as the GPU stores them
+    (``states.layer_weight_bytes``: a QLoRA weight gathers packed, 0.5 B per value, since Axolotl stores bitsandbytes'
+    4-bit weights in bf16 elements under FSDP (0.18 loaders/model.py ``bnb_4bit_quant_storage``), the flat
+    parameter's dtype; a ModelOpt NVFP4 expert gathers packed too); of the routed experts, the rank's
+    expert-parallel slice (1/ep), and only when FSDP shards it (``expert_shard_ranks`` > 1: with dp_shard 1 each
+    rank keeps its experts whole and gathers none). Unquantized without expert parallelism: the layer x 2 B."""
+    experts, rest = layer_weight_bytes(arch, setup, layer)
+    s = setup.sharding
+    return rest + (experts / s.mesh.ep if s.expert_shard_ranks > 1 else 0.0)
+
+
 def buffer_bytes(arch: Architecture, setup: TrainSetup, grad_bytes: float) -> float:
     """Persistent communication / gather buffers on one GPU during forward-backward (see module docstring)."""
     s = setup.sharding
@@ -100,7 +115,7 @@ def buffer_bytes(arch: Architecture, setup: TrainSetup, grad_bytes: float) -> fl
         return grad_bytes
     if s.kind is ShardingKind.FSDP and s.world > 1 and s.stage >= 2:
         root = arch.embedding_params + arch.position_embedding_params + arch.lm_head_params
-        return lp * (root + 3 * arch.largest_layer_params)
+        return lp * root + 3 * max(gathered_layer_bytes(arch, setup, layers[0]) for layers in arch.kind_layers)
     if s.kind != "deepspeed" or s.stage == 0:
         return 0.0
     if s.stage < 3:

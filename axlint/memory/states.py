@@ -158,8 +158,7 @@ def prequantized_bytes(arch: Architecture, setup: TrainSetup, q: Prequantized) -
     weights = experts = 0.0
     for layer in range(arch.num_layers):
         for path, lin in layer_modules(arch, layer):
-            fmt = None if lin.router or q.keeps(_skip_probe(path, lin, q)) else q.experts if lin.expert else q.linears
-            size = lin.count * tensor_bytes(fmt, lin.d_out, lin.d_in, q, lp)
+            size = _linear_bytes(setup, q, path, lin)
             weights += size
             experts += size if lin.expert else 0.0
     rest = (arch.total_params - arch.quantizable_params - arch.expert_params) * lp
@@ -169,6 +168,34 @@ def prequantized_bytes(arch: Architecture, setup: TrainSetup, q: Prequantized) -
         rest += tensor_bytes(q.linears, arch.vocab_size, arch.hidden_size, q, lp) - head_params * lp
     memo[key] = (weights + rest, experts)
     return memo[key]
+
+
+def _linear_bytes(setup: TrainSetup, stored: Prequantized | None, path: str, lin: Linear) -> float:
+    """The weight of the Linear at ``path`` (all ``lin.count`` of it) as the GPU keeps it: in the format of the
+    checkpoint's own quantization ``stored`` (``prequantized_bytes``; a router that is not an ``nn.Linear`` and the
+    modules a skip pattern keeps in the load dtype); under a 4/8-bit load at the bitsandbytes bytes (every decoder
+    Linear, as ``weight_bytes`` counts them; the routed experts with ``quantize_experts``); else in the load dtype."""
+    if stored is not None:
+        fmt = None if lin.router or stored.keeps(_skip_probe(path, lin, stored)) else \
+            stored.experts if lin.expert else stored.linears
+        return lin.count * tensor_bytes(fmt, lin.d_out, lin.d_in, stored, setup.param_bytes)
+    numel = lin.count * lin.d_in * lin.d_out
+    if setup.quantization and (setup.quantize_experts or not lin.expert):
+        return numel * _quantized_bytes(setup)
+    return numel * setup.param_bytes
+
+
+def layer_weight_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> tuple[float, float]:
+    """(the routed experts, the rest) of one decoder layer's parameters as the GPU keeps them: the Linears' weights
+    (``_linear_bytes``), their biases and the layer's small tensors (``Architecture.small_params_per_layer``) in the
+    load dtype. Unquantized, the two sum to ``Architecture.layer_params`` x the load dtype's bytes."""
+    stored, lp = stored_checkpoint(setup), setup.param_bytes
+    experts, rest = 0.0, sum(arch.small_params_per_layer(layer)) * lp
+    for path, lin in layer_modules(arch, layer):
+        size = _linear_bytes(setup, stored, path, lin)
+        experts += size if lin.expert else 0.0
+        rest += (0.0 if lin.expert else size) + (lin.count * lin.d_out * lp if lin.bias else 0.0)
+    return experts, rest
 
 
 def _skip_probe(path: str, lin: Linear, q: Prequantized) -> str:
