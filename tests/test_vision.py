@@ -80,11 +80,19 @@ CASES: dict[str, list[dict[str, Any]]] = {
                                  "num_global_key_value_heads": 1},
                     vision_config={**GEMMA4_VISION, "num_attention_heads": 4, "use_clipped_linears": True,
                                    "standardize": True})],
+    "paddleocr_vl": [dict(text_config={**TEXT, "model_type": "paddleocr_vl_text"},
+                          vision_config={**VIT, "model_type": "paddleocr_vl_vision"}),
+                     dict(text_config={**TEXT, "model_type": "paddleocr_vl_text", "use_bias": True,
+                                       "tie_word_embeddings": False}, tie_word_embeddings=False,
+                          vision_config={**VIT, "model_type": "paddleocr_vl_vision", "spatial_merge_size": 1}),
+                     dict(text_config={**TEXT, "model_type": "paddleocr_vl_text", "tie_word_embeddings": False},
+                          tie_word_embeddings=True, vision_config={**VIT, "model_type": "paddleocr_vl_vision"})],
 }
-"""Per multimodal model_type: tiny configs, one model each (the variants flip what a row reads)."""
+"""Per multimodal model_type: tiny configs, one model each (the variants flip what a row reads; the last PaddleOCR-VL
+one ties the output by the multimodal config's flag against its text_config's, as transformers 5.24 does)."""
 
 VISION_ROOTS = ("model.vision_tower", "model.visual", "model.vision_model", "model.multi_modal_projector",
-                "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision")
+                "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision", "model.projector")
 
 
 def _build(model_type: str, fields: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

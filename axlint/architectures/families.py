@@ -386,6 +386,11 @@ FAMILIES: dict[str, Family] = {
     # KimiBlockSparseMLP (w1 / w2 / w3 nn.Linear): under trust_remote_code a 4/8-bit load quantizes them.
     "kimi_linear": Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False),
                           layer_plan="kimi_linear", remote_linear_experts=True),
+    # models/paddleocr_vl/modeling_paddleocr_vl.py (transformers 5.24, PaddleOCRTextModel: ERNIE-4.5-0.3B, the
+    # decoder of PaddleOCR-VL): the llama layer, every Linear biased by use_bias (default off); the output tied by
+    # default (PaddleOCRTextConfig).
+    "paddleocr_vl_text": Family(qkv_bias=("use_bias", False), o_bias=("use_bias", False), mlp_bias=("use_bias", False),
+                                tied_default=True),
 }
 """``model_type`` -> layout. A new family whose layer is built from these parts is one row here."""
 

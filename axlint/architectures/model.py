@@ -78,6 +78,10 @@ class Architecture:
         for published, stored in family.config_aliases if family else ():
             if decoder.get(published) is not None:
                 decoder[stored] = decoder[published]
+        if vision.is_multimodal(config) and config.get("tie_word_embeddings") is not None:
+            # transformers 5.24 ties the output of a multimodal model by its own config's flag (modeling_utils
+            # ``tie_weights`` reads ``self.config``), not by its text_config's
+            decoder["tie_word_embeddings"] = config["tie_word_embeddings"]
         decoder.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", family and family.tied_default))
         tower = vision.vision_of(config, int(decoder.get("hidden_size") or 0))
         extra = tower.params if tower else 0

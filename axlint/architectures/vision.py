@@ -18,6 +18,7 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
 - ``llama4_vision_model``: models/llama4/modeling_llama4.py (patch Linear, class token, pixel-shuffle adapter)
 - ``qwen3_5_vision`` / ``qwen3_5_moe_vision``: models/qwen3_5/modeling_qwen3_5.py, models/qwen3_5_moe (learned
   position table of ``num_position_embeddings`` rows, the merger inside the tower)
+- ``paddleocr_vl_vision``: models/paddleocr_vl/modeling_paddleocr_vl.py (SigLIP's tower without its head)
 - ``gemma4_vision``: models/gemma4/modeling_gemma4.py (patch Linear, x / y position tables, Linears wrapped in
   ``Gemma4ClippableLinear``, head-wise q/k norms, four norms per layer)
 - projectors: models/gemma3/modeling_gemma3.py, models/llava/modeling_llava.py, models/mistral3/modeling_mistral3.py
@@ -169,6 +170,12 @@ TOWERS: dict[str, Tower] = {
                             path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
                             attention_module="attn", attention_names=("qkv", "proj"),
                             mlp_names=("linear_fc1", "linear_fc2"), positions="table", post_norm=None),
+    # models/paddleocr_vl/modeling_paddleocr_vl.py (transformers 5.24, PaddleOCRVisionModel): SigLIP's embeddings (a
+    # biased patch convolution, a position table of (image / patch)² rows resampled to each image's grid), encoder
+    # and post_layernorm at model.visual.vision_model, without the pooling head; its rotary positions are buffers.
+    "paddleocr_vl_vision": Tower({**VIT, "hidden": ("hidden_size", 1152), "layers": ("num_hidden_layers", 27),
+                                  "intermediate": ("intermediate_size", 4304), "patch": ("patch_size", 14),
+                                  "image": ("image_size", 384)}, path="model.visual.vision_model"),
 }
 TOWERS["qwen3_5_moe_vision"] = TOWERS["qwen3_5_vision"]
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
@@ -238,6 +245,13 @@ _QWEN3_5_MERGER = (Piece("norm", "layernorm", ("vision",)),
 PROJECTORS["qwen3_5"] = Projector("model.visual.merger", _QWEN3_5_MERGER, tower="qwen3_5_vision",
                                   merge=("vision", "spatial_merge_size", 2), out=("vision", "out_hidden_size", 3584))
 PROJECTORS["qwen3_5_moe"] = Projector(**{**PROJECTORS["qwen3_5"].__dict__, "tower": "qwen3_5_moe_vision"})
+# models/paddleocr_vl/modeling_paddleocr_vl.py (PaddleOCRProjector): a LayerNorm over the tower's width, then
+# linear_1 over the merge² patches of a token (square) and linear_2 to the decoder's width, both biased.
+PROJECTORS["paddleocr_vl"] = Projector("model.projector",
+                                       (Piece("pre_norm", "layernorm", ("vision",)),
+                                        Piece("linear_1", "linear", ("vision", "merge"), ("vision", "merge"), True),
+                                        Piece("linear_2", "linear", ("vision", "merge"), ("text",), True)),
+                                       tower="paddleocr_vl_vision", merge=("vision", "spatial_merge_size", 2))
 PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
 # models/gemma4/modeling_gemma4.py (Gemma4MultimodalEmbedder): embed_vision.embedding_pre_projection_norm holds no
 # weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden.

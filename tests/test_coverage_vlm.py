@@ -1,0 +1,48 @@
+"""Catalog entries of the vision-language models of the Axolotl corpus (group "vlm"), each checked against the model
+transformers 5.24 builds from the same config.json on the meta device, and each corpus config that names one
+covered by the memory estimate (benchmarks/memory/coverage.py ``classify``)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks" / "memory"))
+from coverage import classify  # noqa: E402
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+# model id, total, vision tower + projector; no exact published total was read: each is computed (the source of
+# each entry says how it compares with the card's rounded size) and equals the meta-device model's numel
+ENTRIES = [
+    ("PaddlePaddle/PaddleOCR-VL", 799_695_472, 438_947_440),
+]
+CORPUS = {
+    "paddleocr-vl/paddleocr-vl-1_6-qlora.yaml": "PaddlePaddle/PaddleOCR-VL",
+    "paddleocr-vl/paddleocr-vl-1_6-full-finetune.yaml": "PaddlePaddle/PaddleOCR-VL",
+}
+
+
+@pytest.mark.parametrize("model_id, total, vision", ENTRIES, ids=[e[0] for e in ENTRIES])
+def test_entry_total_equals_the_meta_device_model(model_id: str, total: int, vision: int) -> None:
+    entry = catalog_lookup(model_id)
+    arch = Architecture.from_config(model_id, "catalog", entry["config"])
+    assert arch.unsized_vision is None and arch.unsized_decoder is None
+    assert (arch.total_params, arch.extra_parameters) == (total, vision)
+    config = transformers.AutoConfig.for_model(**entry["config"])
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(config)
+    assert sum(p.numel() for p in model.parameters()) == total
+
+
+@pytest.mark.parametrize("path, model_id", sorted(CORPUS.items()))
+def test_corpus_configs_are_covered(path: str, model_id: str) -> None:
+    corpus_model, _, verdict = classify(ROOT / "fixtures" / "axolotl" / "examples" / path)
+    assert catalog_lookup(corpus_model)["id"] == model_id
+    assert verdict == "covered"
+    assert resolve_architecture(corpus_model).source == "catalog"
