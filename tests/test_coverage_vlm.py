@@ -21,10 +21,13 @@ transformers = pytest.importorskip("transformers")
 # each entry says how it compares with the card's rounded size) and equals the meta-device model's numel
 ENTRIES = [
     ("PaddlePaddle/PaddleOCR-VL", 799_695_472, 438_947_440),
+    ("zai-org/GLM-4.6V-Flash", 10_292_777_472, 892_498_432),
 ]
 CORPUS = {
     "paddleocr-vl/paddleocr-vl-1_6-qlora.yaml": "PaddlePaddle/PaddleOCR-VL",
     "paddleocr-vl/paddleocr-vl-1_6-full-finetune.yaml": "PaddlePaddle/PaddleOCR-VL",
+    "glm46v/glm-4-6v-flash-qlora.yaml": "zai-org/GLM-4.6V-Flash",
+    "glm46v/glm-4-6v-flash-ddp.yaml": "zai-org/GLM-4.6V-Flash",
 }
 
 

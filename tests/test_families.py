@@ -166,6 +166,7 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
                      "num_shared_experts": 2,
                      "linear_attn_config": {"num_heads": 4, "head_dim": 8, "kda_layers": [2, 3, 4],
                                             "full_attn_layers": [1]}}],
+    "glm4v_text": [{"head_dim": 16}],
     "paddleocr_vl_text": [{"head_dim": 16}, {"head_dim": 8, "use_bias": True, "tie_word_embeddings": False}],
 }
 """Per family: config.json fields beside SMALL, one model each (the variants flip the fields a row reads)."""

@@ -37,6 +37,9 @@ GEMMA4_VISION = {**VIT, "model_type": "gemma4_vision", "head_dim": 16, "num_key_
                  "position_embedding_size": 24}
 """Gemma 4: the variants flip heads x head_dim against the width (32 = 2 x 16, then 4 x 16 with 2 kv heads), the
 clipped Linears' buffers and the standardize buffers, and the MoE decoder (the 26B-A4B)."""
+GLM4V_VISION = {"depth": 2, "hidden_size": 32, "intermediate_size": 40, "num_heads": 2, "out_hidden_size": 64,
+                "image_size": 32, "patch_size": 8}
+"""GLM-4.1V / 4.6V: the blocks' MLP is out_hidden_size wide, the merger's intermediate_size."""
 
 CASES: dict[str, list[dict[str, Any]]] = {
     "gemma3": [dict(text_config={**TEXT, "model_type": "gemma3_text"}, mm_tokens_per_image=4,
@@ -80,6 +83,11 @@ CASES: dict[str, list[dict[str, Any]]] = {
                                  "num_global_key_value_heads": 1},
                     vision_config={**GEMMA4_VISION, "num_attention_heads": 4, "use_clipped_linears": True,
                                    "standardize": True})],
+    "glm4v": [dict(text_config={**TEXT, "model_type": "glm4v_text"}, vision_config=GLM4V_VISION),
+              dict(text_config={**TEXT, "model_type": "glm4v_text", "num_key_value_heads": 4},
+                   vision_config={**GLM4V_VISION, "spatial_merge_size": 1, "out_hidden_size": 48, "image_size": 48})],
+    "glm46v": [dict(text_config={**TEXT, "model_type": "glm4v_text"},
+                    vision_config={**GLM4V_VISION, "model_type": "glm4v_vision"})],
     "paddleocr_vl": [dict(text_config={**TEXT, "model_type": "paddleocr_vl_text"},
                           vision_config={**VIT, "model_type": "paddleocr_vl_vision"}),
                      dict(text_config={**TEXT, "model_type": "paddleocr_vl_text", "use_bias": True,

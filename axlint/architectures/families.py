@@ -386,6 +386,10 @@ FAMILIES: dict[str, Family] = {
     # KimiBlockSparseMLP (w1 / w2 / w3 nn.Linear): under trust_remote_code a 4/8-bit load quantizes them.
     "kimi_linear": Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False),
                           layer_plan="kimi_linear", remote_linear_experts=True),
+    # models/glm4v/modeling_glm4v.py (transformers 5.24, Glm4vTextAttention / Glm4vTextDecoderLayer: the decoder of
+    # GLM-4.1V and GLM-4.6V): q/k/v always biased, o not; fused gate_up MLP; GLM-4's four norms per layer.
+    "glm4v_text": Family(qkv_bias=True, o_bias=False, mlp="fused_gated", mlp_names=("gate_up_proj", "down_proj"),
+                         norm_names=_GLM_4_NORMS),
     # models/paddleocr_vl/modeling_paddleocr_vl.py (transformers 5.24, PaddleOCRTextModel: ERNIE-4.5-0.3B, the
     # decoder of PaddleOCR-VL): the llama layer, every Linear biased by use_bias (default off); the output tied by
     # default (PaddleOCRTextConfig).

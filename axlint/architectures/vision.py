@@ -18,6 +18,7 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
 - ``llama4_vision_model``: models/llama4/modeling_llama4.py (patch Linear, class token, pixel-shuffle adapter)
 - ``qwen3_5_vision`` / ``qwen3_5_moe_vision``: models/qwen3_5/modeling_qwen3_5.py, models/qwen3_5_moe (learned
   position table of ``num_position_embeddings`` rows, the merger inside the tower)
+- ``glm4v``: models/glm4v/modeling_glm4v.py (3-D patch convolution, a position table, fused qkv, a gated MLP)
 - ``paddleocr_vl_vision``: models/paddleocr_vl/modeling_paddleocr_vl.py (SigLIP's tower without its head)
 - ``gemma4_vision``: models/gemma4/modeling_gemma4.py (patch Linear, x / y position tables, Linears wrapped in
   ``Gemma4ClippableLinear``, head-wise q/k norms, four norms per layer)
@@ -36,18 +37,19 @@ from math import prod
 from typing import Any, Literal, Mapping
 
 Size = Literal["hidden", "layers", "intermediate", "patch", "image", "channels", "temporal", "vision_out", "adapter_in",
-               "adapter_out", "heads", "kv_heads", "head_dim", "positions"]
+               "adapter_out", "heads", "kv_heads", "head_dim", "positions", "context"]
 
 
 @dataclass(frozen=True)
 class Piece:
     """One module of a projector at ``name`` (below the projector's path): a "linear" (``nn.Linear``, a bias per
-    ``bias``: True, False, or a top-level config.json key and its default), a bare "matrix" parameter, or a norm
-    ("rmsnorm": weight; "layernorm": weight and bias) of width ``d_in``. Widths are products of ``Projector``
-    factors."""
+    ``bias``: True, False, or a top-level config.json key and its default), a bare "matrix" parameter, a "conv"
+    (a convolution: a ``d_in`` x ``d_out`` weight, the kernel's positions counted in ``d_in``, and a bias when
+    ``bias`` is True; not an ``nn.Linear``), or a norm ("rmsnorm": weight; "layernorm": weight and bias) of width
+    ``d_in``. Widths are products of ``Projector`` factors."""
 
     name: str
-    kind: Literal["linear", "matrix", "rmsnorm", "layernorm"]
+    kind: Literal["linear", "matrix", "conv", "rmsnorm", "layernorm"]
     d_in: tuple[str, ...]
     d_out: tuple[str, ...] = ()
     bias: bool | tuple[str, bool] = False
@@ -176,11 +178,23 @@ TOWERS: dict[str, Tower] = {
     "paddleocr_vl_vision": Tower({**VIT, "hidden": ("hidden_size", 1152), "layers": ("num_hidden_layers", 27),
                                   "intermediate": ("intermediate_size", 4304), "patch": ("patch_size", 14),
                                   "image": ("image_size", 384)}, path="model.visual.vision_model"),
+    # models/glm4v/modeling_glm4v.py (transformers 5.24, Glm4vVisionModel): a biased 3-D patch convolution, a
+    # position table of (image / patch)² rows (resampled to each image's grid), blocks of a bias-free fused qkv (the
+    # published attention_bias is false) and proj, a bias-free gated MLP out_hidden_size wide (Glm4VisionMlp reads
+    # out_hidden_size, not intermediate_size), RMSNorms norm1 / norm2, post_layernorm; the downsample convolution,
+    # post_conv_layernorm and the merger are the projector row's (PROJECTORS["glm4v"]).
+    "glm4v": Tower({"hidden": ("hidden_size", 1536), "layers": ("depth", 24), "intermediate": ("out_hidden_size", 4096),
+                    "channels": ("in_channels", 3), "patch": ("patch_size", 14), "temporal": ("temporal_patch_size", 2),
+                    "image": ("image_size", 336), "context": ("intermediate_size", 13696)},
+                   path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv", attention_module="attn",
+                   attention_names=("qkv", "proj"), attention_bias=False, mlp="gated",
+                   mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False, norm="rmsnorm"),
 }
 TOWERS["qwen3_5_moe_vision"] = TOWERS["qwen3_5_vision"]
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
-TOWER_ALIASES = {"qwen2_vl_vision": "qwen2_vl", "qwen2_5_vl_vision": "qwen2_5_vl"}
-"""transformers 5's names for the Qwen towers (the published configs say ``qwen2_vl`` / ``qwen2_5_vl``)."""
+TOWER_ALIASES = {"qwen2_vl_vision": "qwen2_vl", "qwen2_5_vl_vision": "qwen2_5_vl", "glm4v_vision": "glm4v"}
+"""transformers 5's names for the Qwen and GLM-4.1V towers (published configs say ``qwen2_vl`` / ``qwen2_5_vl`` /
+``glm4v``)."""
 
 
 @dataclass(frozen=True)
@@ -252,6 +266,21 @@ PROJECTORS["paddleocr_vl"] = Projector("model.projector",
                                         Piece("linear_1", "linear", ("vision", "merge"), ("vision", "merge"), True),
                                         Piece("linear_2", "linear", ("vision", "merge"), ("text",), True)),
                                        tower="paddleocr_vl_vision", merge=("vision", "spatial_merge_size", 2))
+# models/glm4v/modeling_glm4v.py (Glm4vVisionModel, after its blocks): post_conv_layernorm (RMSNorm), downsample (a
+# biased Conv2d over spatial_merge_size² patches, hidden -> out_hidden_size), then the merger: a bias-free proj
+# (out square), a LayerNorm, and a bias-free gated MLP intermediate_size wide. GLM-4.6V (models/glm46v) reuses the
+# GLM-4.1V tower, decoder and module paths.
+PROJECTORS["glm4v"] = Projector("model.visual",
+                                (Piece("post_conv_layernorm", "rmsnorm", ("vision",)),
+                                 Piece("downsample", "conv", ("vision", "merge"), ("out",), True),
+                                 Piece("merger.proj", "linear", ("out",), ("out",)),
+                                 Piece("merger.post_projection_norm", "layernorm", ("out",)),
+                                 Piece("merger.gate_proj", "linear", ("out",), ("context",)),
+                                 Piece("merger.up_proj", "linear", ("out",), ("context",)),
+                                 Piece("merger.down_proj", "linear", ("context",), ("out",))),
+                                tower="glm4v", merge=("vision", "spatial_merge_size", 2),
+                                out=("vision", "out_hidden_size", 4096))
+PROJECTORS["glm46v"] = PROJECTORS["glm4v"]
 PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
 # models/gemma4/modeling_gemma4.py (Gemma4MultimodalEmbedder): embed_vision.embedding_pre_projection_norm holds no
 # weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden.
@@ -447,8 +476,8 @@ class Vision:
         for _, p in self._pieces():
             if p.kind in ("rmsnorm", "layernorm"):
                 total += self._width(p.d_in) * (2 if p.kind == "layernorm" else 1)
-            elif p.kind == "matrix":
-                total += self._width(p.d_in) * self._width(p.d_out)
+            elif p.kind in ("matrix", "conv"):
+                total += self._width(p.d_in) * self._width(p.d_out) + (self._width(p.d_out) if p.bias is True else 0)
         return total + sum(lin.params for lin in self.linears())
 
 
