@@ -22,12 +22,14 @@ transformers = pytest.importorskip("transformers")
 ENTRIES = [
     ("PaddlePaddle/PaddleOCR-VL", 799_695_472, 438_947_440),
     ("zai-org/GLM-4.6V-Flash", 10_292_777_472, 892_498_432),
+    ("OpenGVLab/InternVL3_5-8B-HF", 8_528_318_464, 337_583_104),
 ]
 CORPUS = {
     "paddleocr-vl/paddleocr-vl-1_6-qlora.yaml": "PaddlePaddle/PaddleOCR-VL",
     "paddleocr-vl/paddleocr-vl-1_6-full-finetune.yaml": "PaddlePaddle/PaddleOCR-VL",
     "glm46v/glm-4-6v-flash-qlora.yaml": "zai-org/GLM-4.6V-Flash",
     "glm46v/glm-4-6v-flash-ddp.yaml": "zai-org/GLM-4.6V-Flash",
+    "internvl3_5/internvl3_5-8b-qlora.yml": "OpenGVLab/InternVL3_5-8B-HF",
 }
 
 

@@ -88,6 +88,11 @@ CASES: dict[str, list[dict[str, Any]]] = {
                    vision_config={**GLM4V_VISION, "spatial_merge_size": 1, "out_hidden_size": 48, "image_size": 48})],
     "glm46v": [dict(text_config={**TEXT, "model_type": "glm4v_text"},
                     vision_config={**GLM4V_VISION, "model_type": "glm4v_vision"})],
+    "internvl": [dict(text_config={**TEXT, "model_type": "qwen3"}, tie_word_embeddings=False,
+                      vision_config={**VIT, "model_type": "internvl_vision", "attention_bias": True}),
+                 dict(text_config={**TEXT, "model_type": "qwen2"}, downsample_ratio=0.25,
+                      vision_config={**VIT, "model_type": "internvl_vision", "image_size": [32, 32],
+                                     "patch_size": [8, 8]})],
     "paddleocr_vl": [dict(text_config={**TEXT, "model_type": "paddleocr_vl_text"},
                           vision_config={**VIT, "model_type": "paddleocr_vl_vision"}),
                      dict(text_config={**TEXT, "model_type": "paddleocr_vl_text", "use_bias": True,
@@ -161,7 +166,20 @@ def test_tower_defaults_are_the_config_class_defaults(tower: str) -> None:
     kind = {v: k for k, v in TOWER_ALIASES.items()}.get(tower, tower)
     defaults = transformers.AutoConfig.for_model(kind).to_dict()
     for key, default in TOWERS[tower].sizes.values():
-        assert defaults[key] == default, (tower, key)
+        value = defaults[key]
+        assert (value[0] if isinstance(value, list) else value) == default, (tower, key)  # [h, w]: square
+    for key, value in TOWERS[tower].lays_out.items():
+        assert defaults[key] == value, (tower, key)
+
+
+@pytest.mark.parametrize("setting", [{"norm_type": "rms_norm"}, {"use_qk_norm": True}, {"use_mask_token": True},
+                                     {"use_mean_pooling": False}])
+def test_an_internvl_tower_the_row_does_not_lay_out_is_unsized(setting: dict[str, Any]) -> None:
+    """The internvl_vision row lays out InternViT-300M (LayerNorms, no qk-norm, no mask token, mean pooling); a
+    vision_config that sets another form is unsized, not counted as that one."""
+    fields = CASES["internvl"][0]
+    config = {"model_type": "internvl", **fields, "vision_config": {**fields["vision_config"], **setting}}
+    assert Architecture.from_config("test/model", "model-config", config).unsized_vision == "internvl_vision"
 
 
 def test_an_audio_tower_is_unsized() -> None:

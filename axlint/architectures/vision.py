@@ -18,6 +18,7 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
 - ``llama4_vision_model``: models/llama4/modeling_llama4.py (patch Linear, class token, pixel-shuffle adapter)
 - ``qwen3_5_vision`` / ``qwen3_5_moe_vision``: models/qwen3_5/modeling_qwen3_5.py, models/qwen3_5_moe (learned
   position table of ``num_position_embeddings`` rows, the merger inside the tower)
+- ``internvl_vision``: models/internvl/modeling_internvl.py (class token, split biased q/k/v, layer scales)
 - ``glm4v``: models/glm4v/modeling_glm4v.py (3-D patch convolution, a position table, fused qkv, a gated MLP)
 - ``paddleocr_vl_vision``: models/paddleocr_vl/modeling_paddleocr_vl.py (SigLIP's tower without its head)
 - ``gemma4_vision``: models/gemma4/modeling_gemma4.py (patch Linear, x / y position tables, Linears wrapped in
@@ -32,7 +33,7 @@ Only parameters are laid out here. The activations of the image tokens inside th
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Literal, Mapping
 
@@ -74,6 +75,12 @@ class Tower:
     (SigLIP's ``vision_use_head``). ``patch_linear``: the patch embedding is an ``nn.Linear`` at this path (over
     channels x patch² inputs) instead of a convolution. ``pieces``: further modules of the tower below its path
     (Llama 4's pixel-shuffle adapter), sized as a projector's are, with the tower's ``sizes`` as factors too.
+    ``bias_key``: a vision_config key (and its default) that sets the q/k/v biases instead of ``attention_bias``,
+    the output projection then biased by ``out_bias``. ``layer_scales``: learned per-channel scales of width h in
+    each layer (InternViT's lambda_1 / lambda_2). ``lays_out``: vision_config values the row lays out (a key absent
+    from the file reads as the value given); a file that sets another leaves the tower unsized
+    (``unsized_part``). A size published as a list (an [h, w] pair) is read as its first element: square images
+    and patches.
     """
 
     sizes: Mapping[str, tuple[str, int]]
@@ -98,6 +105,10 @@ class Tower:
     head_key: tuple[str, bool] | None = None
     patch_linear: str | None = None
     pieces: tuple[Piece, ...] = ()
+    bias_key: tuple[str, bool] | None = None
+    out_bias: bool = True
+    layer_scales: int = 0
+    lays_out: Mapping[str, Any] = field(default_factory=dict)
 
 
 VIT = {"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 12), "intermediate": ("intermediate_size", 3072),
@@ -189,6 +200,19 @@ TOWERS: dict[str, Tower] = {
                    path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv", attention_module="attn",
                    attention_names=("qkv", "proj"), attention_bias=False, mlp="gated",
                    mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False, norm="rmsnorm"),
+    # models/internvl/modeling_internvl.py (transformers 5.24, InternVLVisionModel, InternViT): a class token, a
+    # biased patch convolution and a position table of (image / patch)² + 1 rows; layers at encoder.layer.N with
+    # q/k/v biased by attention_bias, a biased projection_layer, a plain biased fc1 / fc2 MLP, layernorm_before /
+    # layernorm_after and the layer scales lambda_1 / lambda_2; no final norm under use_mean_pooling. The row lays
+    # out the InternViT-300M form (LayerNorms, no qk-norm, no mask token, absolute positions, mean pooling).
+    "internvl_vision": Tower({**VIT, "hidden": ("hidden_size", 1024), "layers": ("num_hidden_layers", 24),
+                              "intermediate": ("intermediate_size", 4096), "patch": ("patch_size", 14),
+                              "image": ("image_size", 448)},
+                             layer_path="encoder.layer.{layer}", attention_module="attention",
+                             attention_names=("q_proj", "k_proj", "v_proj", "projection_layer"),
+                             bias_key=("attention_bias", False), class_token=True, post_norm=None, layer_scales=2,
+                             lays_out={"norm_type": "layer_norm", "use_qk_norm": False, "use_mask_token": False,
+                                       "use_absolute_position_embeddings": True, "use_mean_pooling": True}),
 }
 TOWERS["qwen3_5_moe_vision"] = TOWERS["qwen3_5_vision"]
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
@@ -207,16 +231,18 @@ class Projector:
     width). ``merge`` / ``out``: (where: "config" or "vision", key, default). ``tower``: the vision model_type when
     vision_config names none; ``tower_path``: where the tower sits, when not the row's own; ``decoder_path``: where
     the decoder sits; ``text_type``: the decoder's model_type when config.json is flat (the decoder fields at the
-    top level, as Qwen2-VL's are published and transformers 5 reads them as ``text_config``)."""
+    top level, as Qwen2-VL's are published and transformers 5 reads them as ``text_config``). ``merge_inverse``: the
+    ``merge`` key holds a downsample ratio whose inverse is the merge size (InternVL's downsample_ratio 0.5: 2)."""
 
     path: str
     pieces: tuple[Piece, ...]
     tower: str
-    merge: tuple[str, str, int] | None = None
+    merge: tuple[str, str, float] | None = None
     out: tuple[str, str, int] | None = None
     tower_path: str | None = None
     decoder_path: str = "model.language_model"
     text_type: str | None = None
+    merge_inverse: bool = False
 
 
 LLAVA_MLP = (Piece("linear_1", "linear", ("vision", "features"), ("text",), ("multimodal_projector_bias", True)),
@@ -281,6 +307,14 @@ PROJECTORS["glm4v"] = Projector("model.visual",
                                 tower="glm4v", merge=("vision", "spatial_merge_size", 2),
                                 out=("vision", "out_hidden_size", 4096))
 PROJECTORS["glm46v"] = PROJECTORS["glm4v"]
+# models/internvl/modeling_internvl.py (InternVLMultiModalProjector): a LayerNorm over the merge² patches of a token
+# (1 / downsample_ratio per side), then linear_1 to the decoder's width and linear_2 square, both biased.
+PROJECTORS["internvl"] = Projector("model.multi_modal_projector",
+                                   (Piece("layer_norm", "layernorm", ("vision", "merge")),
+                                    Piece("linear_1", "linear", ("vision", "merge"), ("text",), True),
+                                    Piece("linear_2", "linear", ("text",), ("text",), True)),
+                                   tower="internvl_vision", merge=("config", "downsample_ratio", 0.5),
+                                   merge_inverse=True)
 PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
 # models/gemma4/modeling_gemma4.py (Gemma4MultimodalEmbedder): embed_vision.embedding_pre_projection_norm holds no
 # weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden.
@@ -350,6 +384,9 @@ def unsized_part(config: Mapping[str, Any]) -> str | None:
     kind = tower_type(config)
     if kind not in TOWERS:
         return kind
+    vc = config.get("vision_config") or {}
+    if any(vc.get(key, value) != value for key, value in TOWERS[kind].lays_out.items()):
+        return kind
     return None if projector_of(config) else f"{config.get('model_type')} projector"
 
 
@@ -365,15 +402,16 @@ class Vision:
     def size(self, name: str) -> int:
         key, default = self.tower.sizes[name]
         value = self.vc.get(key)
-        value = int(default if value is None else value)
+        value = default if value is None else value
+        value = int(value[0] if isinstance(value, (list, tuple)) else value)
         return self.size("hidden") * value if name == "intermediate" and key == "mlp_ratio" else value
 
-    def _read(self, spec: tuple[str, str, int] | None) -> int:
+    def _read(self, spec: tuple[str, str, float] | None) -> float:
         if spec is None:
             return 1
         where, key, default = spec
         value = (self.vc if where == "vision" else self.config).get(key)
-        return int(default if value is None else value)
+        return default if value is None else value
 
     def _factor(self, name: str) -> int:
         if name == "vision":
@@ -381,9 +419,10 @@ class Vision:
         if name == "text":
             return self.text_hidden
         if name == "merge":
-            return self._read(self.row.merge) ** 2
+            side = self._read(self.row.merge)
+            return int(1 / side if self.row.merge_inverse else side) ** 2
         if name == "out":
-            return self._read(self.row.out)
+            return int(self._read(self.row.out))
         if name in self.tower.sizes:
             return self.size(name)
         layers = self.config.get("vision_feature_layer")
@@ -398,20 +437,28 @@ class Vision:
         t, h, i = self.tower, self.size("hidden"), self.size("intermediate")
         prefix = f"{self.tower_path}.{t.layer_path.format(layer=layer)}"
         att, mlp = f"{prefix}.{t.attention_module}", f"{prefix}.{t.mlp_module}"
+        qkv_bias, o_bias = self._attention_biases()
         if t.attention == "fused_qkv":
-            out = [VisionLinear(f"{att}.{t.attention_names[0]}", h, 3 * h, t.attention_bias),
-                   VisionLinear(f"{att}.{t.attention_names[1]}", h, h, t.attention_bias)]
+            out = [VisionLinear(f"{att}.{t.attention_names[0]}", h, 3 * h, qkv_bias),
+                   VisionLinear(f"{att}.{t.attention_names[1]}", h, h, o_bias)]
         else:
             q, kv = self._attention_widths()
             q_name, k_name, v_name, o_name = t.attention_names
-            out = [VisionLinear(f"{att}.{q_name}", h, q, t.attention_bias),
-                   VisionLinear(f"{att}.{k_name}", h, kv, t.attention_bias),
-                   VisionLinear(f"{att}.{v_name}", h, kv, t.attention_bias),
-                   VisionLinear(f"{att}.{o_name}", q, h, t.attention_bias)]
+            out = [VisionLinear(f"{att}.{q_name}", h, q, qkv_bias),
+                   VisionLinear(f"{att}.{k_name}", h, kv, qkv_bias),
+                   VisionLinear(f"{att}.{v_name}", h, kv, qkv_bias),
+                   VisionLinear(f"{att}.{o_name}", q, h, o_bias)]
         ins = t.mlp_names[:-1]
         out += [VisionLinear(f"{mlp}.{n}", h, i, t.mlp_bias) for n in ins]
         out.append(VisionLinear(f"{mlp}.{t.mlp_names[-1]}", i, h, t.mlp_bias))
         return tuple(out)
+
+    def _attention_biases(self) -> tuple[bool, bool]:
+        """(q/k/v, output) biases: ``attention_bias`` for both, or the vision_config's ``bias_key`` and ``out_bias``."""
+        t = self.tower
+        if t.bias_key is None:
+            return t.attention_bias, t.attention_bias
+        return bool(self.vc.get(t.bias_key[0], t.bias_key[1])), t.out_bias
 
     def _attention_widths(self) -> tuple[int, int]:
         """(q, kv) widths of split attention: heads x head_dim and kv_heads x head_dim when the row reads a head_dim,
@@ -471,6 +518,7 @@ class Vision:
         total += norm * (t.norms_per_layer * self.size("layers") + bool(t.pre_norm) + bool(t.post_norm))
         if t.qk_norm:
             total += 2 * self.size("head_dim") * self.size("layers")
+        total += t.layer_scales * h * self.size("layers")
         if self.head():  # probe, the attention's fused in-projection (3h x h + 3h), its LayerNorm
             total += h + 3 * h * h + 3 * h + 2 * h
         for _, p in self._pieces():
