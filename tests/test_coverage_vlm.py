@@ -23,6 +23,8 @@ ENTRIES = [
     ("PaddlePaddle/PaddleOCR-VL", 799_695_472, 438_947_440),
     ("zai-org/GLM-4.6V-Flash", 10_292_777_472, 892_498_432),
     ("OpenGVLab/InternVL3_5-8B-HF", 8_528_318_464, 337_583_104),
+    # published: the BF16 safetensors count of meta-llama/Llama-3.2-11B-Vision-Instruct (the entry's source)
+    ("meta-llama/Llama-3.2-11B-Vision", 10_670_220_835, 895_028_755),
 ]
 CORPUS = {
     "paddleocr-vl/paddleocr-vl-1_6-qlora.yaml": "PaddlePaddle/PaddleOCR-VL",
@@ -30,6 +32,7 @@ CORPUS = {
     "glm46v/glm-4-6v-flash-qlora.yaml": "zai-org/GLM-4.6V-Flash",
     "glm46v/glm-4-6v-flash-ddp.yaml": "zai-org/GLM-4.6V-Flash",
     "internvl3_5/internvl3_5-8b-qlora.yml": "OpenGVLab/InternVL3_5-8B-HF",
+    "llama-3-vision/lora-11b.yaml": "meta-llama/Llama-3.2-11B-Vision",
 }
 
 
@@ -51,3 +54,12 @@ def test_corpus_configs_are_covered(path: str, model_id: str) -> None:
     assert catalog_lookup(corpus_model)["id"] == model_id
     assert verdict == "covered"
     assert resolve_architecture(corpus_model).source == "catalog"
+
+
+def test_llama_3_2_vision_layers() -> None:
+    """Cross-attention at cross_attention_layers, the llama layer elsewhere; the input embedding 8 rows longer than
+    the output (MllamaTextModel: vocab_size + 8)."""
+    arch = resolve_architecture("alpindale/Llama-3.2-11B-Vision-Instruct")
+    assert [i for i in range(40) if not arch.has_attention(i)] == [3, 8, 13, 18, 23, 28, 33, 38]
+    assert arch.mixer_kinds == ("cross_attention",)
+    assert arch.embedding_params - arch.lm_head_params == 8 * 4096

@@ -40,6 +40,12 @@ clipped Linears' buffers and the standardize buffers, and the MoE decoder (the 2
 GLM4V_VISION = {"depth": 2, "hidden_size": 32, "intermediate_size": 40, "num_heads": 2, "out_hidden_size": 64,
                 "image_size": 32, "patch_size": 8}
 """GLM-4.1V / 4.6V: the blocks' MLP is out_hidden_size wide, the merger's intermediate_size."""
+MLLAMA_TEXT = {**TEXT, "model_type": "mllama_text_model", "cross_attention_layers": [1]}
+MLLAMA_VISION = {"model_type": "mllama_vision_model", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_global_layers": 1,
+                 "attention_heads": 2, "image_size": 56, "patch_size": 14, "vision_output_dim": 96,
+                 "intermediate_layers_indices": [0, 1]}
+"""Llama 3.2 Vision: a cross-attention layer among self-attention ones, the tiled position tables, the global stack;
+the variant moves the cross-attention layers and shrinks the tiles and aspect ratios."""
 
 CASES: dict[str, list[dict[str, Any]]] = {
     "gemma3": [dict(text_config={**TEXT, "model_type": "gemma3_text"}, mm_tokens_per_image=4,
@@ -93,6 +99,10 @@ CASES: dict[str, list[dict[str, Any]]] = {
                  dict(text_config={**TEXT, "model_type": "qwen2"}, downsample_ratio=0.25,
                       vision_config={**VIT, "model_type": "internvl_vision", "image_size": [32, 32],
                                      "patch_size": [8, 8]})],
+    "mllama": [dict(text_config=MLLAMA_TEXT, vision_config=MLLAMA_VISION),
+               dict(text_config={**MLLAMA_TEXT, "cross_attention_layers": [1, 2], "num_hidden_layers": 3},
+                    vision_config={**MLLAMA_VISION, "image_size": 42, "max_num_tiles": 2, "num_global_layers": 2,
+                                   "supported_aspect_ratios": [[1, 1], [1, 2], [2, 1]]})],
     "paddleocr_vl": [dict(text_config={**TEXT, "model_type": "paddleocr_vl_text"},
                           vision_config={**VIT, "model_type": "paddleocr_vl_vision"}),
                      dict(text_config={**TEXT, "model_type": "paddleocr_vl_text", "use_bias": True,

@@ -49,7 +49,8 @@ class MixerShape:
     ``backward_per_token``, the gradient temporaries of its backward beyond what is saved. ``inner_linears``: the
     names of its Linears that read a tensor the mixer computes (its output projection); the others read the layer's
     normed input. ``trained_per_token``: what it keeps more when the base weights train (a norm's input to its
-    weight's gradient)."""
+    weight's gradient). ``layer_others``: parameter tensors the mixer adds to its layer outside its module, as
+    (name relative to the layer, numel) (Mllama's tanh gates)."""
 
     module: str
     linears: tuple[Linear, ...]
@@ -58,10 +59,12 @@ class MixerShape:
     backward_per_token: float = 0.0
     inner_linears: tuple[str, ...] = ()
     trained_per_token: float = 0.0
+    layer_others: tuple[tuple[str, int], ...] = ()
 
     @property
     def params(self) -> int:
-        return sum(lin.params for lin in self.linears) + sum(n for _, n in self.others)
+        return (sum(lin.params for lin in self.linears) + sum(n for _, n in self.others)
+                + sum(n for _, n in self.layer_others))
 
     @property
     def input_linears(self) -> tuple[Linear, ...]:

@@ -599,7 +599,7 @@ class Architecture:
         a learned activation's scalars, a router's scales, the other mixers' ``others``), for ZeRO-3 persistence;
         biases are inside ``Linear``."""
         sizes = [self.hidden_size] * (len(self.layer_norm_names(layer)) * self.tensors_per_norm)
-        sizes += [n for shape in self.mixer_shapes(layer) for _, n in shape.others]
+        sizes += [n for shape in self.mixer_shapes(layer) for _, n in shape.others + shape.layer_others]
         if self.layer_plan(layer).mlp == "dense":
             sizes += [1] * len(self.activation_param_names)
         if self.layout.router_scales and self.is_moe_layer(layer):
@@ -626,7 +626,8 @@ class Architecture:
     # ---- totals ----------------------------------------------------------------------------------------
     @property
     def embedding_params(self) -> int:
-        return self.vocab_size * self.hidden_size
+        """The input embedding: vocab_size rows, and the family's ``embed_extra_rows`` (Mllama's 8)."""
+        return (self.vocab_size + self.layout.embed_extra_rows) * self.hidden_size
 
     @property
     def position_embedding_params(self) -> int:

@@ -18,6 +18,7 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
 - ``llama4_vision_model``: models/llama4/modeling_llama4.py (patch Linear, class token, pixel-shuffle adapter)
 - ``qwen3_5_vision`` / ``qwen3_5_moe_vision``: models/qwen3_5/modeling_qwen3_5.py, models/qwen3_5_moe (learned
   position table of ``num_position_embeddings`` rows, the merger inside the tower)
+- ``mllama_vision_model``: models/mllama/modeling_mllama.py (tiled position tables, a gated global stack)
 - ``internvl_vision``: models/internvl/modeling_internvl.py (class token, split biased q/k/v, layer scales)
 - ``glm4v``: models/glm4v/modeling_glm4v.py (3-D patch convolution, a position table, fused qkv, a gated MLP)
 - ``paddleocr_vl_vision``: models/paddleocr_vl/modeling_paddleocr_vl.py (SigLIP's tower without its head)
@@ -38,7 +39,7 @@ from math import prod
 from typing import Any, Literal, Mapping
 
 Size = Literal["hidden", "layers", "intermediate", "patch", "image", "channels", "temporal", "vision_out", "adapter_in",
-               "adapter_out", "heads", "kv_heads", "head_dim", "positions", "context"]
+               "adapter_out", "heads", "kv_heads", "head_dim", "positions", "context", "global_layers", "tiles"]
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,12 @@ class Tower:
     (Llama 4's pixel-shuffle adapter), sized as a projector's are, with the tower's ``sizes`` as factors too.
     ``bias_key``: a vision_config key (and its default) that sets the q/k/v biases instead of ``attention_bias``,
     the output projection then biased by ``out_bias``. ``layer_scales``: learned per-channel scales of width h in
-    each layer (InternViT's lambda_1 / lambda_2). ``lays_out``: vision_config values the row lays out (a key absent
+    each layer (InternViT's lambda_1 / lambda_2). ``global_stack``: a second stack of the same layers after the
+    first (Mllama's ``global_transformer``): its layer path, the size of its layer count, and the number of scalar
+    gates each of its layers adds. ``positions`` "tiled" (Mllama's precomputed embeddings): a gated table of
+    (image / patch)² + 1 rows, the class token's included, a gated tile table of R rows of tiles x those rows x h,
+    and the gated pre- and post-tile tables of R rows of tiles x h, R = len(``aspect_ratios``' list) + 1 (the key
+    and the length of its default). ``lays_out``: vision_config values the row lays out (a key absent
     from the file reads as the value given); a file that sets another leaves the tower unsized
     (``unsized_part``). A size published as a list (an [h, w] pair) is read as its first element: square images
     and patches.
@@ -98,7 +104,7 @@ class Tower:
     norms_per_layer: int = 2
     qk_norm: bool = False
     patch_bias: bool = True
-    positions: Literal["grid", "table", "axial"] | None = "grid"
+    positions: Literal["grid", "table", "axial", "tiled"] | None = "grid"
     class_token: bool = False
     pre_norm: str | None = None
     post_norm: str | None = "post_layernorm"
@@ -108,6 +114,8 @@ class Tower:
     bias_key: tuple[str, bool] | None = None
     out_bias: bool = True
     layer_scales: int = 0
+    global_stack: tuple[str, str, int] | None = None
+    aspect_ratios: tuple[str, int] | None = None
     lays_out: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -213,6 +221,20 @@ TOWERS: dict[str, Tower] = {
                              bias_key=("attention_bias", False), class_token=True, post_norm=None, layer_scales=2,
                              lays_out={"norm_type": "layer_norm", "use_qk_norm": False, "use_mask_token": False,
                                        "use_absolute_position_embeddings": True, "use_mean_pooling": True}),
+    # models/mllama/modeling_mllama.py (transformers 5.24, MllamaVisionModel): a bias-free patch convolution, a
+    # class token, the tiled position tables ("tiled"), LayerNorms layernorm_pre / layernorm_post, the layers at
+    # transformer.layers.N (bias-free q/k/v/o_proj, biased fc1 / fc2, LayerNorms) and then num_global_layers more at
+    # global_transformer.layers.N, each with the scalar gates gate_attn and gate_ffn.
+    "mllama_vision_model": Tower({**VIT, "hidden": ("hidden_size", 1280), "layers": ("num_hidden_layers", 32),
+                                  "intermediate": ("intermediate_size", 5120), "patch": ("patch_size", 14),
+                                  "image": ("image_size", 448), "global_layers": ("num_global_layers", 8),
+                                  "tiles": ("max_num_tiles", 4), "vision_out": ("vision_output_dim", 7680)},
+                                 path="model.vision_model", layer_path="transformer.layers.{layer}",
+                                 attention_names=("q_proj", "k_proj", "v_proj", "o_proj"), attention_bias=False,
+                                 patch_bias=False, positions="tiled", class_token=True, pre_norm="layernorm_pre",
+                                 post_norm="layernorm_post",
+                                 global_stack=("global_transformer.layers.{layer}", "global_layers", 2),
+                                 aspect_ratios=("supported_aspect_ratios", 8)),
 }
 TOWERS["qwen3_5_moe_vision"] = TOWERS["qwen3_5_vision"]
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
@@ -315,6 +337,10 @@ PROJECTORS["internvl"] = Projector("model.multi_modal_projector",
                                     Piece("linear_2", "linear", ("text",), ("text",), True)),
                                    tower="internvl_vision", merge=("config", "downsample_ratio", 0.5),
                                    merge_inverse=True)
+# models/mllama/modeling_mllama.py (MllamaModel): multi_modal_projector is one biased Linear, vision_output_dim (the
+# last layer's output with the intermediate_layers_indices outputs beside it) -> the decoder's width.
+PROJECTORS["mllama"] = Projector("model", (Piece("multi_modal_projector", "linear", ("vision_out",), ("text",), True),),
+                                 tower="mllama_vision_model")
 PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
 # models/gemma4/modeling_gemma4.py (Gemma4MultimodalEmbedder): embed_vision.embedding_pre_projection_norm holds no
 # weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden.
@@ -432,10 +458,10 @@ class Vision:
     def tower_path(self) -> str:
         return self.row.tower_path or self.tower.path
 
-    def layer_linears(self, layer: int) -> tuple[VisionLinear, ...]:
-        """The Linears of one tower layer, at their module paths."""
+    def layer_linears(self, layer: int, layer_path: str | None = None) -> tuple[VisionLinear, ...]:
+        """The Linears of one tower layer, at their module paths (``layer_path``: a ``global_stack``'s)."""
         t, h, i = self.tower, self.size("hidden"), self.size("intermediate")
-        prefix = f"{self.tower_path}.{t.layer_path.format(layer=layer)}"
+        prefix = f"{self.tower_path}.{(layer_path or t.layer_path).format(layer=layer)}"
         att, mlp = f"{prefix}.{t.attention_module}", f"{prefix}.{t.mlp_module}"
         qkv_bias, o_bias = self._attention_biases()
         if t.attention == "fused_qkv":
@@ -475,6 +501,9 @@ class Vision:
         """Every ``nn.Linear`` of the tower (all layers, SigLIP's pooling head) and of the projector."""
         h, i = self.size("hidden"), self.size("intermediate")
         out = [lin for layer in range(self.size("layers")) for lin in self.layer_linears(layer)]
+        if self.tower.global_stack:
+            path, count, _ = self.tower.global_stack
+            out += [lin for layer in range(self.size(count)) for lin in self.layer_linears(layer, path)]
         if self.head():  # MultiheadAttentionPoolingHead: its attention's out_proj is a Linear, in_proj a matrix
             head = f"{self.tower_path}.head"
             out += [VisionLinear(f"{head}.attention.out_proj", h, h, True),
@@ -487,6 +516,15 @@ class Vision:
                 bias = p.bias if isinstance(p.bias, bool) else bool(self.config.get(p.bias[0], p.bias[1]))
                 out.append(VisionLinear(f"{path}.{p.name}", self._width(p.d_in), self._width(p.d_out), bias))
         return tuple(out)
+
+    def _tiled_positions(self) -> int:
+        """``positions`` "tiled": rows·h + R·tiles·rows·h + 2·R·tiles·h + 3 gates, rows = (image / patch)² + 1."""
+        h, tiles = self.size("hidden"), self.size("tiles")
+        rows = (self.size("image") // self.size("patch")) ** 2 + 1
+        key, default = self.tower.aspect_ratios or ("", 0)
+        listed = self.vc.get(key)
+        ratios = (len(listed) if isinstance(listed, list) else default) + 1
+        return rows * h + ratios * tiles * rows * h + 2 * ratios * tiles * h + 3
 
     def _pieces(self) -> list[tuple[str, Piece]]:
         """The tower's extra modules and the projector's, each with the path it sits below."""
@@ -514,8 +552,15 @@ class Vision:
             total += self.size("positions") * h
         elif t.positions == "axial":
             total += 2 * self.size("positions") * h
+        elif t.positions == "tiled":
+            total += self._tiled_positions()
         total += h if t.class_token else 0
-        total += norm * (t.norms_per_layer * self.size("layers") + bool(t.pre_norm) + bool(t.post_norm))
+        layers = self.size("layers")
+        if t.global_stack:
+            _, count, gates = t.global_stack
+            layers += self.size(count)
+            total += gates * self.size(count)
+        total += norm * (t.norms_per_layer * layers + bool(t.pre_norm) + bool(t.post_norm))
         if t.qk_norm:
             total += 2 * self.size("head_dim") * self.size("layers")
         total += t.layer_scales * h * self.size("layers")
