@@ -46,6 +46,10 @@ MLLAMA_VISION = {"model_type": "mllama_vision_model", "hidden_size": 32, "interm
                  "intermediate_layers_indices": [0, 1]}
 """Llama 3.2 Vision: a cross-attention layer among self-attention ones, the tiled position tables, the global stack;
 the variant moves the cross-attention layers and shrinks the tiles and aspect ratios."""
+LFM2_TEXT = {**TEXT, "model_type": "lfm2", "full_attn_idxs": [0]}
+SIGLIP2_VISION = {**VIT, "model_type": "siglip2_vision_model", "num_patches": 16, "vision_use_head": False}
+"""LFM2-VL: an LFM2 decoder whose first layer is attention; the variant turns the SigLIP2 head, the projector's
+LayerNorm and its biases over."""
 
 CASES: dict[str, list[dict[str, Any]]] = {
     "gemma3": [dict(text_config={**TEXT, "model_type": "gemma3_text"}, mm_tokens_per_image=4,
@@ -103,6 +107,10 @@ CASES: dict[str, list[dict[str, Any]]] = {
                dict(text_config={**MLLAMA_TEXT, "cross_attention_layers": [1, 2], "num_hidden_layers": 3},
                     vision_config={**MLLAMA_VISION, "image_size": 42, "max_num_tiles": 2, "num_global_layers": 2,
                                    "supported_aspect_ratios": [[1, 1], [1, 2], [2, 1]]})],
+    "lfm2_vl": [dict(text_config=LFM2_TEXT, vision_config=SIGLIP2_VISION, projector_hidden_size=40),
+                dict(text_config=LFM2_TEXT, projector_hidden_size=24, projector_bias=False, downsample_factor=1,
+                     projector_use_layernorm=False,
+                     vision_config={**SIGLIP2_VISION, "vision_use_head": True, "num_patches": 9})],
     "paddleocr_vl": [dict(text_config={**TEXT, "model_type": "paddleocr_vl_text"},
                           vision_config={**VIT, "model_type": "paddleocr_vl_vision"}),
                      dict(text_config={**TEXT, "model_type": "paddleocr_vl_text", "use_bias": True,

@@ -18,6 +18,7 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
 - ``llama4_vision_model``: models/llama4/modeling_llama4.py (patch Linear, class token, pixel-shuffle adapter)
 - ``qwen3_5_vision`` / ``qwen3_5_moe_vision``: models/qwen3_5/modeling_qwen3_5.py, models/qwen3_5_moe (learned
   position table of ``num_position_embeddings`` rows, the merger inside the tower)
+- ``siglip2_vision_model``: models/siglip2/modeling_siglip2.py (a patch Linear, a position table of num_patches)
 - ``mllama_vision_model``: models/mllama/modeling_mllama.py (tiled position tables, a gated global stack)
 - ``internvl_vision``: models/internvl/modeling_internvl.py (class token, split biased q/k/v, layer scales)
 - ``glm4v``: models/glm4v/modeling_glm4v.py (3-D patch convolution, a position table, fused qkv, a gated MLP)
@@ -48,13 +49,15 @@ class Piece:
     ``bias``: True, False, or a top-level config.json key and its default), a bare "matrix" parameter, a "conv"
     (a convolution: a ``d_in`` x ``d_out`` weight, the kernel's positions counted in ``d_in``, and a bias when
     ``bias`` is True; not an ``nn.Linear``), or a norm ("rmsnorm": weight; "layernorm": weight and bias) of width
-    ``d_in``. Widths are products of ``Projector`` factors."""
+    ``d_in``. Widths are products of ``Projector`` factors. ``when``: a top-level config.json key (and its default)
+    without which the module is not built (LFM2-VL's projector_use_layernorm)."""
 
     name: str
     kind: Literal["linear", "matrix", "conv", "rmsnorm", "layernorm"]
     d_in: tuple[str, ...]
     d_out: tuple[str, ...] = ()
     bias: bool | tuple[str, bool] = False
+    when: tuple[str, bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,12 @@ TOWERS: dict[str, Tower] = {
                                  post_norm="layernorm_post",
                                  global_stack=("global_transformer.layers.{layer}", "global_layers", 2),
                                  aspect_ratios=("supported_aspect_ratios", 8)),
+    # models/siglip2/modeling_siglip2.py (transformers 5.24, Siglip2VisionModel, as models/lfm2_vl builds it at
+    # model.vision_tower): a biased patch Linear over 3 x patch² pixels, a position table of num_patches rows
+    # (resized to each image), SigLIP's encoder layers, post_layernorm and, with vision_use_head, the pooling head.
+    "siglip2_vision_model": Tower({**VIT, "patch": ("patch_size", 16), "positions": ("num_patches", 256)},
+                                  positions="table", patch_linear="embeddings.patch_embedding",
+                                  head_key=("vision_use_head", True)),
 }
 TOWERS["qwen3_5_moe_vision"] = TOWERS["qwen3_5_vision"]
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
@@ -341,6 +350,21 @@ PROJECTORS["internvl"] = Projector("model.multi_modal_projector",
 # last layer's output with the intermediate_layers_indices outputs beside it) -> the decoder's width.
 PROJECTORS["mllama"] = Projector("model", (Piece("multi_modal_projector", "linear", ("vision_out",), ("text",), True),),
                                  tower="mllama_vision_model")
+# models/lfm2_vl/modeling_lfm2_vl.py (Lfm2VlMultiModalProjector): over downsample_factor² pixel-unshuffled patches
+# a LayerNorm (with projector_use_layernorm), linear_1 to projector_hidden_size and linear_2 to the decoder's width,
+# biased by projector_bias. The published LFM2-VL configs say "lfm2-vl" and map to the repositories' own
+# modeling_lfm2_vl.py (trust_remote_code), which builds the same modules at the same paths (its Siglip2VisionModel
+# is transformers', its projector keeps the LayerNorm unconditionally).
+PROJECTORS["lfm2_vl"] = Projector("model.multi_modal_projector",
+                                  (Piece("layer_norm", "layernorm", ("vision", "merge"),
+                                         when=("projector_use_layernorm", True)),
+                                   Piece("linear_1", "linear", ("vision", "merge"), ("out",), ("projector_bias", True)),
+                                   Piece("linear_2", "linear", ("out",), ("text",), ("projector_bias", True))),
+                                  tower="siglip2_vision_model", merge=("config", "downsample_factor", 2),
+                                  out=("config", "projector_hidden_size", 2560))
+PROJECTOR_ALIASES = {"lfm2-vl": "lfm2_vl"}
+"""Published model_types that transformers 5.24 has no class for, and the row whose modules their own modelling code
+builds (``PROJECTORS`` comments)."""
 PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
 # models/gemma4/modeling_gemma4.py (Gemma4MultimodalEmbedder): embed_vision.embedding_pre_projection_norm holds no
 # weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden.
@@ -368,8 +392,10 @@ class VisionLinear:
 
 
 def projector_of(config: Mapping[str, Any]) -> Projector | None:
-    """The projector row of a multimodal config.json; None for another model type."""
-    return PROJECTORS.get(str(config.get("model_type")))
+    """The projector row of a multimodal config.json (a ``PROJECTOR_ALIASES`` name reads as its row); None for
+    another model type."""
+    kind = str(config.get("model_type"))
+    return PROJECTORS.get(PROJECTOR_ALIASES.get(kind, kind))
 
 
 def is_multimodal(config: Mapping[str, Any]) -> bool:
@@ -527,8 +553,10 @@ class Vision:
         return rows * h + ratios * tiles * rows * h + 2 * ratios * tiles * h + 3
 
     def _pieces(self) -> list[tuple[str, Piece]]:
-        """The tower's extra modules and the projector's, each with the path it sits below."""
-        return ([(self.tower_path, p) for p in self.tower.pieces] + [(self.row.path, p) for p in self.row.pieces])
+        """The tower's extra modules and the projector's that the config builds (``Piece.when``), each with the
+        path it sits below."""
+        pieces = [(self.tower_path, p) for p in self.tower.pieces] + [(self.row.path, p) for p in self.row.pieces]
+        return [(path, p) for path, p in pieces if p.when is None or self.config.get(p.when[0], p.when[1])]
 
     def _patch_inputs(self) -> int:
         """Inputs of one patch: channels x patch² (x frames for a 3-D patch)."""
