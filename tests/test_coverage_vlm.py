@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,3 +69,32 @@ def test_llama_3_2_vision_layers() -> None:
     assert [i for i in range(40) if not arch.has_attention(i)] == [3, 8, 13, 18, 23, 28, 33, 38]
     assert arch.mixer_kinds == ("cross_attention",)
     assert arch.embedding_params - arch.lm_head_params == 8 * 4096
+
+
+# The LoRA targets of the corpus configs of this group, on tiny models of each layout: axlint's adapter count must
+# be the one PEFT builds (its regex and name matching over every module path, the vision tower's included).
+GLM_TARGETS = ["gate_proj", "down_proj", "up_proj", "q_proj", "v_proj", "k_proj", "o_proj"]  # reach the tower too
+DECODER_REGEX = r"model.language_model.layers.[\d]+.(mlp|cross_attn|self_attn).(up|down|gate|q|k|v|o)_proj"
+PADDLE_REGEX = (r"(model\.language_model\.layers\.\d+\.(mlp\.(gate|up|down)_proj|self_attn\.(q|k|v|o)_proj)|"
+                r"model\.visual\.vision_model\.encoder\.layers\.\d+\.(self_attn\.(q|k|v|out)_proj|mlp\.fc[12])|"
+                r"model\.projector\.linear_[12])")
+
+
+@pytest.mark.parametrize("model_type, targets", [("glm4v", GLM_TARGETS), ("mllama", DECODER_REGEX),
+                                                 ("internvl", DECODER_REGEX), ("lfm2_vl", DECODER_REGEX),
+                                                 ("paddleocr_vl", PADDLE_REGEX)])
+def test_the_corpus_lora_targets_train_what_peft_trains(model_type: str, targets: Any) -> None:
+    from axlint.hardware import parse_hardware
+    from axlint.memory.params import trainable
+    from axlint.memory.setup import read_setup
+    from tests.resolved import facts
+    from tests.test_vision import CASES, _build
+
+    peft = pytest.importorskip("peft")
+    model, written = _build(model_type, CASES[model_type][0])
+    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=targets))
+    real = sum(p.numel() for name, p in wrapped.named_parameters() if "lora_" in name)
+    arch = Architecture.from_config("t", "model-config", written)
+    run = {"base_model": "t", "adapter": "lora", "lora_r": 4, "lora_target_modules": targets}
+    hardware = parse_hardware("1xH100")
+    assert trainable(arch, read_setup(facts(run, None, arch, hardware), arch)).adapter == real > 0
