@@ -41,9 +41,9 @@ GLM4V_VISION = {"depth": 2, "hidden_size": 32, "intermediate_size": 40, "num_hea
                 "image_size": 32, "patch_size": 8}
 """GLM-4.1V / 4.6V: the blocks' MLP is out_hidden_size wide, the merger's intermediate_size."""
 MLLAMA_TEXT = {**TEXT, "model_type": "mllama_text_model", "cross_attention_layers": [1]}
-MLLAMA_VISION = {"model_type": "mllama_vision_model", "hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2, "num_global_layers": 1,
-                 "attention_heads": 2, "image_size": 56, "patch_size": 14, "vision_output_dim": 96,
-                 "intermediate_layers_indices": [0, 1]}
+MLLAMA_VISION = {"model_type": "mllama_vision_model", "hidden_size": 32, "intermediate_size": 48,
+                 "num_hidden_layers": 2, "num_global_layers": 1, "attention_heads": 2, "image_size": 56,
+                 "patch_size": 14, "vision_output_dim": 96, "intermediate_layers_indices": [0, 1]}
 """Llama 3.2 Vision: a cross-attention layer among self-attention ones, the tiled position tables, the global stack;
 the variant moves the cross-attention layers and shrinks the tiles and aspect ratios."""
 LFM2_TEXT = {**TEXT, "model_type": "lfm2", "full_attn_idxs": [0]}
@@ -95,7 +95,8 @@ CASES: dict[str, list[dict[str, Any]]] = {
                                    "standardize": True})],
     "glm4v": [dict(text_config={**TEXT, "model_type": "glm4v_text"}, vision_config=GLM4V_VISION),
               dict(text_config={**TEXT, "model_type": "glm4v_text", "num_key_value_heads": 4},
-                   vision_config={**GLM4V_VISION, "spatial_merge_size": 1, "out_hidden_size": 48, "image_size": 48})],
+                   vision_config={**GLM4V_VISION, "spatial_merge_size": 1, "out_hidden_size": 48, "image_size": 48,
+                                  "attention_bias": True})],
     "glm46v": [dict(text_config={**TEXT, "model_type": "glm4v_text"},
                     vision_config={**GLM4V_VISION, "model_type": "glm4v_vision"})],
     "internvl": [dict(text_config={**TEXT, "model_type": "qwen3"}, tie_word_embeddings=False,

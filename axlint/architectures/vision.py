@@ -28,7 +28,9 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
 - projectors: models/gemma3/modeling_gemma3.py, models/llava/modeling_llava.py, models/mistral3/modeling_mistral3.py
   (RMSNorm, patch merger, two-layer MLP), the Qwen merger above, models/smolvlm (pixel-shuffle connector),
   models/llama4/modeling_llama4.py (one Linear), models/gemma4/modeling_gemma4.py (``embed_vision``: a norm without
-  weight, then one Linear).
+  weight, then one Linear), models/paddleocr_vl (a LayerNorm and two Linears over merged patches), models/glm4v
+  (downsample convolution and a gated merger), models/internvl and models/lfm2_vl (a LayerNorm and two Linears over
+  pixel-shuffled patches), models/mllama (one Linear).
 
 Only parameters are laid out here. The activations of the image tokens inside the tower are not estimated (see
 ``Architecture`` and the memory estimate's notes): their number depends on the image sizes of the data set.
@@ -201,15 +203,15 @@ TOWERS: dict[str, Tower] = {
                                   "intermediate": ("intermediate_size", 4304), "patch": ("patch_size", 14),
                                   "image": ("image_size", 384)}, path="model.visual.vision_model"),
     # models/glm4v/modeling_glm4v.py (transformers 5.24, Glm4vVisionModel): a biased 3-D patch convolution, a
-    # position table of (image / patch)² rows (resampled to each image's grid), blocks of a bias-free fused qkv (the
-    # published attention_bias is false) and proj, a bias-free gated MLP out_hidden_size wide (Glm4VisionMlp reads
-    # out_hidden_size, not intermediate_size), RMSNorms norm1 / norm2, post_layernorm; the downsample convolution,
-    # post_conv_layernorm and the merger are the projector row's (PROJECTORS["glm4v"]).
+    # position table of (image / patch)² rows (resampled to each image's grid), blocks of a fused qkv biased by
+    # attention_bias (published false) and a bias-free proj, a bias-free gated MLP out_hidden_size wide
+    # (Glm4VisionMlp reads out_hidden_size, not intermediate_size), RMSNorms norm1 / norm2, post_layernorm; the
+    # downsample convolution, post_conv_layernorm and the merger are the projector row's (PROJECTORS["glm4v"]).
     "glm4v": Tower({"hidden": ("hidden_size", 1536), "layers": ("depth", 24), "intermediate": ("out_hidden_size", 4096),
                     "channels": ("in_channels", 3), "patch": ("patch_size", 14), "temporal": ("temporal_patch_size", 2),
                     "image": ("image_size", 336), "context": ("intermediate_size", 13696)},
                    path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv", attention_module="attn",
-                   attention_names=("qkv", "proj"), attention_bias=False, mlp="gated",
+                   attention_names=("qkv", "proj"), bias_key=("attention_bias", False), out_bias=False, mlp="gated",
                    mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False, norm="rmsnorm"),
     # models/internvl/modeling_internvl.py (transformers 5.24, InternVLVisionModel, InternViT): a class token, a
     # biased patch convolution and a position table of (image / patch)² + 1 rows; layers at encoder.layer.N with
@@ -544,7 +546,8 @@ class Vision:
         return tuple(out)
 
     def _tiled_positions(self) -> int:
-        """``positions`` "tiled": rows·h + R·tiles·rows·h + 2·R·tiles·h + 3 gates, rows = (image / patch)² + 1."""
+        """``positions`` "tiled": rows·h + R·tiles·rows·h + 2·R·tiles·h + 3 gates, rows = (image / patch)² + 1
+        (``Tower``)."""
         h, tiles = self.size("hidden"), self.size("tiles")
         rows = (self.size("image") // self.size("patch")) ** 2 + 1
         key, default = self.tower.aspect_ratios or ("", 0)
