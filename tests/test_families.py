@@ -173,6 +173,10 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
                      "num_shared_experts": 2,
                      "linear_attn_config": {"num_heads": 4, "head_dim": 8, "kda_layers": [2, 3, 4],
                                             "full_attn_layers": [1]}}],
+    "glm4v_text": [{"head_dim": 16}],
+    "mllama_text_model": [{"cross_attention_layers": [1]},
+                          {"num_hidden_layers": 3, "cross_attention_layers": [0, 2], "num_key_value_heads": 4}],
+    "paddleocr_vl_text": [{"head_dim": 16}, {"head_dim": 8, "use_bias": True, "tie_word_embeddings": False}],
 }
 """Per family: config.json fields beside SMALL, one model each (the variants flip the fields a row reads)."""
 
@@ -184,9 +188,15 @@ def _hf_config(model_type: str, fields: dict[str, Any]) -> Any:
     return transformers.AutoConfig.for_model(model_type, **{**small, **fields})
 
 
+BARE_DECODERS = {"paddleocr_vl_text": "PaddleOCRTextModel", "mllama_text_model": "MllamaForCausalLM"}
+"""Decoders that only exist inside a multimodal model (no Auto class maps their text config): the class to build."""
+
+
 def _meta_model(config: Any) -> Any:
     """The CausalLM of ``config`` on the meta device; the bare decoder for a text config that has none."""
     with torch.device("meta"):
+        if config.model_type in BARE_DECODERS:
+            return getattr(transformers, BARE_DECODERS[config.model_type])._from_config(config)
         try:
             return transformers.AutoModelForCausalLM.from_config(config)
         except ValueError:

@@ -40,6 +40,19 @@ clipped Linears' buffers and the standardize buffers, and the MoE decoder (the 2
 VOXTRAL_AUDIO = {"model_type": "voxtral_encoder", "hidden_size": 32, "intermediate_size": 128, "num_hidden_layers": 3,
                  "num_attention_heads": 2, "num_mel_bins": 16, "max_source_positions": 30}
 """Voxtral's Whisper encoder (audio_config); its projector reads intermediate_size (4 frames x 32 here)."""
+GLM4V_VISION = {"depth": 2, "hidden_size": 32, "intermediate_size": 40, "num_heads": 2, "out_hidden_size": 64,
+                "image_size": 32, "patch_size": 8}
+"""GLM-4.1V / 4.6V: the blocks' MLP is out_hidden_size wide, the merger's intermediate_size."""
+MLLAMA_TEXT = {**TEXT, "model_type": "mllama_text_model", "cross_attention_layers": [1]}
+MLLAMA_VISION = {"model_type": "mllama_vision_model", "hidden_size": 32, "intermediate_size": 48,
+                 "num_hidden_layers": 2, "num_global_layers": 1, "attention_heads": 2, "image_size": 56,
+                 "patch_size": 14, "vision_output_dim": 96, "intermediate_layers_indices": [0, 1]}
+"""Llama 3.2 Vision: a cross-attention layer among self-attention ones, the tiled position tables, the global stack;
+the variant moves the cross-attention layers and shrinks the tiles and aspect ratios."""
+LFM2_TEXT = {**TEXT, "model_type": "lfm2", "full_attn_idxs": [0]}
+SIGLIP2_VISION = {**VIT, "model_type": "siglip2_vision_model", "num_patches": 16, "vision_use_head": False}
+"""LFM2-VL: an LFM2 decoder whose first layer is attention; the variant turns the SigLIP2 head, the projector's
+LayerNorm and its biases over."""
 
 CASES: dict[str, list[dict[str, Any]]] = {
     "gemma3": [dict(text_config={**TEXT, "model_type": "gemma3_text"}, mm_tokens_per_image=4,
@@ -86,11 +99,39 @@ CASES: dict[str, list[dict[str, Any]]] = {
     "voxtral": [dict(text_config={**TEXT, "model_type": "llama"}, audio_config=VOXTRAL_AUDIO),
                 dict(text_config={**TEXT, "model_type": "llama"},
                      audio_config={**VOXTRAL_AUDIO, "intermediate_size": 96, "num_mel_bins": 8})],
+    "glm4v": [dict(text_config={**TEXT, "model_type": "glm4v_text"}, vision_config=GLM4V_VISION),
+              dict(text_config={**TEXT, "model_type": "glm4v_text", "num_key_value_heads": 4},
+                   vision_config={**GLM4V_VISION, "spatial_merge_size": 1, "out_hidden_size": 48, "image_size": 48,
+                                  "attention_bias": True})],
+    "glm46v": [dict(text_config={**TEXT, "model_type": "glm4v_text"},
+                    vision_config={**GLM4V_VISION, "model_type": "glm4v_vision"})],
+    "internvl": [dict(text_config={**TEXT, "model_type": "qwen3"}, tie_word_embeddings=False,
+                      vision_config={**VIT, "model_type": "internvl_vision", "attention_bias": True}),
+                 dict(text_config={**TEXT, "model_type": "qwen2"}, downsample_ratio=0.25,
+                      vision_config={**VIT, "model_type": "internvl_vision", "image_size": [32, 32],
+                                     "patch_size": [8, 8]})],
+    "mllama": [dict(text_config=MLLAMA_TEXT, vision_config=MLLAMA_VISION),
+               dict(text_config={**MLLAMA_TEXT, "cross_attention_layers": [1, 2], "num_hidden_layers": 3},
+                    vision_config={**MLLAMA_VISION, "image_size": 42, "max_num_tiles": 2, "num_global_layers": 2,
+                                   "supported_aspect_ratios": [[1, 1], [1, 2], [2, 1]]})],
+    "lfm2_vl": [dict(text_config=LFM2_TEXT, vision_config=SIGLIP2_VISION, projector_hidden_size=40),
+                dict(text_config=LFM2_TEXT, projector_hidden_size=24, projector_bias=False, downsample_factor=1,
+                     projector_use_layernorm=False,
+                     vision_config={**SIGLIP2_VISION, "vision_use_head": True, "num_patches": 9})],
+    "paddleocr_vl": [dict(text_config={**TEXT, "model_type": "paddleocr_vl_text"},
+                          vision_config={**VIT, "model_type": "paddleocr_vl_vision"}),
+                     dict(text_config={**TEXT, "model_type": "paddleocr_vl_text", "use_bias": True,
+                                       "tie_word_embeddings": False}, tie_word_embeddings=False,
+                          vision_config={**VIT, "model_type": "paddleocr_vl_vision", "spatial_merge_size": 1}),
+                     dict(text_config={**TEXT, "model_type": "paddleocr_vl_text", "tie_word_embeddings": False},
+                          tie_word_embeddings=True, vision_config={**VIT, "model_type": "paddleocr_vl_vision"})],
 }
-"""Per multimodal model_type: tiny configs, one model each (the variants flip what a row reads)."""
+"""Per multimodal model_type: tiny configs, one model each (the variants flip what a row reads; the last PaddleOCR-VL
+one ties the output by the multimodal config's flag against its text_config's, as transformers 5.24 does)."""
 
 VISION_ROOTS = ("model.vision_tower", "model.visual", "model.vision_model", "model.multi_modal_projector",
-                "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision", "model.audio_tower")
+                "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision", "model.audio_tower",
+                "model.projector")
 
 
 def _build(model_type: str, fields: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -155,7 +196,20 @@ def test_tower_defaults_are_the_config_class_defaults(tower: str) -> None:
     kind = {v: k for k, v in TOWER_ALIASES.items()}.get(tower, tower)
     defaults = transformers.AutoConfig.for_model(kind).to_dict()
     for key, default in TOWERS[tower].sizes.values():
-        assert defaults[key] == default, (tower, key)
+        value = defaults[key]
+        assert (value[0] if isinstance(value, list) else value) == default, (tower, key)  # [h, w]: square
+    for key, value in TOWERS[tower].lays_out.items():
+        assert defaults[key] == value, (tower, key)
+
+
+@pytest.mark.parametrize("setting", [{"norm_type": "rms_norm"}, {"use_qk_norm": True}, {"use_mask_token": True},
+                                     {"use_mean_pooling": False}])
+def test_an_internvl_tower_the_row_does_not_lay_out_is_unsized(setting: dict[str, Any]) -> None:
+    """The internvl_vision row lays out InternViT-300M (LayerNorms, no qk-norm, no mask token, mean pooling); a
+    vision_config that sets another form is unsized, not counted as that one."""
+    fields = CASES["internvl"][0]
+    config = {"model_type": "internvl", **fields, "vision_config": {**fields["vision_config"], **setting}}
+    assert Architecture.from_config("test/model", "model-config", config).unsized_vision == "internvl_vision"
 
 
 def test_an_audio_tower_is_unsized() -> None:

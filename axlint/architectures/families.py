@@ -97,6 +97,7 @@ class Family:
     routing bias (E values) registered as a parameter at this name in the MoE block. ``remote_linear_experts``: the
     modelling code the published repository ships (config.json's ``auto_map``, run under ``trust_remote_code``)
     builds the routed experts as per-expert ``nn.Linear`` modules, which a 4/8-bit load quantizes.
+    ``embed_extra_rows``: rows the input embedding has beyond vocab_size (Mllama's ``vocab_size + 8``).
     ``legacy_multi_query``: (the config.json key of a family's newer layout, the key of its older multi-query flag):
     while the first is off, a layer has one kv head when the second holds (by default it does) and one per query
     head otherwise (Falcon's ``new_decoder_architecture`` / ``multi_query``).
@@ -167,6 +168,7 @@ class Family:
     mlp_width_divisor: int = 1
     requires: tuple[tuple[str, Any], ...] = ()
     mtp: MtpLayers | None = None
+    embed_extra_rows: int = 0
 
 
 def flag(value: Flag, config: Mapping[str, Any]) -> bool:
@@ -448,6 +450,19 @@ FAMILIES: dict[str, Family] = {
     "mimo": Family(qkv_bias=True, o_bias=False, remote_code=True,
                    mtp=MtpLayers("num_nextn_predict_layers", "mtp_layers", "input_proj",
                                  ("token_layernorm", "hidden_layernorm", "final_layernorm"))),
+    # models/glm4v/modeling_glm4v.py (transformers 5.24, Glm4vTextAttention / Glm4vTextDecoderLayer: the decoder of
+    # GLM-4.1V and GLM-4.6V): q/k/v always biased, o not; fused gate_up MLP; GLM-4's four norms per layer.
+    "glm4v_text": Family(qkv_bias=True, o_bias=False, mlp="fused_gated", mlp_names=("gate_up_proj", "down_proj"),
+                         norm_names=_GLM_4_NORMS),
+    # models/mllama/modeling_mllama.py (transformers 5.24, MllamaTextModel: the decoder of Llama 3.2 Vision): the
+    # llama layer, and at cross_attention_layers MllamaCrossAttentionDecoderLayer (cross_attention.py); the input
+    # embedding vocab_size + 8 rows, the output vocab_size.
+    "mllama_text_model": Family(layer_plan="mllama", embed_extra_rows=8),
+    # models/paddleocr_vl/modeling_paddleocr_vl.py (transformers 5.24, PaddleOCRTextModel: ERNIE-4.5-0.3B, the
+    # decoder of PaddleOCR-VL): the llama layer, every Linear biased by use_bias (default off); the output tied by
+    # default (PaddleOCRTextConfig).
+    "paddleocr_vl_text": Family(qkv_bias=("use_bias", False), o_bias=("use_bias", False), mlp_bias=("use_bias", False),
+                                tied_default=True),
 }
 """``model_type`` -> layout. A new family whose layer is built from these parts is one row here."""
 

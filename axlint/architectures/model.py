@@ -78,6 +78,10 @@ class Architecture:
         for published, stored in family.config_aliases if family else ():
             if decoder.get(published) is not None:
                 decoder[stored] = decoder[published]
+        if vision.is_multimodal(config) and config.get("tie_word_embeddings") is not None:
+            # transformers 5.24 ties the output of a multimodal model by its own config's flag (modeling_utils
+            # ``tie_weights`` reads ``self.config``), not by its text_config's
+            decoder["tie_word_embeddings"] = config["tie_word_embeddings"]
         decoder.setdefault("tie_word_embeddings", config.get("tie_word_embeddings", family and family.tied_default))
         tower = vision.vision_of(config, int(decoder.get("hidden_size") or 0))
         extra = tower.params if tower else 0
@@ -606,7 +610,7 @@ class Architecture:
         a learned activation's scalars, a router's scales, the other mixers' ``others``), for ZeRO-3 persistence;
         biases are inside ``Linear``."""
         sizes = [self.hidden_size] * (len(self.layer_norm_names(layer)) * self.tensors_per_norm)
-        sizes += [n for shape in self.mixer_shapes(layer) for _, n in shape.others]
+        sizes += [n for shape in self.mixer_shapes(layer) for _, n in shape.others + shape.layer_others]
         if self.layer_plan(layer).mlp == "dense":
             sizes += [1] * len(self.activation_param_names)
         if self.layout.router_scales and self.is_moe_layer(layer):
@@ -659,7 +663,8 @@ class Architecture:
     # ---- totals ----------------------------------------------------------------------------------------
     @property
     def embedding_params(self) -> int:
-        return self.vocab_size * self.hidden_size
+        """The input embedding: vocab_size rows, and the family's ``embed_extra_rows`` (Mllama's 8)."""
+        return (self.vocab_size + self.layout.embed_extra_rows) * self.hidden_size
 
     @property
     def position_embedding_params(self) -> int:

@@ -19,6 +19,11 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
 - ``llama4_vision_model``: models/llama4/modeling_llama4.py (patch Linear, class token, pixel-shuffle adapter)
 - ``qwen3_5_vision`` / ``qwen3_5_moe_vision``: models/qwen3_5/modeling_qwen3_5.py, models/qwen3_5_moe (learned
   position table of ``num_position_embeddings`` rows, the merger inside the tower)
+- ``siglip2_vision_model``: models/siglip2/modeling_siglip2.py (a patch Linear, a position table of num_patches)
+- ``mllama_vision_model``: models/mllama/modeling_mllama.py (tiled position tables, a gated global stack)
+- ``internvl_vision``: models/internvl/modeling_internvl.py (class token, split biased q/k/v, layer scales)
+- ``glm4v``: models/glm4v/modeling_glm4v.py (3-D patch convolution, a position table, fused qkv, a gated MLP)
+- ``paddleocr_vl_vision``: models/paddleocr_vl/modeling_paddleocr_vl.py (SigLIP's tower without its head)
 - ``gemma4_vision``: models/gemma4/modeling_gemma4.py (patch Linear, x / y position tables, Linears wrapped in
   ``Gemma4ClippableLinear``, head-wise q/k norms, four norms per layer)
 - ``voxtral_encoder`` (audio): models/voxtral/modeling_voxtral.py (Whisper's encoder: two 1-D convolutions over the
@@ -26,7 +31,10 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
 - projectors: models/gemma3/modeling_gemma3.py, models/llava/modeling_llava.py, models/mistral3/modeling_mistral3.py
   (RMSNorm, patch merger, two-layer MLP), the Qwen merger above, models/smolvlm (pixel-shuffle connector),
   models/llama4/modeling_llama4.py (one Linear), models/gemma4/modeling_gemma4.py (``embed_vision``: a norm without
-  weight, then one Linear), models/voxtral/modeling_voxtral.py (two bias-free Linears).
+  weight, then one Linear), models/voxtral/modeling_voxtral.py (two bias-free Linears), models/paddleocr_vl (a
+  LayerNorm and two Linears over merged patches), models/glm4v (downsample convolution and a gated merger),
+  models/internvl and models/lfm2_vl (a LayerNorm and two Linears over pixel-shuffled patches), models/mllama (one
+  Linear).
 
 Only parameters are laid out here. The activations of the image tokens inside the tower are not estimated (see
 ``Architecture`` and the memory estimate's notes): their number depends on the image sizes of the data set. A run
@@ -34,27 +42,32 @@ that feeds audio to an audio tower is left unknown (``memory.facts.not_modelled`
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Literal, Mapping
 
 Size = Literal["hidden", "layers", "intermediate", "patch", "image", "channels", "temporal", "vision_out", "adapter_in",
-               "adapter_out", "heads", "kv_heads", "head_dim", "positions", "mel"]
+               "adapter_out", "heads", "kv_heads", "head_dim", "positions", "mel", "context", "global_layers",
+               "tiles"]
 
 
 @dataclass(frozen=True)
 class Piece:
     """One module of a projector at ``name`` (below the projector's path): a "linear" (``nn.Linear``, a bias per
     ``bias``: True, False, or a top-level config.json key and its default), a "conv1d" (``nn.Conv1d``: d_out x d_in
-    x ``taps`` weights, a bias per ``bias``), a bare "matrix" parameter, or a norm ("rmsnorm": weight; "layernorm":
-    weight and bias) of width ``d_in``. Widths are products of ``Projector`` factors."""
+    x ``taps`` weights, a bias per ``bias``), a bare "matrix" parameter, a "conv" (a convolution: a ``d_in`` x
+    ``d_out`` weight, the kernel's positions counted in ``d_in``, and a bias when ``bias`` is True; not an
+    ``nn.Linear``), or a norm ("rmsnorm": weight; "layernorm": weight and bias) of width ``d_in``. Widths are products
+    of ``Projector`` factors. ``when``: a top-level config.json key (and its default) without which the module is not
+    built (LFM2-VL's projector_use_layernorm)."""
 
     name: str
-    kind: Literal["linear", "conv1d", "matrix", "rmsnorm", "layernorm"]
+    kind: Literal["linear", "conv1d", "matrix", "conv", "rmsnorm", "layernorm"]
     d_in: tuple[str, ...]
     d_out: tuple[str, ...] = ()
     bias: bool | tuple[str, bool] = False
     taps: int = 1
+    when: tuple[str, bool] | None = None
 
 
 @dataclass(frozen=True)
@@ -74,11 +87,21 @@ class Tower:
     ``patch_bias``, over ``temporal`` frames when that size is read, over 3 channels when the row reads none), a
     learned position table (``positions``: "grid", one row per patch, plus one for a class token with
     ``class_token``; "table", the "positions" size's rows; "axial", one table of the "positions" size for x and one
-    for y, 2 x positions x h; None without one), ``pre_norm`` / ``post_norm`` when named, and the attention-pooling
-    ``head`` when ``head_key`` is true (SigLIP's ``vision_use_head``). ``patch_linear``: the patch embedding is an
-    ``nn.Linear`` at this path (over channels x patch² inputs) instead of a convolution. ``pieces``: further modules
-    of the tower below its path (Llama 4's pixel-shuffle adapter, Voxtral's convolutions), sized as a projector's
-    are, with the tower's ``sizes`` as factors too.
+    for y, 2 x positions x h; None without one), ``pre_norm`` / ``post_norm`` when named, and the attention-pooling ``head`` when ``head_key`` is true
+    (SigLIP's ``vision_use_head``). ``patch_linear``: the patch embedding is an ``nn.Linear`` at this path (over
+    channels x patch² inputs) instead of a convolution. ``pieces``: further modules of the tower below its path
+    (Llama 4's pixel-shuffle adapter, Voxtral's convolutions), sized as a projector's are, with the tower's ``sizes`` as factors too.
+    ``bias_key``: a vision_config key (and its default) that sets the q/k/v biases instead of ``attention_bias``,
+    the output projection then biased by ``out_bias``. ``layer_scales``: learned per-channel scales of width h in
+    each layer (InternViT's lambda_1 / lambda_2). ``global_stack``: a second stack of the same layers after the
+    first (Mllama's ``global_transformer``): its layer path, the size of its layer count, and the number of scalar
+    gates each of its layers adds. ``positions`` "tiled" (Mllama's precomputed embeddings): a gated table of
+    (image / patch)² + 1 rows, the class token's included, a gated tile table of R rows of tiles x those rows x h,
+    and the gated pre- and post-tile tables of R rows of tiles x h, R = len(``aspect_ratios``' list) + 1 (the key
+    and the length of its default). ``lays_out``: vision_config values the row lays out (a key absent
+    from the file reads as the value given); a file that sets another leaves the tower unsized
+    (``unsized_part``). A size published as a list (an [h, w] pair) is read as its first element: square images
+    and patches.
     """
 
     sizes: Mapping[str, tuple[str, int]]
@@ -97,13 +120,19 @@ class Tower:
     norms_per_layer: int = 2
     qk_norm: bool = False
     patch_bias: bool = True
-    positions: Literal["grid", "table", "axial"] | None = "grid"
+    positions: Literal["grid", "table", "axial", "tiled"] | None = "grid"
     class_token: bool = False
     pre_norm: str | None = None
     post_norm: str | None = "post_layernorm"
     head_key: tuple[str, bool] | None = None
     patch_linear: str | None = None
     pieces: tuple[Piece, ...] = ()
+    bias_key: tuple[str, bool] | None = None
+    out_bias: bool = True
+    layer_scales: int = 0
+    global_stack: tuple[str, str, int] | None = None
+    aspect_ratios: tuple[str, int] | None = None
+    lays_out: Mapping[str, Any] = field(default_factory=dict)
 
 
 VIT = {"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 12), "intermediate": ("intermediate_size", 3072),
@@ -178,6 +207,56 @@ TOWERS: dict[str, Tower] = {
                             path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
                             attention_module="attn", attention_names=("qkv", "proj"),
                             mlp_names=("linear_fc1", "linear_fc2"), positions="table", post_norm=None),
+    # models/paddleocr_vl/modeling_paddleocr_vl.py (transformers 5.24, PaddleOCRVisionModel): SigLIP's embeddings (a
+    # biased patch convolution, a position table of (image / patch)² rows resampled to each image's grid), encoder
+    # and post_layernorm at model.visual.vision_model, without the pooling head; its rotary positions are buffers.
+    "paddleocr_vl_vision": Tower({**VIT, "hidden": ("hidden_size", 1152), "layers": ("num_hidden_layers", 27),
+                                  "intermediate": ("intermediate_size", 4304), "patch": ("patch_size", 14),
+                                  "image": ("image_size", 384)}, path="model.visual.vision_model"),
+    # models/glm4v/modeling_glm4v.py (transformers 5.24, Glm4vVisionModel): a biased 3-D patch convolution, a
+    # position table of (image / patch)² rows (resampled to each image's grid), blocks of a fused qkv biased by
+    # attention_bias (published false) and a bias-free proj, a bias-free gated MLP out_hidden_size wide
+    # (Glm4VisionMlp reads out_hidden_size, not intermediate_size), RMSNorms norm1 / norm2, post_layernorm; the
+    # downsample convolution, post_conv_layernorm and the merger are the projector row's (PROJECTORS["glm4v"]).
+    "glm4v": Tower({"hidden": ("hidden_size", 1536), "layers": ("depth", 24), "intermediate": ("out_hidden_size", 4096),
+                    "channels": ("in_channels", 3), "patch": ("patch_size", 14), "temporal": ("temporal_patch_size", 2),
+                    "image": ("image_size", 336), "context": ("intermediate_size", 13696)},
+                   path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv", attention_module="attn",
+                   attention_names=("qkv", "proj"), bias_key=("attention_bias", False), out_bias=False, mlp="gated",
+                   mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False, norm="rmsnorm"),
+    # models/internvl/modeling_internvl.py (transformers 5.24, InternVLVisionModel, InternViT): a class token, a
+    # biased patch convolution and a position table of (image / patch)² + 1 rows; layers at encoder.layer.N with
+    # q/k/v biased by attention_bias, a biased projection_layer, a plain biased fc1 / fc2 MLP, layernorm_before /
+    # layernorm_after and the layer scales lambda_1 / lambda_2; no final norm under use_mean_pooling. The row lays
+    # out the InternViT-300M form (LayerNorms, no qk-norm, no mask token, absolute positions, mean pooling).
+    "internvl_vision": Tower({**VIT, "hidden": ("hidden_size", 1024), "layers": ("num_hidden_layers", 24),
+                              "intermediate": ("intermediate_size", 4096), "patch": ("patch_size", 14),
+                              "image": ("image_size", 448)},
+                             layer_path="encoder.layer.{layer}", attention_module="attention",
+                             attention_names=("q_proj", "k_proj", "v_proj", "projection_layer"),
+                             bias_key=("attention_bias", False), class_token=True, post_norm=None, layer_scales=2,
+                             lays_out={"norm_type": "layer_norm", "use_qk_norm": False, "use_mask_token": False,
+                                       "use_absolute_position_embeddings": True, "use_mean_pooling": True}),
+    # models/mllama/modeling_mllama.py (transformers 5.24, MllamaVisionModel): a bias-free patch convolution, a
+    # class token, the tiled position tables ("tiled"), LayerNorms layernorm_pre / layernorm_post, the layers at
+    # transformer.layers.N (bias-free q/k/v/o_proj, biased fc1 / fc2, LayerNorms) and then num_global_layers more at
+    # global_transformer.layers.N, each with the scalar gates gate_attn and gate_ffn.
+    "mllama_vision_model": Tower({**VIT, "hidden": ("hidden_size", 1280), "layers": ("num_hidden_layers", 32),
+                                  "intermediate": ("intermediate_size", 5120), "patch": ("patch_size", 14),
+                                  "image": ("image_size", 448), "global_layers": ("num_global_layers", 8),
+                                  "tiles": ("max_num_tiles", 4), "vision_out": ("vision_output_dim", 7680)},
+                                 path="model.vision_model", layer_path="transformer.layers.{layer}",
+                                 attention_names=("q_proj", "k_proj", "v_proj", "o_proj"), attention_bias=False,
+                                 patch_bias=False, positions="tiled", class_token=True, pre_norm="layernorm_pre",
+                                 post_norm="layernorm_post",
+                                 global_stack=("global_transformer.layers.{layer}", "global_layers", 2),
+                                 aspect_ratios=("supported_aspect_ratios", 8)),
+    # models/siglip2/modeling_siglip2.py (transformers 5.24, Siglip2VisionModel, as models/lfm2_vl builds it at
+    # model.vision_tower): a biased patch Linear over 3 x patch² pixels, a position table of num_patches rows
+    # (resized to each image), SigLIP's encoder layers, post_layernorm and, with vision_use_head, the pooling head.
+    "siglip2_vision_model": Tower({**VIT, "patch": ("patch_size", 16), "positions": ("num_patches", 256)},
+                                  positions="table", patch_linear="embeddings.patch_embedding",
+                                  head_key=("vision_use_head", True)),
 }
 # models/voxtral/modeling_voxtral.py (VoxtralEncoder, transformers 5.24; Whisper's encoder): conv1 (num_mel_bins ->
 # h) and conv2 (h -> h, stride 2), both nn.Conv1d of kernel 3 with a bias; embed_positions, a max_source_positions x h
@@ -192,8 +271,9 @@ TOWERS["voxtral_encoder"] = Tower({"hidden": ("hidden_size", 1280), "layers": ("
                                           Piece("conv2", "conv1d", ("hidden",), ("hidden",), True, taps=3)))
 TOWERS["qwen3_5_moe_vision"] = TOWERS["qwen3_5_vision"]
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
-TOWER_ALIASES = {"qwen2_vl_vision": "qwen2_vl", "qwen2_5_vl_vision": "qwen2_5_vl"}
-"""transformers 5's names for the Qwen towers (the published configs say ``qwen2_vl`` / ``qwen2_5_vl``)."""
+TOWER_ALIASES = {"qwen2_vl_vision": "qwen2_vl", "qwen2_5_vl_vision": "qwen2_5_vl", "glm4v_vision": "glm4v"}
+"""transformers 5's names for the Qwen and GLM-4.1V towers (published configs say ``qwen2_vl`` / ``qwen2_5_vl`` /
+``glm4v``)."""
 
 
 @dataclass(frozen=True)
@@ -208,17 +288,19 @@ class Projector:
     (``vision_config``, or ``audio_config`` for a speech model); ``tower_path``: where the tower sits, when not the
     row's own; ``decoder_path``: where the decoder sits; ``text_type``: the decoder's model_type when config.json is
     flat (the decoder fields at the top level, as Qwen2-VL's are published and transformers 5 reads them as
-    ``text_config``)."""
+    ``text_config``). ``merge_inverse``: the ``merge`` key holds a downsample ratio whose inverse is the merge size
+    (InternVL's downsample_ratio 0.5: 2)."""
 
     path: str
     pieces: tuple[Piece, ...]
     tower: str
-    merge: tuple[str, str, int] | None = None
+    merge: tuple[str, str, float] | None = None
     out: tuple[str, str, int] | None = None
     tower_path: str | None = None
     decoder_path: str = "model.language_model"
     text_type: str | None = None
     tower_key: str = "vision_config"
+    merge_inverse: bool = False
 
 
 LLAVA_MLP = (Piece("linear_1", "linear", ("vision", "features"), ("text",), ("multimodal_projector_bias", True)),
@@ -261,6 +343,55 @@ _QWEN3_5_MERGER = (Piece("norm", "layernorm", ("vision",)),
 PROJECTORS["qwen3_5"] = Projector("model.visual.merger", _QWEN3_5_MERGER, tower="qwen3_5_vision",
                                   merge=("vision", "spatial_merge_size", 2), out=("vision", "out_hidden_size", 3584))
 PROJECTORS["qwen3_5_moe"] = Projector(**{**PROJECTORS["qwen3_5"].__dict__, "tower": "qwen3_5_moe_vision"})
+# models/paddleocr_vl/modeling_paddleocr_vl.py (PaddleOCRProjector): a LayerNorm over the tower's width, then
+# linear_1 over the merge² patches of a token (square) and linear_2 to the decoder's width, both biased.
+PROJECTORS["paddleocr_vl"] = Projector("model.projector",
+                                       (Piece("pre_norm", "layernorm", ("vision",)),
+                                        Piece("linear_1", "linear", ("vision", "merge"), ("vision", "merge"), True),
+                                        Piece("linear_2", "linear", ("vision", "merge"), ("text",), True)),
+                                       tower="paddleocr_vl_vision", merge=("vision", "spatial_merge_size", 2))
+# models/glm4v/modeling_glm4v.py (Glm4vVisionModel, after its blocks): post_conv_layernorm (RMSNorm), downsample (a
+# biased Conv2d over spatial_merge_size² patches, hidden -> out_hidden_size), then the merger: a bias-free proj
+# (out square), a LayerNorm, and a bias-free gated MLP intermediate_size wide. GLM-4.6V (models/glm46v) reuses the
+# GLM-4.1V tower, decoder and module paths.
+PROJECTORS["glm4v"] = Projector("model.visual",
+                                (Piece("post_conv_layernorm", "rmsnorm", ("vision",)),
+                                 Piece("downsample", "conv", ("vision", "merge"), ("out",), True),
+                                 Piece("merger.proj", "linear", ("out",), ("out",)),
+                                 Piece("merger.post_projection_norm", "layernorm", ("out",)),
+                                 Piece("merger.gate_proj", "linear", ("out",), ("context",)),
+                                 Piece("merger.up_proj", "linear", ("out",), ("context",)),
+                                 Piece("merger.down_proj", "linear", ("context",), ("out",))),
+                                tower="glm4v", merge=("vision", "spatial_merge_size", 2),
+                                out=("vision", "out_hidden_size", 4096))
+PROJECTORS["glm46v"] = PROJECTORS["glm4v"]
+# models/internvl/modeling_internvl.py (InternVLMultiModalProjector): a LayerNorm over the merge² patches of a token
+# (1 / downsample_ratio per side), then linear_1 to the decoder's width and linear_2 square, both biased.
+PROJECTORS["internvl"] = Projector("model.multi_modal_projector",
+                                   (Piece("layer_norm", "layernorm", ("vision", "merge")),
+                                    Piece("linear_1", "linear", ("vision", "merge"), ("text",), True),
+                                    Piece("linear_2", "linear", ("text",), ("text",), True)),
+                                   tower="internvl_vision", merge=("config", "downsample_ratio", 0.5),
+                                   merge_inverse=True)
+# models/mllama/modeling_mllama.py (MllamaModel): multi_modal_projector is one biased Linear, vision_output_dim (the
+# last layer's output with the intermediate_layers_indices outputs beside it) -> the decoder's width.
+PROJECTORS["mllama"] = Projector("model", (Piece("multi_modal_projector", "linear", ("vision_out",), ("text",), True),),
+                                 tower="mllama_vision_model")
+# models/lfm2_vl/modeling_lfm2_vl.py (Lfm2VlMultiModalProjector): over downsample_factor² pixel-unshuffled patches
+# a LayerNorm (with projector_use_layernorm), linear_1 to projector_hidden_size and linear_2 to the decoder's width,
+# biased by projector_bias. The published LFM2-VL configs say "lfm2-vl" and map to the repositories' own
+# modeling_lfm2_vl.py (trust_remote_code), which builds the same modules at the same paths (its Siglip2VisionModel
+# is transformers', its projector keeps the LayerNorm unconditionally).
+PROJECTORS["lfm2_vl"] = Projector("model.multi_modal_projector",
+                                  (Piece("layer_norm", "layernorm", ("vision", "merge"),
+                                         when=("projector_use_layernorm", True)),
+                                   Piece("linear_1", "linear", ("vision", "merge"), ("out",), ("projector_bias", True)),
+                                   Piece("linear_2", "linear", ("out",), ("text",), ("projector_bias", True))),
+                                  tower="siglip2_vision_model", merge=("config", "downsample_factor", 2),
+                                  out=("config", "projector_hidden_size", 2560))
+PROJECTOR_ALIASES = {"lfm2-vl": "lfm2_vl"}
+"""Published model_types that transformers 5.24 has no class for, and the row whose modules their own modelling code
+builds (``PROJECTORS`` comments)."""
 PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
 # models/gemma4/modeling_gemma4.py (Gemma4MultimodalEmbedder): embed_vision.embedding_pre_projection_norm holds no
 # weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden.
@@ -295,8 +426,10 @@ class VisionLinear:
 
 
 def projector_of(config: Mapping[str, Any]) -> Projector | None:
-    """The projector row of a multimodal config.json; None for another model type."""
-    return PROJECTORS.get(str(config.get("model_type")))
+    """The projector row of a multimodal config.json (a ``PROJECTOR_ALIASES`` name reads as its row); None for
+    another model type."""
+    kind = str(config.get("model_type"))
+    return PROJECTORS.get(PROJECTOR_ALIASES.get(kind, kind))
 
 
 def tower_key(config: Mapping[str, Any]) -> str:
@@ -349,6 +482,9 @@ def unsized_part(config: Mapping[str, Any]) -> str | None:
     kind = tower_type(config)
     if kind not in TOWERS:
         return kind
+    vc = config.get("vision_config") or {}
+    if any(vc.get(key, value) != value for key, value in TOWERS[kind].lays_out.items()):
+        return kind
     return None if projector_of(config) else f"{config.get('model_type')} projector"
 
 
@@ -365,15 +501,16 @@ class Vision:
     def size(self, name: str) -> int:
         key, default = self.tower.sizes[name]
         value = self.vc.get(key)
-        value = int(default if value is None else value)
+        value = default if value is None else value
+        value = int(value[0] if isinstance(value, (list, tuple)) else value)
         return self.size("hidden") * value if name == "intermediate" and key == "mlp_ratio" else value
 
-    def _read(self, spec: tuple[str, str, int] | None) -> int:
+    def _read(self, spec: tuple[str, str, float] | None) -> float:
         if spec is None:
             return 1
         where, key, default = spec
         value = (self.vc if where == "vision" else self.config).get(key)
-        return int(default if value is None else value)
+        return default if value is None else value
 
     def _factor(self, name: str) -> int:
         if name == "vision":
@@ -381,9 +518,10 @@ class Vision:
         if name == "text":
             return self.text_hidden
         if name == "merge":
-            return self._read(self.row.merge) ** 2
+            side = self._read(self.row.merge)
+            return int(1 / side if self.row.merge_inverse else side) ** 2
         if name == "out":
-            return self._read(self.row.out)
+            return int(self._read(self.row.out))
         if name in self.tower.sizes:
             return self.size(name)
         layers = self.config.get("vision_feature_layer")
@@ -393,23 +531,32 @@ class Vision:
     def tower_path(self) -> str:
         return self.row.tower_path or self.tower.path
 
-    def layer_linears(self, layer: int) -> tuple[VisionLinear, ...]:
-        """The Linears of one tower layer, at their module paths."""
+    def layer_linears(self, layer: int, layer_path: str | None = None) -> tuple[VisionLinear, ...]:
+        """The Linears of one tower layer, at their module paths (``layer_path``: a ``global_stack``'s)."""
         t, h, i = self.tower, self.size("hidden"), self.size("intermediate")
-        prefix = f"{self.tower_path}.{t.layer_path.format(layer=layer)}"
+        prefix = f"{self.tower_path}.{(layer_path or t.layer_path).format(layer=layer)}"
         att, mlp = f"{prefix}.{t.attention_module}", f"{prefix}.{t.mlp_module}" if t.mlp_module else prefix
+        qkv_bias, o_bias = self._attention_biases()
         if t.attention == "fused_qkv":
-            out = [VisionLinear(f"{att}.{t.attention_names[0]}", h, 3 * h, t.attention_bias),
-                   VisionLinear(f"{att}.{t.attention_names[1]}", h, h, t.attention_bias)]
+            out = [VisionLinear(f"{att}.{t.attention_names[0]}", h, 3 * h, qkv_bias),
+                   VisionLinear(f"{att}.{t.attention_names[1]}", h, h, o_bias)]
         else:
             q, kv = self._attention_widths()
             q_name, k_name, v_name, o_name = t.attention_names
-            out = [VisionLinear(f"{att}.{name}", d_in, d_out, t.attention_bias and name not in t.unbiased)
-                   for name, d_in, d_out in ((q_name, h, q), (k_name, h, kv), (v_name, h, kv), (o_name, q, h))]
+            out = [VisionLinear(f"{att}.{name}", d_in, d_out, bias and name not in t.unbiased)
+                   for name, d_in, d_out, bias in ((q_name, h, q, qkv_bias), (k_name, h, kv, qkv_bias),
+                                                   (v_name, h, kv, qkv_bias), (o_name, q, h, o_bias))]
         ins = t.mlp_names[:-1]
         out += [VisionLinear(f"{mlp}.{n}", h, i, t.mlp_bias) for n in ins]
         out.append(VisionLinear(f"{mlp}.{t.mlp_names[-1]}", i, h, t.mlp_bias))
         return tuple(out)
+
+    def _attention_biases(self) -> tuple[bool, bool]:
+        """(q/k/v, output) biases: ``attention_bias`` for both, or the vision_config's ``bias_key`` and ``out_bias``."""
+        t = self.tower
+        if t.bias_key is None:
+            return t.attention_bias, t.attention_bias
+        return bool(self.vc.get(t.bias_key[0], t.bias_key[1])), t.out_bias
 
     def _attention_widths(self) -> tuple[int, int]:
         """(q, kv) widths of split attention: heads x head_dim and kv_heads x head_dim when the row reads a head_dim,
@@ -426,6 +573,9 @@ class Vision:
         """Every ``nn.Linear`` of the tower (all layers, SigLIP's pooling head) and of the projector."""
         h, i = self.size("hidden"), self.size("intermediate")
         out = [lin for layer in range(self.size("layers")) for lin in self.layer_linears(layer)]
+        if self.tower.global_stack:
+            path, count, _ = self.tower.global_stack
+            out += [lin for layer in range(self.size(count)) for lin in self.layer_linears(layer, path)]
         if self.head():  # MultiheadAttentionPoolingHead: its attention's out_proj is a Linear, in_proj a matrix
             head = f"{self.tower_path}.head"
             out += [VisionLinear(f"{head}.attention.out_proj", h, h, True),
@@ -443,9 +593,21 @@ class Vision:
         bias = piece.bias
         return bias if isinstance(bias, bool) else bool(self.config.get(bias[0], bias[1]))
 
+    def _tiled_positions(self) -> int:
+        """``positions`` "tiled": rows·h + R·tiles·rows·h + 2·R·tiles·h + 3 gates, rows = (image / patch)² + 1
+        (``Tower``)."""
+        h, tiles = self.size("hidden"), self.size("tiles")
+        rows = (self.size("image") // self.size("patch")) ** 2 + 1
+        key, default = self.tower.aspect_ratios or ("", 0)
+        listed = self.vc.get(key)
+        ratios = (len(listed) if isinstance(listed, list) else default) + 1
+        return rows * h + ratios * tiles * rows * h + 2 * ratios * tiles * h + 3
+
     def _pieces(self) -> list[tuple[str, Piece]]:
-        """The tower's extra modules and the projector's, each with the path it sits below."""
-        return ([(self.tower_path, p) for p in self.tower.pieces] + [(self.row.path, p) for p in self.row.pieces])
+        """The tower's extra modules and the projector's that the config builds (``Piece.when``), each with the
+        path it sits below."""
+        pieces = [(self.tower_path, p) for p in self.tower.pieces] + [(self.row.path, p) for p in self.row.pieces]
+        return [(path, p) for path, p in pieces if p.when is None or self.config.get(p.when[0], p.when[1])]
 
     def _patch_inputs(self) -> int:
         """Inputs of one patch: channels x patch² (x frames for a 3-D patch)."""
@@ -469,17 +631,25 @@ class Vision:
             total += self.size("positions") * h
         elif t.positions == "axial":
             total += 2 * self.size("positions") * h
+        elif t.positions == "tiled":
+            total += self._tiled_positions()
         total += h if t.class_token else 0
-        total += norm * (t.norms_per_layer * self.size("layers") + bool(t.pre_norm) + bool(t.post_norm))
+        layers = self.size("layers")
+        if t.global_stack:
+            _, count, gates = t.global_stack
+            layers += self.size(count)
+            total += gates * self.size(count)
+        total += norm * (t.norms_per_layer * layers + bool(t.pre_norm) + bool(t.post_norm))
         if t.qk_norm:
             total += 2 * self.size("head_dim") * self.size("layers")
+        total += t.layer_scales * h * self.size("layers")
         if self.head():  # probe, the attention's fused in-projection (3h x h + 3h), its LayerNorm
             total += h + 3 * h * h + 3 * h + 2 * h
         for _, p in self._pieces():
             if p.kind in ("rmsnorm", "layernorm"):
                 total += self._width(p.d_in) * (2 if p.kind == "layernorm" else 1)
-            elif p.kind == "matrix":
-                total += self._width(p.d_in) * self._width(p.d_out)
+            elif p.kind in ("matrix", "conv"):
+                total += self._width(p.d_in) * self._width(p.d_out) + (self._width(p.d_out) if p.bias is True else 0)
             elif p.kind == "conv1d":
                 d_out = self._width(p.d_out)
                 total += self._width(p.d_in) * d_out * p.taps + (d_out if self._bias(p) else 0)

@@ -351,6 +351,7 @@ def _layer_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, int
     for shape in arch.mixer_shapes(layer):
         for name, numel in shape.others:
             yield f"{shape.module}.{name}", numel
+        yield from shape.layer_others
     has_attention = arch.has_attention(layer)
     if arch.qk_norm and has_attention:
         full = arch.qk_norm == "full"

@@ -1,0 +1,100 @@
+"""Catalog entries of the vision-language models of the Axolotl corpus (group "vlm"), each checked against the model
+transformers 5.24 builds from the same config.json on the meta device, and each corpus config that names one
+covered by the memory estimate (benchmarks/memory/coverage.py ``classify``)."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
+from axlint.architectures.vision import PROJECTOR_ALIASES
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks" / "memory"))
+from coverage import classify  # noqa: E402
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+# model id, total, vision tower + projector; no exact published total was read: each is computed (the source of
+# each entry says how it compares with the card's rounded size) and equals the meta-device model's numel
+ENTRIES = [
+    ("PaddlePaddle/PaddleOCR-VL", 799_695_472, 438_947_440),
+    ("zai-org/GLM-4.6V-Flash", 10_292_777_472, 892_498_432),
+    ("OpenGVLab/InternVL3_5-8B-HF", 8_528_318_464, 337_583_104),
+    # published: the BF16 safetensors count of meta-llama/Llama-3.2-11B-Vision-Instruct (the entry's source)
+    ("meta-llama/Llama-3.2-11B-Vision", 10_670_220_835, 895_028_755),
+    ("LiquidAI/LFM2-VL-450M", 450_822_656, 96_338_688),
+]
+CORPUS = {
+    "paddleocr-vl/paddleocr-vl-1_6-qlora.yaml": "PaddlePaddle/PaddleOCR-VL",
+    "paddleocr-vl/paddleocr-vl-1_6-full-finetune.yaml": "PaddlePaddle/PaddleOCR-VL",
+    "glm46v/glm-4-6v-flash-qlora.yaml": "zai-org/GLM-4.6V-Flash",
+    "glm46v/glm-4-6v-flash-ddp.yaml": "zai-org/GLM-4.6V-Flash",
+    "internvl3_5/internvl3_5-8b-qlora.yml": "OpenGVLab/InternVL3_5-8B-HF",
+    "llama-3-vision/lora-11b.yaml": "meta-llama/Llama-3.2-11B-Vision",
+    "LiquidAI/lfm2-vl-lora.yaml": "LiquidAI/LFM2-VL-450M",
+}
+
+
+@pytest.mark.parametrize("model_id, total, vision", ENTRIES, ids=[e[0] for e in ENTRIES])
+def test_entry_total_equals_the_meta_device_model(model_id: str, total: int, vision: int) -> None:
+    entry = catalog_lookup(model_id)
+    arch = Architecture.from_config(model_id, "catalog", entry["config"])
+    assert arch.unsized_vision is None and arch.unsized_decoder is None
+    assert (arch.total_params, arch.extra_parameters) == (total, vision)
+    fields = {k: v for k, v in entry["config"].items() if k not in ("model_type", "auto_map")}
+    kind = entry["config"]["model_type"]  # a published name transformers has no class for: the class of its row
+    config = transformers.AutoConfig.for_model(PROJECTOR_ALIASES.get(kind, kind), **fields)
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(config)
+    assert sum(p.numel() for p in model.parameters()) == total
+
+
+@pytest.mark.parametrize("path, model_id", sorted(CORPUS.items()))
+def test_corpus_configs_are_covered(path: str, model_id: str) -> None:
+    corpus_model, _, verdict = classify(ROOT / "fixtures" / "axolotl" / "examples" / path)
+    assert catalog_lookup(corpus_model)["id"] == model_id
+    assert verdict == "covered"
+    assert resolve_architecture(corpus_model).source == "catalog"
+
+
+def test_llama_3_2_vision_layers() -> None:
+    """Cross-attention at cross_attention_layers, the llama layer elsewhere; the input embedding 8 rows longer than
+    the output (MllamaTextModel: vocab_size + 8)."""
+    arch = resolve_architecture("alpindale/Llama-3.2-11B-Vision-Instruct")
+    assert [i for i in range(40) if not arch.has_attention(i)] == [3, 8, 13, 18, 23, 28, 33, 38]
+    assert arch.mixer_kinds == ("cross_attention",)
+    assert arch.embedding_params - arch.lm_head_params == 8 * 4096
+
+
+# The LoRA targets of the corpus configs of this group, on tiny models of each layout: axlint's adapter count must
+# be the one PEFT builds (its regex and name matching over every module path, the vision tower's included).
+GLM_TARGETS = ["gate_proj", "down_proj", "up_proj", "q_proj", "v_proj", "k_proj", "o_proj"]  # reach the tower too
+DECODER_REGEX = r"model.language_model.layers.[\d]+.(mlp|cross_attn|self_attn).(up|down|gate|q|k|v|o)_proj"
+PADDLE_REGEX = (r"(model\.language_model\.layers\.\d+\.(mlp\.(gate|up|down)_proj|self_attn\.(q|k|v|o)_proj)|"
+                r"model\.visual\.vision_model\.encoder\.layers\.\d+\.(self_attn\.(q|k|v|out)_proj|mlp\.fc[12])|"
+                r"model\.projector\.linear_[12])")
+
+
+@pytest.mark.parametrize("model_type, targets", [("glm4v", GLM_TARGETS), ("mllama", DECODER_REGEX),
+                                                 ("internvl", DECODER_REGEX), ("lfm2_vl", DECODER_REGEX),
+                                                 ("paddleocr_vl", PADDLE_REGEX)])
+def test_the_corpus_lora_targets_train_what_peft_trains(model_type: str, targets: Any) -> None:
+    from axlint.hardware import parse_hardware
+    from axlint.memory.params import trainable
+    from axlint.memory.setup import read_setup
+    from tests.resolved import facts
+    from tests.test_vision import CASES, _build
+
+    peft = pytest.importorskip("peft")
+    model, written = _build(model_type, CASES[model_type][0])
+    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=targets))
+    real = sum(p.numel() for name, p in wrapped.named_parameters() if "lora_" in name)
+    arch = Architecture.from_config("t", "model-config", written)
+    run = {"base_model": "t", "adapter": "lora", "lora_r": 4, "lora_target_modules": targets}
+    hardware = parse_hardware("1xH100")
+    assert trainable(arch, read_setup(facts(run, None, arch, hardware), arch)).adapter == real > 0
