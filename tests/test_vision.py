@@ -35,6 +35,12 @@ GEMMA4_TEXT = {**TEXT, "model_type": "gemma4_text", "global_head_dim": 32, "hidd
                "layer_types": ["sliding_attention", "full_attention"]}
 GEMMA4_VISION = {**VIT, "model_type": "gemma4_vision", "head_dim": 16, "num_key_value_heads": 2,
                  "position_embedding_size": 24}
+GEMMA4_UNIFIED_TEXT = {**TEXT, "model_type": "gemma4_unified_text", "global_head_dim": 32,
+                       "layer_types": ["sliding_attention", "full_attention"]}
+GEMMA4_UNIFIED_VISION = {"model_type": "gemma4_unified_vision", "mm_embed_dim": 40, "mm_posemb_size": 12,
+                         "patch_size": 2, "pooling_kernel_size": 3, "output_proj_dims": 40}
+"""Gemma 4 12B (encoder-free): the vision embedder's width apart from the decoder's; the second variant merges 2 x 2
+patches of 4 pixels and adds the audio embedder (raw samples -> text width)."""
 """Gemma 4: the variants flip heads x head_dim against the width (32 = 2 x 16, then 4 x 16 with 2 kv heads), the
 clipped Linears' buffers and the standardize buffers, and the MoE decoder (the 26B-A4B)."""
 
@@ -80,11 +86,16 @@ CASES: dict[str, list[dict[str, Any]]] = {
                                  "num_global_key_value_heads": 1},
                     vision_config={**GEMMA4_VISION, "num_attention_heads": 4, "use_clipped_linears": True,
                                    "standardize": True})],
+    "gemma4_unified": [dict(text_config=GEMMA4_UNIFIED_TEXT, vision_config=GEMMA4_UNIFIED_VISION),
+                       dict(text_config=GEMMA4_UNIFIED_TEXT, audio_config={"audio_embed_dim": 24},
+                            vision_config={**GEMMA4_UNIFIED_VISION, "patch_size": 4, "pooling_kernel_size": 2,
+                                           "output_proj_dims": 40})],
 }
 """Per multimodal model_type: tiny configs, one model each (the variants flip what a row reads)."""
 
 VISION_ROOTS = ("model.vision_tower", "model.visual", "model.vision_model", "model.multi_modal_projector",
-                "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision")
+                "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision",
+                "model.embed_audio")
 
 
 def _build(model_type: str, fields: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

@@ -12,7 +12,7 @@ checkpoint in ``tests/test_architectures.py``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Mapping, Tuple, Union
 
 NormType = Literal["rmsnorm", "gemma_rmsnorm", "layernorm", "layernorm_nobias", "nonparametric"]
@@ -162,6 +162,12 @@ _UP_DOWN = ("up_proj", "down_proj")
 _LFM2_ALIASES = (("block_ff_dim", "intermediate_size"), ("tie_embedding", "tie_word_embeddings"))
 _QWEN3_5 = Family(qk_norm="head", norm="gemma_rmsnorm", attention_gate=True, layer_plan="qwen3_5",
                   shared_expert_name="shared_expert")
+_GEMMA_4 = Family(norm="gemma_rmsnorm", norm_names=NORM_NAMES, qk_norm="head", tied_default=True,
+                  layer_type_attention=True, moe_switch="enable_moe_block", moe_beside_mlp=True,
+                  moe_norm_names=("post_feedforward_layernorm_1", "post_feedforward_layernorm_2",
+                                  "pre_feedforward_layernorm_2"),
+                  router_name="router.proj", router_linear=True, router_scales=True,
+                  unsized_when=(("hidden_size_per_layer_input", 256), ("num_kv_shared_layers", 0)))
 _GLM_4_NORMS = ("input_layernorm", "post_attention_layernorm", "post_self_attn_layernorm", "post_mlp_layernorm")
 
 FAMILIES: dict[str, Family] = {
@@ -246,12 +252,13 @@ FAMILIES: dict[str, Family] = {
     # moe_intermediate_size wide (gate_up_proj fused, down_proj) and three more norms, beside the dense MLP. The
     # per-layer embeddings (hidden_size_per_layer_input, 256 when absent) and kv-shared layers
     # (num_kv_shared_layers, with use_double_wide_mlp) of the E2B / E4B models are not laid out: unsized.
-    "gemma4_text": Family(norm="gemma_rmsnorm", norm_names=NORM_NAMES, qk_norm="head", tied_default=True,
-                          layer_type_attention=True, moe_switch="enable_moe_block", moe_beside_mlp=True,
-                          moe_norm_names=("post_feedforward_layernorm_1", "post_feedforward_layernorm_2",
-                                          "pre_feedforward_layernorm_2"),
-                          router_name="router.proj", router_linear=True, router_scales=True,
-                          unsized_when=(("hidden_size_per_layer_input", 256), ("num_kv_shared_layers", 0))),
+    "gemma4_text": _GEMMA_4,
+    # models/gemma4_unified/modeling_gemma4_unified.py (transformers 5.24, the 12B's Gemma4UnifiedTextModel): Gemma 4's
+    # dense layer (per layer type head dims and kv heads, no v_proj under attention_k_eq_v, q/k norms, four norms)
+    # without MoE blocks or per-layer embeddings; kv-shared layers (num_kv_shared_layers) are not laid out: unsized.
+    "gemma4_unified_text": replace(_GEMMA_4, moe_switch=None, moe_beside_mlp=False, moe_norm_names=(),
+                                   router_name="gate", router_linear=False, router_scales=False,
+                                   unsized_when=(("num_kv_shared_layers", 0),)),
     # models/seed_oss/modeling_seed_oss.py: q/k/v biased by attention_bias (default on), o by attention_out_bias.
     "seed_oss": Family(qkv_bias=("attention_bias", True), o_bias=("attention_out_bias", False)),
     # models/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py: llama layer, head-wise q/k norms named

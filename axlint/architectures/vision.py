@@ -24,6 +24,8 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
   (RMSNorm, patch merger, two-layer MLP), the Qwen merger above, models/smolvlm (pixel-shuffle connector),
   models/llama4/modeling_llama4.py (one Linear), models/gemma4/modeling_gemma4.py (``embed_vision``: a norm without
   weight, then one Linear).
+- ``gemma4_unified_vision``: models/gemma4_unified/modeling_gemma4_unified.py (an encoder-free embedder: LayerNorms, a
+  patch Linear over merged patches, x / y position tables; the model's audio embedder is one Linear)
 
 Only parameters are laid out here. The activations of the image tokens inside the tower are not estimated (see
 ``Architecture`` and the memory estimate's notes): their number depends on the image sizes of the data set.
@@ -34,8 +36,8 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any, Literal, Mapping
 
-Size = Literal["hidden", "layers", "intermediate", "patch", "image", "channels", "temporal", "vision_out", "adapter_in",
-               "adapter_out", "heads", "kv_heads", "head_dim", "positions"]
+Size = Literal["hidden", "layers", "intermediate", "patch", "pool", "image", "channels", "temporal", "vision_out",
+               "adapter_in", "adapter_out", "heads", "kv_heads", "head_dim", "positions"]
 
 
 @dataclass(frozen=True)
@@ -43,13 +45,14 @@ class Piece:
     """One module of a projector at ``name`` (below the projector's path): a "linear" (``nn.Linear``, a bias per
     ``bias``: True, False, or a top-level config.json key and its default), a bare "matrix" parameter, or a norm
     ("rmsnorm": weight; "layernorm": weight and bias) of width ``d_in``. Widths are products of ``Projector``
-    factors."""
+    factors. ``when``: a top-level config.json section (``audio_config``) without which the module is not built."""
 
     name: str
     kind: Literal["linear", "matrix", "rmsnorm", "layernorm"]
     d_in: tuple[str, ...]
     d_out: tuple[str, ...] = ()
     bias: bool | tuple[str, bool] = False
+    when: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,8 @@ class Tower:
     ``class_token``; "table", the "positions" size's rows; "axial", one table of the "positions" size for x and one
     for y, 2 x positions x h; None without one), ``pre_norm`` / ``post_norm`` when named, and the attention-pooling ``head`` when ``head_key`` is true
     (SigLIP's ``vision_use_head``). ``patch_linear``: the patch embedding is an ``nn.Linear`` at this path (over
-    channels x patch² inputs) instead of a convolution. ``pieces``: further modules of the tower below its path
+    channels x patch² inputs, x pool² when the row reads a "pool" size: patches merged before the Linear) instead of a
+    convolution. A row without a "layers" size has no layers (an encoder-free embedder). ``pieces``: further modules of the tower below its path
     (Llama 4's pixel-shuffle adapter), sized as a projector's are, with the tower's ``sizes`` as factors too.
     """
 
@@ -169,6 +173,14 @@ TOWERS: dict[str, Tower] = {
                             path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
                             attention_module="attn", attention_names=("qkv", "proj"),
                             mlp_names=("linear_fc1", "linear_fc2"), positions="table", post_norm=None),
+    # models/gemma4_unified/modeling_gemma4_unified.py (transformers 5.24, Gemma4UnifiedVisionEmbedder): no layers;
+    # patch_ln1 (a LayerNorm over the 3 x (patch x pooling_kernel)² pixels of a merged patch), patch_dense (a biased
+    # Linear to mm_embed_dim), patch_ln2, pos_embedding (mm_posemb_size x 2 x mm_embed_dim: x and y), pos_norm.
+    "gemma4_unified_vision": Tower({"hidden": ("mm_embed_dim", 3840), "patch": ("patch_size", 16),
+                                    "pool": ("pooling_kernel_size", 3), "positions": ("mm_posemb_size", 1120)},
+                                   path="model.embed_vision", positions="axial", pre_norm="patch_ln2",
+                                   post_norm="pos_norm", patch_linear="patch_dense",
+                                   pieces=(Piece("patch_ln1", "layernorm", ("pixels",)),)),
 }
 TOWERS["qwen3_5_moe_vision"] = TOWERS["qwen3_5_vision"]
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
@@ -182,8 +194,10 @@ class Projector:
 
     Factors of the ``pieces``' widths: "vision" (the tower's hidden size), "text" (the decoder's), "features"
     (how many tower layers are concatenated: the length of a list ``vision_feature_layer``, else 1), "merge" (the
-    square of ``merge``'s size: patches merged into one token) and "out" (``out``'s size, the merger's output
-    width). ``merge`` / ``out``: (where: "config" or "vision", key, default). ``tower``: the vision model_type when
+    square of ``merge``'s size: patches merged into one token), "out" (``out``'s size, the merger's output
+    width), "pixels" (the inputs of one patch) and "audio" (``audio``'s size). ``merge`` / ``out`` / ``audio``:
+    (where: "config", "vision" or "audio", key, default). A row with ``audio`` lays out the model's audio part in its
+    pieces (those ``when`` ``audio_config``); without it an ``audio_config`` leaves the model unsized. ``tower``: the vision model_type when
     vision_config names none; ``tower_path``: where the tower sits, when not the row's own; ``decoder_path``: where
     the decoder sits; ``text_type``: the decoder's model_type when config.json is flat (the decoder fields at the
     top level, as Qwen2-VL's are published and transformers 5 reads them as ``text_config``)."""
@@ -193,6 +207,7 @@ class Projector:
     tower: str
     merge: tuple[str, str, int] | None = None
     out: tuple[str, str, int] | None = None
+    audio: tuple[str, str, int] | None = None
     tower_path: str | None = None
     decoder_path: str = "model.language_model"
     text_type: str | None = None
@@ -244,6 +259,15 @@ PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower":
 PROJECTORS["gemma4"] = Projector("model.embed_vision",
                                  (Piece("embedding_projection", "linear", ("vision",), ("text",)),),
                                  tower="gemma4_vision")
+
+# models/gemma4_unified/modeling_gemma4_unified.py (Gemma4UnifiedModel): encoder-free; the vision embedder ends in
+# multimodal_embedder (a norm without weight, then embedding_projection, a bias-free Linear output_proj_dims -> text
+# hidden), and with an audio_config embed_audio is the same embedder over audio_embed_dim raw samples per token.
+PROJECTORS["gemma4_unified"] = Projector(
+    "model", (Piece("embed_vision.multimodal_embedder.embedding_projection", "linear", ("out",), ("text",)),
+              Piece("embed_audio.embedding_projection", "linear", ("audio",), ("text",), when="audio_config")),
+    tower="gemma4_unified_vision", out=("vision", "output_proj_dims", 3840),
+    audio=("audio", "audio_embed_dim", 640))
 
 
 @dataclass(frozen=True)
@@ -302,12 +326,13 @@ def unsized_part(config: Mapping[str, Any]) -> str | None:
     tower's model_type, or "<model_type> projector"; None when both have rows (or the config is not multimodal)."""
     if not is_multimodal(config):
         return None
-    if isinstance(config.get("audio_config"), Mapping):  # Gemma 4 E2B / E4B: an audio encoder beside the vision one
-        return f"{config.get('model_type')} audio tower"
+    row = projector_of(config)
+    if isinstance(config.get("audio_config"), Mapping) and not (row and row.audio):
+        return f"{config.get('model_type')} audio tower"  # Gemma 4 E2B / E4B: an audio encoder beside the vision one
     kind = tower_type(config)
     if kind not in TOWERS:
         return kind
-    return None if projector_of(config) else f"{config.get('model_type')} projector"
+    return None if row else f"{config.get('model_type')} projector"
 
 
 class Vision:
@@ -329,7 +354,8 @@ class Vision:
         if spec is None:
             return 1
         where, key, default = spec
-        value = (self.vc if where == "vision" else self.config).get(key)
+        section = {"vision": self.vc, "audio": self.config.get("audio_config") or {}}.get(where, self.config)
+        value = section.get(key)
         return int(default if value is None else value)
 
     def _factor(self, name: str) -> int:
@@ -341,10 +367,19 @@ class Vision:
             return self._read(self.row.merge) ** 2
         if name == "out":
             return self._read(self.row.out)
+        if name == "audio":
+            return self._read(self.row.audio)
+        if name == "pixels":
+            return self._patch_inputs()
         if name in self.tower.sizes:
             return self.size(name)
         layers = self.config.get("vision_feature_layer")
         return len(layers) if isinstance(layers, list) else 1  # "features"
+
+    @property
+    def layers(self) -> int:
+        """The tower's layer count; 0 for a row without a "layers" size (an embedder without layers)."""
+        return self.size("layers") if "layers" in self.tower.sizes else 0
 
     @property
     def tower_path(self) -> str:
@@ -383,10 +418,9 @@ class Vision:
 
     def linears(self) -> tuple[VisionLinear, ...]:
         """Every ``nn.Linear`` of the tower (all layers, SigLIP's pooling head) and of the projector."""
-        h, i = self.size("hidden"), self.size("intermediate")
-        out = [lin for layer in range(self.size("layers")) for lin in self.layer_linears(layer)]
+        out = [lin for layer in range(self.layers) for lin in self.layer_linears(layer)]
         if self.head():  # MultiheadAttentionPoolingHead: its attention's out_proj is a Linear, in_proj a matrix
-            head = f"{self.tower_path}.head"
+            h, i, head = self.size("hidden"), self.size("intermediate"), f"{self.tower_path}.head"
             out += [VisionLinear(f"{head}.attention.out_proj", h, h, True),
                     VisionLinear(f"{head}.mlp.fc1", h, i, True), VisionLinear(f"{head}.mlp.fc2", i, h, True)]
         if self.tower.patch_linear:
@@ -399,14 +433,17 @@ class Vision:
         return tuple(out)
 
     def _pieces(self) -> list[tuple[str, Piece]]:
-        """The tower's extra modules and the projector's, each with the path it sits below."""
-        return ([(self.tower_path, p) for p in self.tower.pieces] + [(self.row.path, p) for p in self.row.pieces])
+        """The tower's extra modules and the projector's, each with the path it sits below (those whose ``when``
+        section config.json has)."""
+        pieces = [(self.tower_path, p) for p in self.tower.pieces] + [(self.row.path, p) for p in self.row.pieces]
+        return [(path, p) for path, p in pieces if p.when is None or isinstance(self.config.get(p.when), Mapping)]
 
     def _patch_inputs(self) -> int:
-        """Inputs of one patch: channels x patch² (x frames for a 3-D patch)."""
+        """Inputs of one patch: channels x patch² (x frames for a 3-D patch, x pool² for merged patches)."""
         frames = self.size("temporal") if "temporal" in self.tower.sizes else 1
         channels = self.size("channels") if "channels" in self.tower.sizes else 3
-        return channels * self.size("patch") ** 2 * frames
+        pool = self.size("pool") if "pool" in self.tower.sizes else 1
+        return channels * (self.size("patch") * pool) ** 2 * frames
 
     def _width(self, factors: tuple[str, ...]) -> int:
         return prod(self._factor(f) for f in factors)
@@ -425,9 +462,9 @@ class Vision:
         elif t.positions == "axial":
             total += 2 * self.size("positions") * h
         total += h if t.class_token else 0
-        total += norm * (t.norms_per_layer * self.size("layers") + bool(t.pre_norm) + bool(t.post_norm))
+        total += norm * (t.norms_per_layer * self.layers + bool(t.pre_norm) + bool(t.post_norm))
         if t.qk_norm:
-            total += 2 * self.size("head_dim") * self.size("layers")
+            total += 2 * self.size("head_dim") * self.layers
         if self.head():  # probe, the attention's fused in-projection (3h x h + 3h), its LayerNorm
             total += h + 3 * h * h + 3 * h + 2 * h
         for _, p in self._pieces():
