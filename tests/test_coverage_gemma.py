@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from axlint.architectures import Architecture, catalog_lookup
+from axlint.architectures.vision import gemma4_audio_tower
 from benchmarks.memory.coverage import classify
 
 torch = pytest.importorskip("torch")
@@ -17,6 +18,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "axolotl" / "example
 
 TOTALS = {
     "google/gemma-4-12B": 11_959_730_176,  # computed (model card: 11.95B)
+    "google/gemma-4-E2B": 5_104_297_504,  # published: a meta build of the checkpoint's config.json
 }
 
 
@@ -33,10 +35,41 @@ def test_entry_total_is_the_meta_model_numel(model_id: str, params: int) -> None
     assert sum(p.numel() for p in model.parameters()) == params
 
 
-def test_gemma_4_12b_it_resolves_to_the_12b() -> None:
-    assert catalog_lookup("google/gemma-4-12B-it")["id"] == "google/gemma-4-12B"
+@pytest.mark.parametrize("alias, canonical", [("google/gemma-4-12B-it", "google/gemma-4-12B"),
+                                              ("google/gemma-4-E2B-it", "google/gemma-4-E2B")])
+def test_instruct_checkpoints_resolve_to_their_base(alias: str, canonical: str) -> None:
+    assert catalog_lookup(alias)["id"] == canonical
 
 
-@pytest.mark.parametrize("config", ["gemma4-unified/12b-text-lora.yaml", "gemma4-unified/12b-vision-lora.yaml"])
+def test_gemma_4_e2b_effective_size() -> None:
+    """The model card's "2.3B effective (5.1B with embeddings)": the language model less its per-layer embedding
+    table is 2.28B; the table (262144 x 35 x 256) is the largest module."""
+    arch = Architecture.from_config("google/gemma-4-E2B", "catalog", catalog_lookup("google/gemma-4-E2B")["config"])
+    assert arch.per_layer_table_params == 2_348_810_240 == arch.largest_module_params
+    assert arch.decoder_params - arch.per_layer_table_params == 2_279_759_104
+    assert (arch.first_kv_shared_layer, arch.layer_intermediate_size(14), arch.layer_intermediate_size(15)) == \
+        (15, 6144, 12288)
+
+
+def test_gemma4_per_layer_width_defaults_to_the_config_class() -> None:
+    """hidden_size_per_layer_input absent from config.json is Gemma4TextConfig's default."""
+    default = transformers.AutoConfig.for_model("gemma4_text").hidden_size_per_layer_input
+    fields = {"model_type": "gemma4_text", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "intermediate_size": 128, "vocab_size": 256}
+    assert Architecture.from_config("t", "model-config", fields).per_layer_input_size == default
+
+
+def test_gemma4_audio_tower_defaults_are_the_config_class() -> None:
+    """An audio_config that leaves keys out is sized with Gemma4AudioConfig's defaults: the tower transformers builds
+    from the default config."""
+    config = transformers.AutoConfig.for_model("gemma4_audio")
+    with torch.device("meta"):
+        tower = transformers.AutoModel.from_config(config)
+    linears, others = gemma4_audio_tower({})
+    assert sum(lin.params for lin in linears) + others == sum(p.numel() for p in tower.parameters())
+
+
+@pytest.mark.parametrize("config", ["gemma4-unified/12b-text-lora.yaml", "gemma4-unified/12b-vision-lora.yaml",
+                                    "gemma4/e2b-vision-lora.yaml"])
 def test_corpus_configs_are_covered(config: str) -> None:
     assert classify(CORPUS / config)[2] == "covered"

@@ -41,8 +41,11 @@ GEMMA4_UNIFIED_VISION = {"model_type": "gemma4_unified_vision", "mm_embed_dim": 
                          "patch_size": 2, "pooling_kernel_size": 3, "output_proj_dims": 40}
 """Gemma 4 12B (encoder-free): the vision embedder's width apart from the decoder's; the second variant merges 2 x 2
 patches of 4 pixels and adds the audio embedder (raw samples -> text width)."""
+GEMMA4_AUDIO = {"model_type": "gemma4_audio", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "subsampling_conv_channels": [8, 4], "output_proj_dims": 48}
 """Gemma 4: the variants flip heads x head_dim against the width (32 = 2 x 16, then 4 x 16 with 2 kv heads), the
-clipped Linears' buffers and the standardize buffers, and the MoE decoder (the 26B-A4B)."""
+clipped Linears' buffers and the standardize buffers, and the MoE decoder (the 26B-A4B); with an audio encoder (the
+E2B / E4B) its width apart from the decoder's and the embedder's, its channels, heads and kernel."""
 
 CASES: dict[str, list[dict[str, Any]]] = {
     "gemma3": [dict(text_config={**TEXT, "model_type": "gemma3_text"}, mm_tokens_per_image=4,
@@ -85,7 +88,11 @@ CASES: dict[str, list[dict[str, Any]]] = {
                                  "moe_intermediate_size": 32, "attention_k_eq_v": True,
                                  "num_global_key_value_heads": 1},
                     vision_config={**GEMMA4_VISION, "num_attention_heads": 4, "use_clipped_linears": True,
-                                   "standardize": True})],
+                                   "standardize": True}),
+               dict(text_config=GEMMA4_TEXT, vision_config=GEMMA4_VISION, audio_config=GEMMA4_AUDIO),
+               dict(text_config=GEMMA4_TEXT, vision_config=GEMMA4_VISION,
+                    audio_config={**GEMMA4_AUDIO, "use_clipped_linears": False, "num_attention_heads": 2,
+                                  "subsampling_conv_channels": [16, 12], "conv_kernel_size": 3})],
     "gemma4_unified": [dict(text_config=GEMMA4_UNIFIED_TEXT, vision_config=GEMMA4_UNIFIED_VISION),
                        dict(text_config=GEMMA4_UNIFIED_TEXT, audio_config={"audio_embed_dim": 24},
                             vision_config={**GEMMA4_UNIFIED_VISION, "patch_size": 4, "pooling_kernel_size": 2,
@@ -95,7 +102,7 @@ CASES: dict[str, list[dict[str, Any]]] = {
 
 VISION_ROOTS = ("model.vision_tower", "model.visual", "model.vision_model", "model.multi_modal_projector",
                 "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision",
-                "model.embed_audio")
+                "model.embed_audio", "model.audio_tower")
 
 
 def _build(model_type: str, fields: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -159,12 +166,15 @@ def test_tower_defaults_are_the_config_class_defaults(tower: str) -> None:
         assert defaults[key] == default, (tower, key)
 
 
-def test_an_audio_tower_is_unsized() -> None:
-    """Gemma 4's E2B / E4B carry an audio encoder (audio_config) beside the vision tower; axlint lays out none, so
-    the model is unsized rather than counted without it."""
+def test_an_audio_tower_without_a_layout_is_unsized() -> None:
+    """An audio encoder axlint does not lay out (an audio_config of another model_type than the row's
+    ``AUDIO_TOWERS`` entry, or beside a projector row without an audio part) leaves the model unsized rather than
+    counted without it."""
     fields = CASES["gemma4"][0]
-    config = {"model_type": "gemma4", **fields, "audio_config": {"model_type": "gemma4_audio"}}
+    config = {"model_type": "gemma4", **fields, "audio_config": {"model_type": "gemma3n_audio"}}
     arch = Architecture.from_config("test/model", "model-config", config)
     assert arch.unsized_vision == "gemma4 audio tower"
+    gemma3 = {"model_type": "gemma3", **CASES["gemma3"][0], "audio_config": {"model_type": "gemma4_audio"}}
+    assert Architecture.from_config("test/model", "model-config", gemma3).unsized_vision == "gemma3 audio tower"
     without = Architecture.from_config("test/model", "model-config", {**config, "audio_config": None})
     assert without.unsized_vision is None

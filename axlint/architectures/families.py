@@ -58,9 +58,15 @@ class Family:
     head_dim and num_key_value_heads. ``moe_switch``: a config.json key that must be true for the experts to be
     built. ``moe_beside_mlp``: a MoE layer keeps its dense MLP (``mlp_module``) and adds the router and the experts
     at the layer itself (``router_name``, ``experts``), with the norms ``moe_norm_names`` beside the usual ones;
-    ``router_scales``: the router holds a learned h-wide input scale and one scale per expert. ``unsized_when``:
-    (key, default) pairs of config.json whose truthy value (the default when the key is absent) leaves the decoder
-    one axlint cannot size (Gemma 4's per-layer embeddings and shared kv layers).
+    ``router_scales``: the router holds a learned h-wide input scale and one scale per expert.
+
+    Gemma 4's small models: ``kv_shared_key``, the config.json key counting the last layers that reuse the keys and
+    values of an earlier layer of their type (no k_proj / v_proj / k_norm of their own); ``double_wide_key``: a
+    key that, when true, makes those layers' dense MLP twice intermediate_size wide. ``per_layer_input``: (the key
+    of the per-layer input width p, its default) of per-layer embeddings: beside the token embedding a packed
+    ``per_layer_embed_name`` table (vocab_size_per_layer_input x L·p), ``per_layer_projection_name`` (a Linear h ->
+    L·p) and its norm over p; in each layer ``per_layer_input_names`` (a gate h -> p, a projection p -> h) and the
+    norm ``per_layer_norm_name`` (h). A width of 0 turns them off.
 
     Hybrid decoders (``mixers.py``): ``layer_plan`` names the reader in ``mixers.LAYER_PLANS`` that gives each
     layer its token mixers (the family's attention, or a ``mixers.MIXERS`` kind) and its MLP (dense, MoE or none);
@@ -128,7 +134,14 @@ class Family:
     moe_beside_mlp: bool = False
     moe_norm_names: tuple[str, ...] = ()
     router_scales: bool = False
-    unsized_when: tuple[tuple[str, Any], ...] = ()
+    kv_shared_key: str | None = None
+    double_wide_key: str | None = None
+    per_layer_input: tuple[str, int] | None = None
+    per_layer_embed_name: str = "embed_tokens_per_layer"
+    per_layer_projection_name: str = "per_layer_model_projection"
+    per_layer_projection_norm_name: str = "per_layer_projection_norm"
+    per_layer_input_names: tuple[str, str] = ("per_layer_input_gate", "per_layer_projection")
+    per_layer_norm_name: str = "post_per_layer_input_norm"
     legacy_multi_query: tuple[str, str] | None = None
     layer_plan: str | None = None
     expert_mlp: Literal["gated", "plain"] = "gated"
@@ -167,7 +180,8 @@ _GEMMA_4 = Family(norm="gemma_rmsnorm", norm_names=NORM_NAMES, qk_norm="head", t
                   moe_norm_names=("post_feedforward_layernorm_1", "post_feedforward_layernorm_2",
                                   "pre_feedforward_layernorm_2"),
                   router_name="router.proj", router_linear=True, router_scales=True,
-                  unsized_when=(("hidden_size_per_layer_input", 256), ("num_kv_shared_layers", 0)))
+                  kv_shared_key="num_kv_shared_layers", double_wide_key="use_double_wide_mlp",
+                  per_layer_input=("hidden_size_per_layer_input", 256))
 _GLM_4_NORMS = ("input_layernorm", "post_attention_layernorm", "post_self_attn_layernorm", "post_mlp_layernorm")
 
 FAMILIES: dict[str, Family] = {
@@ -250,15 +264,18 @@ FAMILIES: dict[str, Family] = {
     # (Gemma4RMSNorm: x * w in fp32, no 1 + w; the fp32 product is what gemma_rmsnorm models); with enable_moe_block
     # every layer adds Gemma4TextRouter (router.proj E x h, router.scale h, router.per_expert_scale E), experts
     # moe_intermediate_size wide (gate_up_proj fused, down_proj) and three more norms, beside the dense MLP. The
-    # per-layer embeddings (hidden_size_per_layer_input, 256 when absent) and kv-shared layers
-    # (num_kv_shared_layers, with use_double_wide_mlp) of the E2B / E4B models are not laid out: unsized.
+    # E2B / E4B: the last num_kv_shared_layers layers reuse an earlier layer's keys and values (q_proj, q_norm and
+    # o_proj only), their MLP doubled with use_double_wide_mlp (Gemma4TextMLP); per-layer embeddings of
+    # hidden_size_per_layer_input (256 when absent; Gemma4TextModel: embed_tokens_per_layer,
+    # per_layer_model_projection, per_layer_projection_norm; Gemma4TextDecoderLayer: per_layer_input_gate,
+    # per_layer_projection, post_per_layer_input_norm).
     "gemma4_text": _GEMMA_4,
     # models/gemma4_unified/modeling_gemma4_unified.py (transformers 5.24, the 12B's Gemma4UnifiedTextModel): Gemma 4's
-    # dense layer (per layer type head dims and kv heads, no v_proj under attention_k_eq_v, q/k norms, four norms)
-    # without MoE blocks or per-layer embeddings; kv-shared layers (num_kv_shared_layers) are not laid out: unsized.
+    # dense layer (per layer type head dims and kv heads, no v_proj under attention_k_eq_v, q/k norms, four norms,
+    # kv-shared layers and their double-wide MLP) without MoE blocks or per-layer embeddings.
     "gemma4_unified_text": replace(_GEMMA_4, moe_switch=None, moe_beside_mlp=False, moe_norm_names=(),
                                    router_name="gate", router_linear=False, router_scales=False,
-                                   unsized_when=(("num_kv_shared_layers", 0),)),
+                                   per_layer_input=None),
     # models/seed_oss/modeling_seed_oss.py: q/k/v biased by attention_bias (default on), o by attention_out_bias.
     "seed_oss": Family(qkv_bias=("attention_bias", True), o_bias=("attention_out_bias", False)),
     # models/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py: llama layer, head-wise q/k norms named

@@ -196,8 +196,10 @@ class Projector:
     (how many tower layers are concatenated: the length of a list ``vision_feature_layer``, else 1), "merge" (the
     square of ``merge``'s size: patches merged into one token), "out" (``out``'s size, the merger's output
     width), "pixels" (the inputs of one patch) and "audio" (``audio``'s size). ``merge`` / ``out`` / ``audio``:
-    (where: "config", "vision" or "audio", key, default). A row with ``audio`` lays out the model's audio part in its
-    pieces (those ``when`` ``audio_config``); without it an ``audio_config`` leaves the model unsized. ``tower``: the vision model_type when
+    (where: "config", "vision" or "audio", key, default). A row with ``audio`` lays out the model's audio part: the
+    embedder in its pieces (those ``when`` ``audio_config``) and, with ``audio_tower`` (the audio model_type when
+    audio_config names none), the audio encoder of ``AUDIO_TOWERS``; without it an ``audio_config`` leaves the model
+    unsized, and so does an audio model_type without a layout. ``tower``: the vision model_type when
     vision_config names none; ``tower_path``: where the tower sits, when not the row's own; ``decoder_path``: where
     the decoder sits; ``text_type``: the decoder's model_type when config.json is flat (the decoder fields at the
     top level, as Qwen2-VL's are published and transformers 5 reads them as ``text_config``)."""
@@ -208,6 +210,7 @@ class Projector:
     merge: tuple[str, str, int] | None = None
     out: tuple[str, str, int] | None = None
     audio: tuple[str, str, int] | None = None
+    audio_tower: str | None = None
     tower_path: str | None = None
     decoder_path: str = "model.language_model"
     text_type: str | None = None
@@ -255,10 +258,14 @@ PROJECTORS["qwen3_5"] = Projector("model.visual.merger", _QWEN3_5_MERGER, tower=
 PROJECTORS["qwen3_5_moe"] = Projector(**{**PROJECTORS["qwen3_5"].__dict__, "tower": "qwen3_5_moe_vision"})
 PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
 # models/gemma4/modeling_gemma4.py (Gemma4MultimodalEmbedder): embed_vision.embedding_pre_projection_norm holds no
-# weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden.
-PROJECTORS["gemma4"] = Projector("model.embed_vision",
-                                 (Piece("embedding_projection", "linear", ("vision",), ("text",)),),
-                                 tower="gemma4_vision")
+# weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden; with an
+# audio_config (E2B / E4B) the audio_tower and embed_audio, the same embedder from the tower's output_proj_dims.
+PROJECTORS["gemma4"] = Projector("model",
+                                 (Piece("embed_vision.embedding_projection", "linear", ("vision",), ("text",)),
+                                  Piece("embed_audio.embedding_projection", "linear", ("audio",), ("text",),
+                                        when="audio_config")),
+                                 tower="gemma4_vision", audio=("audio", "output_proj_dims", 1536),
+                                 audio_tower="gemma4_audio")
 
 # models/gemma4_unified/modeling_gemma4_unified.py (Gemma4UnifiedModel): encoder-free; the vision embedder ends in
 # multimodal_embedder (a norm without weight, then embedding_projection, a bias-free Linear output_proj_dims -> text
@@ -286,6 +293,45 @@ class VisionLinear:
     @property
     def params(self) -> int:
         return self.d_in * self.d_out + (self.d_out if self.bias else 0)
+
+
+def gemma4_audio_tower(ac: Mapping[str, Any]) -> tuple[tuple[VisionLinear, ...], int]:
+    """The Gemma 4 audio encoder (models/gemma4/modeling_gemma4.py, transformers 5.24, Gemma4AudioModel at
+    model.audio_tower), sized from audio_config with Gemma4AudioConfig's defaults: its Linears and the count of its
+    other parameters. H = hidden_size, n heads of d = H / n, channels (c0, c1), kernel k.
+
+    - subsample_conv_projection: layer0 / layer1 a bias-free 3 x 3 Conv2d (1 -> c0, c0 -> c1) and a LayerNorm
+      without bias (c0, c1); input_proj_linear (c0 / 4)·c1 -> H, no bias
+    - each layer: feed_forward1 / feed_forward2 (ffw_layer_1 H -> 4H, ffw_layer_2 4H -> H, pre / post RMSNorms);
+      self_attn q / k / v_proj H -> n·d, post H -> H (inside Gemma4ClippableLinear: ``.linear``, bounds are buffers),
+      relative_k_proj H -> n·d (a plain Linear), per_dim_scale d; lconv1d linear_start H -> 2H, linear_end H -> H,
+      a depthwise causal Conv1d H·k, pre_layer_norm and conv_norm; norm_pre_attn, norm_post_attn, norm_out: 9H + d
+      + H·k besides the Linears
+    - output_proj H -> output_proj_dims with a bias; rel_pos_enc holds a buffer only."""
+    h, layers, heads = int(ac.get("hidden_size", 1024)), int(ac.get("num_hidden_layers", 12)), \
+        int(ac.get("num_attention_heads", 8))
+    c0, c1 = (int(c) for c in ac.get("subsampling_conv_channels") or (128, 32))
+    kernel, out = int(ac.get("conv_kernel_size", 5)), int(ac.get("output_proj_dims", 1536))
+    d, root = h // heads, "model.audio_tower"
+    linears = [VisionLinear(f"{root}.subsample_conv_projection.input_proj_linear", (c0 // 4) * c1, h, False)]
+    for i in range(layers):
+        layer = f"{root}.layers.{i}"
+        for ffw in ("feed_forward1", "feed_forward2"):
+            linears += [VisionLinear(f"{layer}.{ffw}.ffw_layer_1.linear", h, 4 * h, False),
+                        VisionLinear(f"{layer}.{ffw}.ffw_layer_2.linear", 4 * h, h, False)]
+        linears += [VisionLinear(f"{layer}.self_attn.{n}.linear", h, heads * d, False) for n in ("q_proj", "k_proj",
+                                                                                               "v_proj")]
+        linears += [VisionLinear(f"{layer}.self_attn.post.linear", h, h, False),
+                    VisionLinear(f"{layer}.self_attn.relative_k_proj", h, heads * d, False),
+                    VisionLinear(f"{layer}.lconv1d.linear_start.linear", h, 2 * h, False),
+                    VisionLinear(f"{layer}.lconv1d.linear_end.linear", h, h, False)]
+    linears.append(VisionLinear(f"{root}.output_proj", h, out, True))
+    others = c0 * 9 + c0 + c1 * c0 * 9 + c1 + layers * (9 * h + d + h * kernel)
+    return tuple(linears), others
+
+
+AUDIO_TOWERS = {"gemma4_audio": gemma4_audio_tower}
+"""Audio encoders by audio model_type: audio_config -> (its Linears at their module paths, its other parameters)."""
 
 
 def projector_of(config: Mapping[str, Any]) -> Projector | None:
@@ -326,9 +372,10 @@ def unsized_part(config: Mapping[str, Any]) -> str | None:
     tower's model_type, or "<model_type> projector"; None when both have rows (or the config is not multimodal)."""
     if not is_multimodal(config):
         return None
-    row = projector_of(config)
-    if isinstance(config.get("audio_config"), Mapping) and not (row and row.audio):
-        return f"{config.get('model_type')} audio tower"  # Gemma 4 E2B / E4B: an audio encoder beside the vision one
+    row, audio = projector_of(config), config.get("audio_config")
+    if isinstance(audio, Mapping) and not (row and row.audio and (
+            row.audio_tower is None or (audio.get("model_type") or row.audio_tower) in AUDIO_TOWERS)):
+        return f"{config.get('model_type')} audio tower"
     kind = tower_type(config)
     if kind not in TOWERS:
         return kind
@@ -417,7 +464,8 @@ class Vision:
         return bool(key and self.vc.get(key[0], key[1]))
 
     def linears(self) -> tuple[VisionLinear, ...]:
-        """Every ``nn.Linear`` of the tower (all layers, SigLIP's pooling head) and of the projector."""
+        """Every ``nn.Linear`` of the tower (all layers, SigLIP's pooling head), of the projector and of the audio
+        encoder."""
         out = [lin for layer in range(self.layers) for lin in self.layer_linears(layer)]
         if self.head():  # MultiheadAttentionPoolingHead: its attention's out_proj is a Linear, in_proj a matrix
             h, i, head = self.size("hidden"), self.size("intermediate"), f"{self.tower_path}.head"
@@ -430,7 +478,15 @@ class Vision:
             if p.kind == "linear":
                 bias = p.bias if isinstance(p.bias, bool) else bool(self.config.get(p.bias[0], p.bias[1]))
                 out.append(VisionLinear(f"{path}.{p.name}", self._width(p.d_in), self._width(p.d_out), bias))
-        return tuple(out)
+        return tuple(out) + self._audio_tower[0]
+
+    @property
+    def _audio_tower(self) -> tuple[tuple[VisionLinear, ...], int]:
+        """The audio encoder's Linears and other parameters (``AUDIO_TOWERS``); none without one."""
+        audio = self.config.get("audio_config")
+        if not isinstance(audio, Mapping) or not self.row.audio_tower:
+            return (), 0
+        return AUDIO_TOWERS[str(audio.get("model_type") or self.row.audio_tower)](audio)
 
     def _pieces(self) -> list[tuple[str, Piece]]:
         """The tower's extra modules and the projector's, each with the path it sits below (those whose ``when``
@@ -450,7 +506,7 @@ class Vision:
 
     @property
     def params(self) -> int:
-        """Tower + projector parameters."""
+        """Tower + projector (+ audio encoder) parameters."""
         t, h = self.tower, self.size("hidden")
         norm = 2 * h if t.norm == "layernorm" else h
         # a patch Linear is among linears(); a convolution is counted here
@@ -472,7 +528,7 @@ class Vision:
                 total += self._width(p.d_in) * (2 if p.kind == "layernorm" else 1)
             elif p.kind == "matrix":
                 total += self._width(p.d_in) * self._width(p.d_out)
-        return total + sum(lin.params for lin in self.linears())
+        return total + self._audio_tower[1] + sum(lin.params for lin in self.linears())
 
 
 def vision_of(config: Mapping[str, Any], text_hidden: int) -> Vision | None:
