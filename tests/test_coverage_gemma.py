@@ -9,6 +9,7 @@ import pytest
 
 from axlint.architectures import Architecture, catalog_lookup
 from axlint.architectures.vision import gemma4_audio_tower
+from axlint.memory.params import named_parameters
 from benchmarks.memory.coverage import classify
 
 torch = pytest.importorskip("torch")
@@ -67,6 +68,31 @@ def test_gemma4_audio_tower_defaults_are_the_config_class() -> None:
         tower = transformers.AutoModel.from_config(config)
     linears, others = gemma4_audio_tower({})
     assert sum(lin.params for lin in linears) + others == sum(p.numel() for p in tower.parameters())
+
+
+GEMMA_3N_E2B_TEXT = {"model_type": "gemma3n_text", "hidden_size": 2048, "num_hidden_layers": 30,
+                     "intermediate_size": [8192] * 30, "num_attention_heads": 8, "num_key_value_heads": 2,
+                     "head_dim": 256, "vocab_size": 262400, "vocab_size_per_layer_input": 262144,
+                     "hidden_size_per_layer_input": 256, "num_kv_shared_layers": 10, "laurel_rank": 64,
+                     "altup_num_inputs": 4, "activation_sparsity_pattern": [0.95] * 10 + [0.0] * 20,
+                     "layer_types": ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention" for i in range(30)]}
+"""google/gemma-3n-E2B-it's text_config as copies of its config.json give it (fine-tunes' config.json files, runtime
+fixtures of the 30-layer, 10 kv-shared E2B, the LiteRT E2B config): no catalog entry, its vision tower being timm's
+MobileNetV5, which transformers does not lay out (the model stays unsized)."""
+
+
+def test_gemma_3n_e2b_decoder_is_the_meta_model() -> None:
+    """The whole Gemma 3n E2B decoder (AltUp, LAuReL, per-layer embeddings, 10 kv-shared layers) against the
+    Gemma3nForCausalLM transformers builds from the same text_config on the meta device: totals and names."""
+    fields = {k: v for k, v in GEMMA_3N_E2B_TEXT.items() if k != "model_type"}
+    config = transformers.AutoConfig.for_model("gemma3n_text", **fields)
+    with torch.device("meta"):
+        model = transformers.AutoModelForCausalLM.from_config(config)
+    arch = Architecture.from_config("google/gemma-3n-E2B-it", "model-config", config.to_dict())
+    real = {name: p.numel() for name, p in model.named_parameters()}
+    assert arch.total_params == sum(real.values()) == 4_435_182_688
+    assert dict(named_parameters(arch)) == real
+    assert arch.per_layer_table_params == 2_013_265_920 and arch.residual_streams == 4
 
 
 @pytest.mark.parametrize("config", ["gemma4-unified/12b-text-lora.yaml", "gemma4-unified/12b-vision-lora.yaml",

@@ -45,6 +45,12 @@ GEMMA4_SMALL_MODELS = {"head_dim": 16, "global_head_dim": 32, "num_hidden_layers
 """Gemma 4 E2B / E4B: the last layers kv-shared (q_proj, q_norm, o_proj only) with a double-wide MLP, per-layer
 embeddings (a packed table, its projection and norm; a gate, a projection and a norm per layer); the variants flip
 the per-layer width (8, none, the config class's 256 with its full vocab_size_per_layer_input) and keys as values."""
+GEMMA3N = {"head_dim": 16, "num_kv_shared_layers": 1, "hidden_size_per_layer_input": 8,
+           "vocab_size_per_layer_input": 200, "laurel_rank": 4,
+           "layer_types": ["sliding_attention", "full_attention"]}
+"""Gemma 3n: AltUp (4 residual streams by default, 2 in a variant) and LAuReL blocks in every layer, per-layer
+embeddings, kv-shared last layers (some or none), a per-layer list of MLP widths; activation sparsity holds no
+parameters."""
 GEMMA4_MOE = {"enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32}
 GDN = {"num_hidden_layers": 4, "head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
        "linear_key_head_dim": 8, "linear_value_head_dim": 16, "linear_conv_kernel_dim": 3}
@@ -142,6 +148,14 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
                              "num_global_key_value_heads": 1, "attention_bias": True, "tie_word_embeddings": False,
                              "layer_types": ["sliding_attention", "full_attention", "full_attention"]},
                             {**GEMMA4_SMALL_MODELS, "num_kv_shared_layers": 3}],
+    "gemma3n_text": [{**GEMMA3N, "num_hidden_layers": 5, "intermediate_size": [96, 128, 96, 64, 96],
+                      "layer_types": ["sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+                                      "full_attention"]},
+                     {**GEMMA3N, "altup_num_inputs": 2, "num_kv_shared_layers": 0, "attention_bias": True,
+                      "laurel_rank": 8, "tie_word_embeddings": False},
+                     {**GEMMA3N, "num_hidden_layers": 4, "num_kv_shared_layers": 2,
+                      "activation_sparsity_pattern": [0.95, 0.95, 0.0, 0.0],
+                      "layer_types": ["sliding_attention", "full_attention"] * 2}],
     "falcon_h1": [{**FALCON_H1, "head_dim": 16},
                   {**FALCON_H1, "head_dim": 16, "mamba_d_ssm": None, "mamba_n_heads": 8, "mamba_n_groups": 2,
                    "mamba_rms_norm": True, "mamba_proj_bias": True, "projectors_bias": True, "attention_bias": True,

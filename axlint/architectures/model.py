@@ -188,7 +188,10 @@ class Architecture:
 
     @cached_property
     def intermediate_size(self) -> int:
-        return int(self._get("intermediate_size", "ffn_hidden_size", "n_inner", default=4 * self.hidden_size))
+        """The MLP width; for a list of per-layer widths (Gemma 3n's MatFormer layers), the widest
+        (``layer_intermediate_size`` reads each layer's)."""
+        value = self._get("intermediate_size", "ffn_hidden_size", "n_inner", default=4 * self.hidden_size)
+        return int(max(value)) if isinstance(value, list) else int(value)
 
     @cached_property
     def vocab_size(self) -> int:
@@ -307,8 +310,12 @@ class Architecture:
         return bool(key and self.config.get(key)) and self.kv_shared(layer)
 
     def layer_intermediate_size(self, layer: int) -> int:
-        """The width of ``layer``'s dense MLP: ``dense_intermediate_size``, doubled where ``double_wide``."""
-        return self.dense_intermediate_size * (2 if self.double_wide(layer) else 1)
+        """The width of ``layer``'s dense MLP: ``dense_intermediate_size`` (the layer's entry of a per-layer list),
+        doubled where ``double_wide``."""
+        widths = self.config.get("intermediate_size")
+        width = int(widths[layer]) if isinstance(widths, list) and 0 <= layer < len(widths) else \
+            self.dense_intermediate_size
+        return width * (2 if self.double_wide(layer) else 1)
 
     @cached_property
     def per_layer_input_size(self) -> int:
@@ -316,7 +323,7 @@ class Architecture:
         spec = self.layout.per_layer_input
         if spec is None:
             return 0
-        key, default = spec
+        key, default, _ = spec
         return int(default if self.config.get(key) is None else self.config[key])
 
     @cached_property
@@ -333,7 +340,9 @@ class Architecture:
     def per_layer_table_params(self) -> int:
         """The packed per-layer embedding table, vocab_size_per_layer_input x L·p (an ``nn.Embedding``); 0 without
         per-layer inputs."""
-        vocab = int(self.config.get("vocab_size_per_layer_input") or self.vocab_size)
+        if not self.per_layer_input_size:
+            return 0
+        vocab = int(self.config.get("vocab_size_per_layer_input") or self.layout.per_layer_input[2])
         return vocab * self.num_layers * self.per_layer_input_size
 
     @property
@@ -342,6 +351,19 @@ class Architecture:
         and its norm p (Gemma4TextModel); 0 without them."""
         p = self.per_layer_input_size
         return self.per_layer_table_params + (self.hidden_size * self.num_layers * p + p if p else 0)
+
+    @cached_property
+    def residual_streams(self) -> int:
+        """n, the residual streams the layers carry (Gemma 3n's AltUp: ``Family.streams_key``); 1 for the others."""
+        key = self.layout.streams_key
+        return int(self.config.get(key) or 1) if key else 1
+
+    @property
+    def stream_projection_params(self) -> int:
+        """The stream projections at the decoder's root: per ``Family.stream_projection_names`` n - 1 Linears h x h;
+        0 with one stream."""
+        n, h = self.residual_streams, self.hidden_size
+        return len(self.layout.stream_projection_names) * (n - 1) * h * h
 
     # ---- per-layer attention (Family.layer_type_attention) ----------------------------------------------
     def attention_type(self, layer: int) -> str | None:
@@ -391,24 +413,27 @@ class Architecture:
     def layer_kv_dim(self, layer: int) -> int:
         return self.layer_kv_heads(layer) * self.layer_head_dim(layer) if self.attention_type(layer) else self.kv_dim
 
-    def layer_kind(self, layer: int) -> tuple[LayerPlan, tuple[MixerShape, ...], tuple[Any, ...]]:
+    def layer_kind(self, layer: int) -> tuple[LayerPlan, tuple[MixerShape, ...], tuple[Any, ...], int]:
         """What sets a layer's parameters and activations apart from another's: its plan (mixers, MoE / dense / no
         MLP), the shapes of its other mixers, and its attention's sizes (what ``attention_linears`` is built from:
-        attention type, keys as values, query and key widths; the head size; kv-shared, which also doubles a
-        double-wide MLP), empty without attention."""
+        attention type, keys as values, query and key widths; the head size; kv-shared), empty without attention;
+        and its dense MLP's width (``layer_intermediate_size``; 0 without an MLP)."""
+        plan = self.layer_plan(layer)
+        width = self.layer_intermediate_size(layer) if plan.mlp else 0
         if not self.has_attention(layer):
-            return self.layer_plan(layer), self.mixer_shapes(layer), ()
+            return plan, self.mixer_shapes(layer), (), width
         if self._uniform_attention is not None:
-            return self.layer_plan(layer), self.mixer_shapes(layer), self._uniform_attention
+            return plan, self.mixer_shapes(layer), self._uniform_attention, width
         attention = (self.attention_type(layer), self.keys_are_values(layer), self.layer_q_dim(layer),
                      self.layer_kv_dim(layer), self.layer_head_dim(layer), self.kv_shared(layer))
-        return self.layer_plan(layer), self.mixer_shapes(layer), attention
+        return plan, self.mixer_shapes(layer), attention, width
 
     @cached_property
     def _uniform_attention(self) -> tuple[Any, ...] | None:
         """``layer_kind``'s attention sizes when every attention layer has the same (no ``layer_type_attention``,
-        no ``per_layer_config``); None otherwise."""
-        if self.layout.layer_type_attention or isinstance(self.config.get("per_layer_config"), Mapping):
+        no ``per_layer_config``, no kv-shared layers); None otherwise."""
+        if (self.layout.layer_type_attention or isinstance(self.config.get("per_layer_config"), Mapping)
+                or self.first_kv_shared_layer < self.num_layers):
             return None
         return None, False, self.q_dim, self.kv_dim, self.head_dim
 
@@ -534,7 +559,7 @@ class Architecture:
         """The Linears of the family's attention in ``layer``; none in a layer without it (``layer_plan``)."""
         if not self.has_attention(layer):
             return ()
-        if not self.layout.layer_type_attention:
+        if not self.layout.layer_type_attention and not self.kv_shared(layer):
             return self._attention_linears
         return self._typed_attention_linears(self.keys_are_values(layer), self.layer_q_dim(layer),
                                              self.layer_kv_dim(layer), self.kv_shared(layer))
@@ -555,7 +580,7 @@ class Architecture:
         mlp = self.layer_plan(layer).mlp
         if mlp is None:
             return ()
-        return self._mlp_variants[mlp == "moe", self.double_wide(layer)]
+        return self._mlp_variants[mlp == "moe", self.layer_intermediate_size(layer)]
 
     def mixer_linears(self, layer: int) -> tuple[Linear, ...]:
         """The Linears of the layer's other mixers (``mixer_shapes``), named relative to their mixer module."""
@@ -586,10 +611,10 @@ class Architecture:
                 Linear(names[2], h, kv, qkv_bias), Linear(names[3], q, h, o_bias)) + self._gate_linears(q)
 
     @cached_property
-    def _mlp_variants(self) -> dict[tuple[bool, bool], tuple[Linear, ...]]:
-        """The MLP Linears of a (MoE?, double-wide?) layer, built once each."""
-        return {(moe, wide): self._mlp(moe, wide) if self.is_moe or not moe else ()
-                for moe in (False, True) for wide in (False, True)}
+    def _mlp_variants(self) -> dict[tuple[bool, int], tuple[Linear, ...]]:
+        """The MLP Linears of a (MoE?, dense MLP width) layer, built once for each pair the layers have."""
+        pairs = {(self.layer_plan(i).mlp == "moe", self.layer_intermediate_size(i)) for i in range(self.num_layers)}
+        return {(moe, width): self._mlp(moe, width) if self.is_moe or not moe else () for moe, width in pairs}
 
     def _dense_mlp(self, i: int, prefix: str = "", bias: bool = False) -> tuple[Linear, ...]:
         """The family's dense MLP (``mlp``, ``mlp_names``) of width ``i``, its names under ``prefix``."""
@@ -600,15 +625,16 @@ class Architecture:
             return (Linear(names[0], h, 2 * i, bias), Linear(names[1], i, h, bias))
         return (Linear(names[0], h, i, bias), Linear(names[1], h, i, bias), Linear(names[2], i, h, bias))
 
-    def _mlp(self, moe: bool, wide: bool = False) -> tuple[Linear, ...]:
+    def _mlp(self, moe: bool, width: int) -> tuple[Linear, ...]:
+        """The Linears of a dense MLP ``width`` wide, or of a MoE block (beside a dense MLP of that width where the
+        family keeps one)."""
         h, f = self.hidden_size, self.layout
         if not moe:
-            width = self.dense_intermediate_size * (2 if wide else 1)
             return self._dense_mlp(width, bias=flag(f.mlp_bias, self.config))
         e, i = self.num_experts, self.moe_intermediate_size
         names = f.expert_names
         bias = f.expert_bias
-        beside = self._mlp(moe=False, wide=wide) if f.moe_beside_mlp else ()
+        beside = self._mlp(False, width) if f.moe_beside_mlp else ()
         latent = int(self.config.get(f.moe_latent_key) or 0) if f.moe_latent_key else 0
         width = latent or h  # the experts' input and output width
         out = [*beside, Linear(f.router_name, h, e, f.router_bias, router=not f.router_linear)]
@@ -713,10 +739,11 @@ class Architecture:
 
     @cached_property
     def decoder_params(self) -> int:
-        """Language model parameters: embedding (and learned positions, per-layer embeddings) + lm_head + layers +
-        final norm."""
+        """Language model parameters: embedding (and learned positions, per-layer embeddings, stream projections) +
+        lm_head + layers + final norm."""
         return (self.embedding_params + self.position_embedding_params + self.per_layer_embedding_params
-                + self.lm_head_params + sum(self.layers_params) + self.final_norm_params)
+                + self.stream_projection_params + self.lm_head_params + sum(self.layers_params)
+                + self.final_norm_params)
 
     @property
     def total_params(self) -> int:

@@ -26,6 +26,8 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
   weight, then one Linear).
 - ``gemma4_unified_vision``: models/gemma4_unified/modeling_gemma4_unified.py (an encoder-free embedder: LayerNorms, a
   patch Linear over merged patches, x / y position tables; the model's audio embedder is one Linear)
+- audio encoders (``AUDIO_TOWERS``, keyed by the audio model_type, beside a projector row with an ``audio`` part):
+  ``gemma4_audio``, models/gemma4/modeling_gemma4.py (Gemma4AudioModel, a conformer at model.audio_tower)
 
 Only parameters are laid out here. The activations of the image tokens inside the tower are not estimated (see
 ``Architecture`` and the memory estimate's notes): their number depends on the image sizes of the data set.

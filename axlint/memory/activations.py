@@ -214,12 +214,14 @@ def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int, 
                             adapter_params: int) -> float:
     """Activations live at the start of backward, from ``layers`` (A of every layer): T·(Σ A + final norm) + the
     adapter weight copies without checkpointing; T·(L·2h + final norm) with it (the L·2h layer inputs go to CPU
-    when offloaded); with per-layer inputs (Gemma 4) also their packed tensor T·2·L·p, which every layer reads."""
+    when offloaded; L·2·n·h with Gemma 3n's n residual streams); with per-layer inputs (Gemma 4) also their packed
+    tensor T·2·L·p, which every layer reads."""
     final = tokens * (final_norm_bytes(arch, setup)
                       + C.BF16 * arch.num_layers * arch.per_layer_input_size * setup.param_bytes / C.BF16)
     if not setup.gradient_checkpointing:
         return tokens * sum(layers) + final + adapter_weight_copies(setup, adapter_params)
-    checkpoints = 0 if setup.offload_checkpoints else arch.num_layers * C.CHECKPOINT_BYTES * arch.hidden_size
+    checkpoints = 0 if setup.offload_checkpoints else (arch.num_layers * C.CHECKPOINT_BYTES * arch.hidden_size
+                                                       * arch.residual_streams)
     return tokens * checkpoints * setup.param_bytes / C.BF16 + final
 
 

@@ -308,6 +308,9 @@ def _embedding_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
         yield f"{root}.{f.per_layer_embed_name}.weight", arch.per_layer_table_params
         yield f"{root}.{f.per_layer_projection_name}.weight", arch.hidden_size * arch.num_layers * p
         yield f"{root}.{f.per_layer_projection_norm_name}.weight", p
+    for name in f.stream_projection_names if arch.residual_streams > 1 else ():  # Gemma 3n's AltUp
+        for i in range(arch.residual_streams - 1):
+            yield f"{root}.{name}.{i}.weight", arch.hidden_size * arch.hidden_size
 
 
 def _layer_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, int]]:
