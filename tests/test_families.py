@@ -38,6 +38,19 @@ pick the MoE layers by interleave_moe_layer_step (every 2nd) and by a moe_layers
 GEMMA4 = {"head_dim": 16, "global_head_dim": 32, "hidden_size_per_layer_input": 0}
 """Gemma 4 without per-layer embeddings (the 26B-A4B and 31B): full-attention layers 32-wide heads; the variants flip
 attention_k_eq_v (then num_global_key_value_heads, no v_proj), attention_bias and the MoE block beside the MLP."""
+GEMMA4_SMALL_MODELS = {"head_dim": 16, "global_head_dim": 32, "num_hidden_layers": 5, "num_kv_shared_layers": 2,
+                       "use_double_wide_mlp": True, "layer_types": ["sliding_attention", "full_attention",
+                                                                    "sliding_attention", "sliding_attention",
+                                                                    "full_attention"]}
+"""Gemma 4 E2B / E4B: the last layers kv-shared (q_proj, q_norm, o_proj only) with a double-wide MLP, per-layer
+embeddings (a packed table, its projection and norm; a gate, a projection and a norm per layer); the variants flip
+the per-layer width (8, none, the config class's 256 with its full vocab_size_per_layer_input) and keys as values."""
+GEMMA3N = {"head_dim": 16, "num_kv_shared_layers": 1, "hidden_size_per_layer_input": 8,
+           "vocab_size_per_layer_input": 200, "laurel_rank": 4,
+           "layer_types": ["sliding_attention", "full_attention"]}
+"""Gemma 3n: AltUp (4 residual streams by default, 2 in a variant) and LAuReL blocks in every layer, per-layer
+embeddings, kv-shared last layers (some or none), a per-layer list of MLP widths; activation sparsity holds no
+parameters."""
 GEMMA4_MOE = {"enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 32}
 GDN = {"num_hidden_layers": 4, "head_dim": 16, "linear_num_key_heads": 2, "linear_num_value_heads": 4,
        "linear_key_head_dim": 8, "linear_value_head_dim": 16, "linear_conv_kernel_dim": 3}
@@ -131,7 +144,25 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
                     {**GEMMA4, **GEMMA4_MOE, "attention_k_eq_v": True, "num_global_key_value_heads": 1,
                      "layer_types": ["sliding_attention", "full_attention"]},
                     {**GEMMA4, **GEMMA4_MOE, "num_hidden_layers": 3, "tie_word_embeddings": False,
-                     "layer_types": ["full_attention", "sliding_attention", "full_attention"]}],
+                     "layer_types": ["full_attention", "sliding_attention", "full_attention"]},
+                    {**GEMMA4_SMALL_MODELS, "hidden_size_per_layer_input": 8, "vocab_size_per_layer_input": 200},
+                    {**GEMMA4_SMALL_MODELS, "hidden_size_per_layer_input": 0, "use_double_wide_mlp": False,
+                     "num_kv_shared_layers": 3, "attention_k_eq_v": True, "num_global_key_value_heads": 1},
+                    {**GEMMA4_SMALL_MODELS}],
+    "gemma4_unified_text": [{"head_dim": 16, "global_head_dim": 32, "layer_types": ["sliding_attention",
+                                                                                   "full_attention"]},
+                            {"head_dim": 16, "global_head_dim": 32, "num_hidden_layers": 3, "attention_k_eq_v": True,
+                             "num_global_key_value_heads": 1, "attention_bias": True, "tie_word_embeddings": False,
+                             "layer_types": ["sliding_attention", "full_attention", "full_attention"]},
+                            {**GEMMA4_SMALL_MODELS, "num_kv_shared_layers": 3}],
+    "gemma3n_text": [{**GEMMA3N, "num_hidden_layers": 5, "intermediate_size": [96, 128, 96, 64, 96],
+                      "layer_types": ["sliding_attention", "sliding_attention", "full_attention", "sliding_attention",
+                                      "full_attention"]},
+                     {**GEMMA3N, "altup_num_inputs": 2, "num_kv_shared_layers": 0, "attention_bias": True,
+                      "laurel_rank": 8, "tie_word_embeddings": False},
+                     {**GEMMA3N, "num_hidden_layers": 4, "num_kv_shared_layers": 2,
+                      "activation_sparsity_pattern": [0.95, 0.95, 0.0, 0.0],
+                      "layer_types": ["sliding_attention", "full_attention"] * 2}],
     "falcon_h1": [{**FALCON_H1, "head_dim": 16},
                   {**FALCON_H1, "head_dim": 16, "mamba_d_ssm": None, "mamba_n_heads": 8, "mamba_n_groups": 2,
                    "mamba_rms_norm": True, "mamba_proj_bias": True, "projectors_bias": True, "attention_bias": True,
@@ -245,15 +276,6 @@ def test_lfm2_published_keys_size_the_same_model() -> None:
     arch = Architecture.from_config("test/model", "model-config", published)
     assert arch.intermediate_size == 96 and not arch.tie_word_embeddings
     assert arch.total_params == sum(p.numel() for p in model.parameters())
-
-
-def test_gemma4_per_layer_embeddings_and_shared_kv_are_unsized() -> None:
-    """The E2B / E4B layout (per-layer input embeddings, kv-shared layers) is not laid out: no row, verdict unknown;
-    hidden_size_per_layer_input absent means Gemma4TextConfig's default 256, so also unsized."""
-    for fields in ({"hidden_size_per_layer_input": 256}, {"num_kv_shared_layers": 2, "hidden_size_per_layer_input": 0},
-                   {}):
-        arch = Architecture.from_config("t", "model-config", {**SMALL, "model_type": "gemma4_text", **fields})
-        assert arch.family is None and arch.unsized_decoder == "gemma4_text"
 
 
 @pytest.mark.parametrize("fields", CONFIGS["kimi_linear"], ids=lambda f: f"kimi_linear-published-{len(f)}")

@@ -35,8 +35,17 @@ GEMMA4_TEXT = {**TEXT, "model_type": "gemma4_text", "global_head_dim": 32, "hidd
                "layer_types": ["sliding_attention", "full_attention"]}
 GEMMA4_VISION = {**VIT, "model_type": "gemma4_vision", "head_dim": 16, "num_key_value_heads": 2,
                  "position_embedding_size": 24}
+GEMMA4_UNIFIED_TEXT = {**TEXT, "model_type": "gemma4_unified_text", "global_head_dim": 32,
+                       "layer_types": ["sliding_attention", "full_attention"]}
+GEMMA4_UNIFIED_VISION = {"model_type": "gemma4_unified_vision", "mm_embed_dim": 40, "mm_posemb_size": 12,
+                         "patch_size": 2, "pooling_kernel_size": 3, "output_proj_dims": 40}
+"""Gemma 4 12B (encoder-free): the vision embedder's width apart from the decoder's; the second variant merges 2 x 2
+patches of 4 pixels and adds the audio embedder (raw samples -> text width)."""
+GEMMA4_AUDIO = {"model_type": "gemma4_audio", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+                "subsampling_conv_channels": [8, 4], "output_proj_dims": 48}
 """Gemma 4: the variants flip heads x head_dim against the width (32 = 2 x 16, then 4 x 16 with 2 kv heads), the
-clipped Linears' buffers and the standardize buffers, and the MoE decoder (the 26B-A4B)."""
+clipped Linears' buffers and the standardize buffers, and the MoE decoder (the 26B-A4B); with an audio encoder (the
+E2B / E4B) its width apart from the decoder's and the embedder's, its channels, heads and kernel."""
 VOXTRAL_AUDIO = {"model_type": "voxtral_encoder", "hidden_size": 32, "intermediate_size": 128, "num_hidden_layers": 3,
                  "num_attention_heads": 2, "num_mel_bins": 16, "max_source_positions": 30}
 """Voxtral's Whisper encoder (audio_config); its projector reads intermediate_size (4 frames x 32 here)."""
@@ -95,7 +104,15 @@ CASES: dict[str, list[dict[str, Any]]] = {
                                  "moe_intermediate_size": 32, "attention_k_eq_v": True,
                                  "num_global_key_value_heads": 1},
                     vision_config={**GEMMA4_VISION, "num_attention_heads": 4, "use_clipped_linears": True,
-                                   "standardize": True})],
+                                   "standardize": True}),
+               dict(text_config=GEMMA4_TEXT, vision_config=GEMMA4_VISION, audio_config=GEMMA4_AUDIO),
+               dict(text_config=GEMMA4_TEXT, vision_config=GEMMA4_VISION,
+                    audio_config={**GEMMA4_AUDIO, "use_clipped_linears": False, "num_attention_heads": 2,
+                                  "subsampling_conv_channels": [16, 12], "conv_kernel_size": 3})],
+    "gemma4_unified": [dict(text_config=GEMMA4_UNIFIED_TEXT, vision_config=GEMMA4_UNIFIED_VISION),
+                       dict(text_config=GEMMA4_UNIFIED_TEXT, audio_config={"audio_embed_dim": 24},
+                            vision_config={**GEMMA4_UNIFIED_VISION, "patch_size": 4, "pooling_kernel_size": 2,
+                                           "output_proj_dims": 40})],
     "voxtral": [dict(text_config={**TEXT, "model_type": "llama"}, audio_config=VOXTRAL_AUDIO),
                 dict(text_config={**TEXT, "model_type": "llama"},
                      audio_config={**VOXTRAL_AUDIO, "intermediate_size": 96, "num_mel_bins": 8})],
@@ -130,8 +147,8 @@ CASES: dict[str, list[dict[str, Any]]] = {
 one ties the output by the multimodal config's flag against its text_config's, as transformers 5.24 does)."""
 
 VISION_ROOTS = ("model.vision_tower", "model.visual", "model.vision_model", "model.multi_modal_projector",
-                "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision", "model.audio_tower",
-                "model.projector")
+                "model.connector", "vision_model.", "multi_modal_projector.", "model.embed_vision",
+                "model.embed_audio", "model.audio_tower", "model.projector")
 
 
 def _build(model_type: str, fields: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -212,12 +229,15 @@ def test_an_internvl_tower_the_row_does_not_lay_out_is_unsized(setting: dict[str
     assert Architecture.from_config("test/model", "model-config", config).unsized_vision == "internvl_vision"
 
 
-def test_an_audio_tower_is_unsized() -> None:
-    """Gemma 4's E2B / E4B carry an audio encoder (audio_config) beside the vision tower; axlint lays out none, so
-    the model is unsized rather than counted without it."""
+def test_an_audio_tower_without_a_layout_is_unsized() -> None:
+    """An audio encoder axlint does not lay out (an audio_config of another model_type than the row's
+    ``AUDIO_TOWERS`` entry, or beside a projector row without an audio part) leaves the model unsized rather than
+    counted without it."""
     fields = CASES["gemma4"][0]
-    config = {"model_type": "gemma4", **fields, "audio_config": {"model_type": "gemma4_audio"}}
+    config = {"model_type": "gemma4", **fields, "audio_config": {"model_type": "gemma3n_audio"}}
     arch = Architecture.from_config("test/model", "model-config", config)
     assert arch.unsized_vision == "gemma4 audio tower"
+    gemma3 = {"model_type": "gemma3", **CASES["gemma3"][0], "audio_config": {"model_type": "gemma4_audio"}}
+    assert Architecture.from_config("test/model", "model-config", gemma3).unsized_vision == "gemma3 audio tower"
     without = Architecture.from_config("test/model", "model-config", {**config, "audio_config": None})
     assert without.unsized_vision is None

@@ -12,7 +12,7 @@ checkpoint in ``tests/test_architectures.py``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Mapping, Tuple, Union
 
 NormType = Literal["rmsnorm", "gemma_rmsnorm", "layernorm", "layernorm_nobias", "nonparametric"]
@@ -72,9 +72,20 @@ class Family:
     head_dim and num_key_value_heads. ``moe_switch``: a config.json key that must be true for the experts to be
     built. ``moe_beside_mlp``: a MoE layer keeps its dense MLP (``mlp_module``) and adds the router and the experts
     at the layer itself (``router_name``, ``experts``), with the norms ``moe_norm_names`` beside the usual ones;
-    ``router_scales``: the router holds a learned h-wide input scale and one scale per expert. ``unsized_when``:
-    (key, default) pairs of config.json whose truthy value (the default when the key is absent) leaves the decoder
-    one axlint cannot size (Gemma 4's per-layer embeddings and shared kv layers).
+    ``router_scales``: the router holds a learned h-wide input scale and one scale per expert.
+
+    Gemma 4's small models: ``kv_shared_key``, the config.json key counting the last layers that reuse the keys and
+    values of an earlier layer of their type (no k_proj / v_proj / k_norm of their own); ``double_wide_key``: a
+    key that, when true, makes those layers' dense MLP twice intermediate_size wide. ``per_layer_input``: (the key
+    of the per-layer input width p, its default, the default of vocab_size_per_layer_input) of per-layer embeddings:
+    beside the token embedding a packed ``per_layer_embed_name`` table (vocab_size_per_layer_input x L·p),
+    ``per_layer_projection_name`` (a Linear h -> L·p) and its norm ``per_layer_projection_norm_name`` over p; in each
+    layer ``per_layer_input_names`` (a gate h -> p, a projection p -> h) and the norm ``per_layer_norm_name`` (h). A
+    width of 0 turns them off. An intermediate_size that is a list gives each layer's MLP width (Gemma 3n).
+
+    Gemma 3n's AltUp: ``streams_key``, the config.json key of the number n of residual streams the layers carry
+    (n x h per token between layers), with ``stream_projection_names`` at the decoder's root, each n - 1 bias-free
+    h x h Linears (``<name>.<i>``) that make the extra streams and merge them back.
 
     Hybrid decoders (``mixers.py``): ``layer_plan`` names the reader in ``mixers.LAYER_PLANS`` that gives each
     layer its token mixers (the family's attention, or a ``mixers.MIXERS`` kind) and its MLP (dense, MoE or none);
@@ -152,7 +163,16 @@ class Family:
     moe_beside_mlp: bool = False
     moe_norm_names: tuple[str, ...] = ()
     router_scales: bool = False
-    unsized_when: tuple[tuple[str, Any], ...] = ()
+    kv_shared_key: str | None = None
+    double_wide_key: str | None = None
+    per_layer_input: tuple[str, int, int] | None = None
+    per_layer_embed_name: str = "embed_tokens_per_layer"
+    per_layer_projection_name: str = "per_layer_model_projection"
+    per_layer_projection_norm_name: str = "per_layer_projection_norm"
+    per_layer_input_names: tuple[str, str] = ("per_layer_input_gate", "per_layer_projection")
+    per_layer_norm_name: str = "post_per_layer_input_norm"
+    streams_key: str | None = None
+    stream_projection_names: tuple[str, ...] = ()
     legacy_multi_query: tuple[str, str] | None = None
     layer_plan: str | None = None
     expert_mlp: Literal["gated", "plain"] = "gated"
@@ -191,6 +211,13 @@ _UP_DOWN = ("up_proj", "down_proj")
 _LFM2_ALIASES = (("block_ff_dim", "intermediate_size"), ("tie_embedding", "tie_word_embeddings"))
 _QWEN3_5 = Family(qk_norm="head", norm="gemma_rmsnorm", attention_gate=True, layer_plan="qwen3_5",
                   shared_expert_name="shared_expert")
+_GEMMA_4 = Family(norm="gemma_rmsnorm", norm_names=NORM_NAMES, qk_norm="head", tied_default=True,
+                  layer_type_attention=True, moe_switch="enable_moe_block", moe_beside_mlp=True,
+                  moe_norm_names=("post_feedforward_layernorm_1", "post_feedforward_layernorm_2",
+                                  "pre_feedforward_layernorm_2"),
+                  router_name="router.proj", router_linear=True, router_scales=True,
+                  kv_shared_key="num_kv_shared_layers", double_wide_key="use_double_wide_mlp",
+                  per_layer_input=("hidden_size_per_layer_input", 256, 262_144))
 _GLM_4_NORMS = ("input_layernorm", "post_attention_layernorm", "post_self_attn_layernorm", "post_mlp_layernorm")
 
 FAMILIES: dict[str, Family] = {
@@ -280,14 +307,30 @@ FAMILIES: dict[str, Family] = {
     # (Gemma4RMSNorm: x * w in fp32, no 1 + w; the fp32 product is what gemma_rmsnorm models); with enable_moe_block
     # every layer adds Gemma4TextRouter (router.proj E x h, router.scale h, router.per_expert_scale E), experts
     # moe_intermediate_size wide (gate_up_proj fused, down_proj) and three more norms, beside the dense MLP. The
-    # per-layer embeddings (hidden_size_per_layer_input, 256 when absent) and kv-shared layers
-    # (num_kv_shared_layers, with use_double_wide_mlp) of the E2B / E4B models are not laid out: unsized.
-    "gemma4_text": Family(norm="gemma_rmsnorm", norm_names=NORM_NAMES, qk_norm="head", tied_default=True,
-                          layer_type_attention=True, moe_switch="enable_moe_block", moe_beside_mlp=True,
-                          moe_norm_names=("post_feedforward_layernorm_1", "post_feedforward_layernorm_2",
-                                          "pre_feedforward_layernorm_2"),
-                          router_name="router.proj", router_linear=True, router_scales=True,
-                          unsized_when=(("hidden_size_per_layer_input", 256), ("num_kv_shared_layers", 0))),
+    # E2B / E4B: the last num_kv_shared_layers layers reuse an earlier layer's keys and values (q_proj, q_norm and
+    # o_proj only), their MLP doubled with use_double_wide_mlp (Gemma4TextMLP); per-layer embeddings of
+    # hidden_size_per_layer_input (256 when absent; Gemma4TextModel: embed_tokens_per_layer,
+    # per_layer_model_projection, per_layer_projection_norm; Gemma4TextDecoderLayer: per_layer_input_gate,
+    # per_layer_projection, post_per_layer_input_norm).
+    "gemma4_text": _GEMMA_4,
+    # models/gemma4_unified/modeling_gemma4_unified.py (transformers 5.24, the 12B's Gemma4UnifiedTextModel): Gemma 4's
+    # dense layer (per layer type head dims and kv heads, no v_proj under attention_k_eq_v, q/k norms, four norms,
+    # kv-shared layers and their double-wide MLP) without MoE blocks or per-layer embeddings.
+    "gemma4_unified_text": replace(_GEMMA_4, moe_switch=None, moe_beside_mlp=False, moe_norm_names=(),
+                                   router_name="gate", router_linear=False, router_scales=False,
+                                   per_layer_input=None),
+    # models/gemma3n/modeling_gemma3n.py (transformers 5.24, Gemma3nTextModel / Gemma3nTextDecoderLayer): Gemma 3's
+    # attention (q/k/v/o biased by attention_bias, q_norm / k_norm over head_dim, v_norm without weight; the last
+    # num_kv_shared_layers layers reuse earlier keys and values: q_proj, q_norm and o_proj only), four norms, a gated
+    # MLP whose width intermediate_size gives per layer (a list); in every layer the AltUp block "altup" and LAuReL
+    # block "laurel" (mixers.py, layer plan "gemma3n") and Gemma 4's per-layer inputs (Gemma3nTextConfig: width 256,
+    # vocab 262144 by default); altup_num_inputs residual streams with altup_projections /
+    # altup_unembed_projections at the root. Gemma3nRMSNorm: x * w in fp32, what gemma_rmsnorm models.
+    "gemma3n_text": Family(norm="gemma_rmsnorm", norm_names=NORM_NAMES, qk_norm="head", tied_default=True,
+                           kv_shared_key="num_kv_shared_layers",
+                           per_layer_input=("hidden_size_per_layer_input", 256, 262_144), layer_plan="gemma3n",
+                           streams_key="altup_num_inputs",
+                           stream_projection_names=("altup_projections", "altup_unembed_projections")),
     # models/seed_oss/modeling_seed_oss.py: q/k/v biased by attention_bias (default on), o by attention_out_bias.
     "seed_oss": Family(qkv_bias=("attention_bias", True), o_bias=("attention_out_bias", False)),
     # models/hunyuan_v1_dense/modeling_hunyuan_v1_dense.py: llama layer, head-wise q/k norms named

@@ -373,3 +373,35 @@ def kimi_linear_plan(config: Mapping[str, Any], layers: int) -> tuple[LayerPlan,
 MIXER_NOTES["kda"] = KDA_PATH
 MIXERS["kda"] = kda
 LAYER_PLANS["kimi_linear"] = kimi_linear_plan
+
+
+# ---- Gemma 3n's AltUp and LAuReL blocks ------------------------------------------------------------------------------
+def altup(config: Mapping[str, Any], layer: int) -> MixerShape:
+    """models/gemma3n/modeling_gemma3n.py (transformers 5.24) ``Gemma3nTextAltUp`` at "altup", for n =
+    altup_num_inputs (default 4) residual streams of width h: correction_coefs (n -> n), prediction_coefs (n -> n²)
+    and modality_router (h -> n), bias-free, each reading a tensor of the block's own; correct_output_scale (h) and
+    router_norm (h). Kept per token (read from ``predict`` / ``correct``, bf16): the streams the prediction matmul
+    reads and the repeated innovation its correction multiplies, 2·n·h each, and two router norms' fp32 inputs 4h
+    each; the coefficient tensors (n², n per token) are left out."""
+    h, n = int(config["hidden_size"]), int(config.get("altup_num_inputs") or 4)
+    linears = (Linear("correction_coefs", n, n), Linear("prediction_coefs", n, n * n), Linear("modality_router", h, n))
+    return MixerShape("altup", linears, (("correct_output_scale", h), ("router_norm.weight", h)),
+                      saved_per_token=4.0 * n * h + 8.0 * h, inner_linears=tuple(lin.name for lin in linears))
+
+
+def laurel(config: Mapping[str, Any], layer: int) -> MixerShape:
+    """``Gemma3nTextLaurelBlock`` at "laurel": linear_left (h -> laurel_rank r, default 64) reads the layer's normed
+    input, linear_right (r -> h) its output, then post_laurel_norm (h), whose fp32 input 4h it keeps."""
+    h, r = int(config["hidden_size"]), int(config.get("laurel_rank") or 64)
+    return MixerShape("laurel", (Linear("linear_left", h, r), Linear("linear_right", r, h)),
+                      (("post_laurel_norm.weight", h),), saved_per_token=4.0 * h, inner_linears=("linear_right",))
+
+
+def gemma3n_plan(config: Mapping[str, Any], layers: int) -> tuple[LayerPlan, ...]:
+    """Gemma 3n (``Gemma3nTextDecoderLayer``): every layer the family's attention, the AltUp and LAuReL blocks and a
+    dense MLP."""
+    return (LayerPlan((ATTENTION, "altup", "laurel")),) * layers
+
+
+MIXERS.update({"altup": altup, "laurel": laurel})
+LAYER_PLANS["gemma3n"] = gemma3n_plan

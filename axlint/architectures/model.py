@@ -110,11 +110,8 @@ class Architecture:
     @cached_property
     def family(self) -> Family | None:
         """The layout row of the decoder's model type (``families.FAMILIES``); None when axlint has none, or when
-        config.json turns on a part the row does not lay out (``Family.unsized_when``) or lacks a value the row
-        requires (``Family.requires``)."""
+        config.json lacks a value the row requires (``Family.requires``)."""
         row = family_of(self.decoder_type)
-        if row and any(self.config[k] if k in self.config else d for k, d in row.unsized_when):
-            return None
         if row and any(self.config.get(k) != v for k, v in row.requires):
             return None
         return row
@@ -206,7 +203,10 @@ class Architecture:
 
     @cached_property
     def intermediate_size(self) -> int:
-        return int(self._get("intermediate_size", "ffn_hidden_size", "n_inner", default=4 * self.hidden_size))
+        """The MLP width; for a list of per-layer widths (Gemma 3n's MatFormer layers), the widest
+        (``layer_intermediate_size`` reads each layer's)."""
+        value = self._get("intermediate_size", "ffn_hidden_size", "n_inner", default=4 * self.hidden_size)
+        return int(max(value)) if isinstance(value, list) else int(value)
 
     @cached_property
     def vocab_size(self) -> int:
@@ -302,8 +302,84 @@ class Architecture:
         return len(self.norm_names)
 
     def layer_norm_names(self, layer: int) -> tuple[str, ...]:
-        """The norms of one layer: ``norm_names``, and in a MoE layer the family's ``moe_norm_names`` (Gemma 4)."""
-        return self.norm_names + (self.layout.moe_norm_names if self.is_moe_layer(layer) else ())
+        """The norms of one layer: ``norm_names``, in a MoE layer the family's ``moe_norm_names`` (Gemma 4), and with
+        per-layer inputs the norm after them."""
+        per_layer = (self.layout.per_layer_norm_name,) if self.per_layer_input_size else ()
+        return self.norm_names + (self.layout.moe_norm_names if self.is_moe_layer(layer) else ()) + per_layer
+
+    # ---- Gemma 4's kv-shared layers and per-layer inputs (Family.kv_shared_key, per_layer_input) -------------
+    @cached_property
+    def first_kv_shared_layer(self) -> int:
+        """The first layer that reuses an earlier layer's keys and values: L - num_kv_shared_layers (Gemma4TextConfig
+        ``kv_sharing_modes``: "reuse" from there on); L without shared layers."""
+        key = self.layout.kv_shared_key
+        return self.num_layers - (int(self.config.get(key) or 0) if key else 0)
+
+    def kv_shared(self, layer: int) -> bool:
+        """Whether ``layer`` reuses an earlier layer's keys and values (no k_proj, v_proj or k_norm of its own)."""
+        return layer >= self.first_kv_shared_layer
+
+    def double_wide(self, layer: int) -> bool:
+        """Whether ``layer``'s dense MLP is twice intermediate_size wide (a kv-shared layer of a model whose
+        ``double_wide_key`` is on)."""
+        key = self.layout.double_wide_key
+        return bool(key and self.config.get(key)) and self.kv_shared(layer)
+
+    def layer_intermediate_size(self, layer: int) -> int:
+        """The width of ``layer``'s dense MLP: ``dense_intermediate_size`` (the layer's entry of a per-layer list),
+        doubled where ``double_wide``."""
+        widths = self.config.get("intermediate_size")
+        width = int(widths[layer]) if isinstance(widths, list) and 0 <= layer < len(widths) else \
+            self.dense_intermediate_size
+        return width * (2 if self.double_wide(layer) else 1)
+
+    @cached_property
+    def per_layer_input_size(self) -> int:
+        """p, the width of a layer's per-layer input (``Family.per_layer_input``); 0 without per-layer inputs."""
+        spec = self.layout.per_layer_input
+        if spec is None:
+            return 0
+        key, default, _ = spec
+        return int(default if self.config.get(key) is None else self.config[key])
+
+    @cached_property
+    def per_layer_input_linears(self) -> tuple[Linear, ...]:
+        """The per-layer input gate (h -> p) and projection (p -> h) of every layer, bias-free, at the layer itself;
+        none without per-layer inputs."""
+        p = self.per_layer_input_size
+        if not p:
+            return ()
+        gate, projection = self.layout.per_layer_input_names
+        return Linear(gate, self.hidden_size, p), Linear(projection, p, self.hidden_size)
+
+    @property
+    def per_layer_table_params(self) -> int:
+        """The packed per-layer embedding table, vocab_size_per_layer_input x L·p (an ``nn.Embedding``); 0 without
+        per-layer inputs."""
+        if not self.per_layer_input_size:
+            return 0
+        vocab = int(self.config.get("vocab_size_per_layer_input") or self.layout.per_layer_input[2])
+        return vocab * self.num_layers * self.per_layer_input_size
+
+    @property
+    def per_layer_embedding_params(self) -> int:
+        """The per-layer inputs outside the layers: the table (``per_layer_table_params``), the projection h x L·p
+        and its norm p (Gemma4TextModel); 0 without them."""
+        p = self.per_layer_input_size
+        return self.per_layer_table_params + (self.hidden_size * self.num_layers * p + p if p else 0)
+
+    @cached_property
+    def residual_streams(self) -> int:
+        """n, the residual streams the layers carry (Gemma 3n's AltUp: ``Family.streams_key``); 1 for the others."""
+        key = self.layout.streams_key
+        return int(self.config.get(key) or 1) if key else 1
+
+    @property
+    def stream_projection_params(self) -> int:
+        """The stream projections at the decoder's root: per ``Family.stream_projection_names`` n - 1 Linears h x h;
+        0 with one stream."""
+        n, h = self.residual_streams, self.hidden_size
+        return len(self.layout.stream_projection_names) * (n - 1) * h * h
 
     # ---- per-layer attention (Family.layer_type_attention) ----------------------------------------------
     def attention_type(self, layer: int) -> str | None:
@@ -353,23 +429,27 @@ class Architecture:
     def layer_kv_dim(self, layer: int) -> int:
         return self.layer_kv_heads(layer) * self.layer_head_dim(layer) if self.attention_type(layer) else self.kv_dim
 
-    def layer_kind(self, layer: int) -> tuple[LayerPlan, tuple[MixerShape, ...], tuple[Any, ...]]:
+    def layer_kind(self, layer: int) -> tuple[LayerPlan, tuple[MixerShape, ...], tuple[Any, ...], int]:
         """What sets a layer's parameters and activations apart from another's: its plan (mixers, MoE / dense / no
         MLP), the shapes of its other mixers, and its attention's sizes (what ``attention_linears`` is built from:
-        attention type, keys as values, query and key widths; and the head size), empty without attention."""
+        attention type, keys as values, query and key widths; the head size; kv-shared), empty without attention;
+        and its dense MLP's width (``layer_intermediate_size``; 0 without an MLP)."""
+        plan = self.layer_plan(layer)
+        width = self.layer_intermediate_size(layer) if plan.mlp else 0
         if not self.has_attention(layer):
-            return self.layer_plan(layer), self.mixer_shapes(layer), ()
+            return plan, self.mixer_shapes(layer), (), width
         if self._uniform_attention is not None:
-            return self.layer_plan(layer), self.mixer_shapes(layer), self._uniform_attention
+            return plan, self.mixer_shapes(layer), self._uniform_attention, width
         attention = (self.attention_type(layer), self.keys_are_values(layer), self.layer_q_dim(layer),
-                     self.layer_kv_dim(layer), self.layer_head_dim(layer))
-        return self.layer_plan(layer), self.mixer_shapes(layer), attention
+                     self.layer_kv_dim(layer), self.layer_head_dim(layer), self.kv_shared(layer))
+        return plan, self.mixer_shapes(layer), attention, width
 
     @cached_property
     def _uniform_attention(self) -> tuple[Any, ...] | None:
         """``layer_kind``'s attention sizes when every attention layer has the same (no ``layer_type_attention``,
-        no ``per_layer_config``); None otherwise."""
-        if self.layout.layer_type_attention or isinstance(self.config.get("per_layer_config"), Mapping):
+        no ``per_layer_config``, no kv-shared layers); None otherwise."""
+        if (self.layout.layer_type_attention or isinstance(self.config.get("per_layer_config"), Mapping)
+                or self.first_kv_shared_layer < self.num_layers):
             return None
         return None, False, self.q_dim, self.kv_dim, self.head_dim
 
@@ -495,16 +575,19 @@ class Architecture:
         """The Linears of the family's attention in ``layer``; none in a layer without it (``layer_plan``)."""
         if not self.has_attention(layer):
             return ()
-        if not self.layout.layer_type_attention:
+        if not self.layout.layer_type_attention and not self.kv_shared(layer):
             return self._attention_linears
-        return self._typed_attention_linears(self.attention_type(layer), self.keys_are_values(layer),
-                                             self.layer_q_dim(layer), self.layer_kv_dim(layer))
+        return self._typed_attention_linears(self.keys_are_values(layer), self.layer_q_dim(layer),
+                                             self.layer_kv_dim(layer), self.kv_shared(layer))
 
-    def _typed_attention_linears(self, kind: str | None, k_eq_v: bool, q: int, kv: int) -> tuple[Linear, ...]:
+    def _typed_attention_linears(self, k_eq_v: bool, q: int, kv: int, shared: bool) -> tuple[Linear, ...]:
+        """q, k, v (none under ``k_eq_v``) and o; a kv-shared layer has no k or v projection."""
         h, names = self.hidden_size, self.layout.attention_names
         qkv_bias, o_bias = flag(self.layout.qkv_bias, self.config), flag(self.layout.o_bias, self.config)
-        out = [Linear(names[0], h, q * self.query_factor, qkv_bias), Linear(names[1], h, kv, qkv_bias)]
-        if not k_eq_v:
+        out = [Linear(names[0], h, q * self.query_factor, qkv_bias)]
+        if not shared:
+            out.append(Linear(names[1], h, kv, qkv_bias))
+        if not shared and not k_eq_v:
             out.append(Linear(names[2], h, kv, qkv_bias))
         return tuple(out + [Linear(names[3], q, h, o_bias)]) + self._gate_linears(q)
 
@@ -513,7 +596,7 @@ class Architecture:
         mlp = self.layer_plan(layer).mlp
         if mlp is None:
             return ()
-        return self._moe_linears if mlp == "moe" else self._dense_linears
+        return self._mlp_variants[mlp == "moe", self.layer_intermediate_size(layer)]
 
     def mixer_linears(self, layer: int) -> tuple[Linear, ...]:
         """The Linears of the layer's other mixers (``mixer_shapes``), named relative to their mixer module."""
@@ -544,12 +627,10 @@ class Architecture:
                 Linear(names[2], h, kv, qkv_bias), Linear(names[3], q, h, o_bias)) + self._gate_linears(q)
 
     @cached_property
-    def _dense_linears(self) -> tuple[Linear, ...]:
-        return self._mlp(moe=False)
-
-    @cached_property
-    def _moe_linears(self) -> tuple[Linear, ...]:
-        return self._mlp(moe=True) if self.is_moe else ()
+    def _mlp_variants(self) -> dict[tuple[bool, int], tuple[Linear, ...]]:
+        """The MLP Linears of a (MoE?, dense MLP width) layer, built once for each pair the layers have."""
+        pairs = {(self.layer_plan(i).mlp == "moe", self.layer_intermediate_size(i)) for i in range(self.num_layers)}
+        return {(moe, width): self._mlp(moe, width) if self.is_moe or not moe else () for moe, width in pairs}
 
     def _dense_mlp(self, i: int, prefix: str = "", bias: bool = False) -> tuple[Linear, ...]:
         """The family's dense MLP (``mlp``, ``mlp_names``) of width ``i``, its names under ``prefix``."""
@@ -560,14 +641,16 @@ class Architecture:
             return (Linear(names[0], h, 2 * i, bias), Linear(names[1], i, h, bias))
         return (Linear(names[0], h, i, bias), Linear(names[1], h, i, bias), Linear(names[2], i, h, bias))
 
-    def _mlp(self, moe: bool) -> tuple[Linear, ...]:
+    def _mlp(self, moe: bool, width: int) -> tuple[Linear, ...]:
+        """The Linears of a dense MLP ``width`` wide, or of a MoE block (beside a dense MLP of that width where the
+        family keeps one)."""
         h, f = self.hidden_size, self.layout
         if not moe:
-            return self._dense_mlp(self.dense_intermediate_size, bias=flag(f.mlp_bias, self.config))
+            return self._dense_mlp(width, bias=flag(f.mlp_bias, self.config))
         e, i = self.num_experts, self.moe_intermediate_size
         names = f.expert_names
         bias = f.expert_bias
-        beside = self._mlp(moe=False) if f.moe_beside_mlp else ()
+        beside = self._mlp(False, width) if f.moe_beside_mlp else ()
         latent = int(self.config.get(f.moe_latent_key) or 0) if f.moe_latent_key else 0
         width = latent or h  # the experts' input and output width
         out = [*beside, Linear(f.router_name, h, e, f.router_bias, router=not f.router_linear)]
@@ -593,7 +676,8 @@ class Architecture:
         return tuple(out)
 
     def linears(self, layer: int) -> tuple[Linear, ...]:
-        return self.attention_linears(layer) + self.mixer_linears(layer) + self.mlp_linears(layer)
+        return (self.attention_linears(layer) + self.mixer_linears(layer) + self.mlp_linears(layer)
+                + self.per_layer_input_linears)
 
     @property
     def norm_params(self) -> int:
@@ -619,8 +703,8 @@ class Architecture:
             sizes.append(self.num_experts)
         if not self.has_attention(layer):
             return tuple(sizes)
-        if self.qk_norm == "head":
-            sizes += [self.layer_head_dim(layer)] * 2
+        if self.qk_norm == "head":  # a kv-shared layer has a q_norm only
+            sizes += [self.layer_head_dim(layer)] * (1 if self.kv_shared(layer) else 2)
         elif self.qk_norm == "full":
             sizes += [self.q_dim, self.kv_dim]
         if self.is_mla:
@@ -698,10 +782,12 @@ class Architecture:
 
     @cached_property
     def decoder_params(self) -> int:
-        """Language model parameters: embedding (and learned positions) + lm_head + layers + final norm, and the
-        multi-token-prediction layers the family's code builds beside them (``mtp_params``)."""
-        return (self.embedding_params + self.position_embedding_params + self.lm_head_params
-                + sum(self.layers_params) + self.final_norm_params + self.mtp_params)
+        """Language model parameters: embedding (and learned positions, per-layer embeddings, stream projections) +
+        lm_head + layers + final norm, and the multi-token-prediction layers the family's code builds beside them
+        (``mtp_params``)."""
+        return (self.embedding_params + self.position_embedding_params + self.per_layer_embedding_params
+                + self.stream_projection_params + self.lm_head_params + sum(self.layers_params)
+                + self.final_norm_params + self.mtp_params)
 
     @property
     def total_params(self) -> int:
@@ -718,19 +804,22 @@ class Architecture:
 
     @cached_property
     def largest_module_params(self) -> int:
-        """Largest leaf module (DeepSpeed's ``largest_layer_params``): the embedding, lm_head, one Linear, or a
-        layer's routed experts (transformers >= 5 stores them as one fused ``experts`` module)."""
+        """Largest leaf module (DeepSpeed's ``largest_layer_params``): the embedding (or the per-layer embedding
+        table), lm_head, one Linear, or a layer's routed experts (transformers >= 5 stores them as one fused
+        ``experts`` module)."""
         layers = {0, self.num_layers - 1}
         linear = max(lin.d_in * lin.d_out for i in layers for lin in self.linears(i) if not lin.expert)
         experts = max(sum(lin.params for lin in self.mlp_linears(i) if lin.expert) for i in layers)
-        return max(self.embedding_params, self.lm_head_params, linear, experts)
+        return max(self.embedding_params, self.per_layer_table_params, self.lm_head_params, linear, experts)
 
     @cached_property
     def quantizable_params(self) -> int:
         """Weights of the decoder layers' ``nn.Linear`` modules, what bitsandbytes replaces when a model loads in 4 or
         8 bits (transformers 5.24 ``integrations/bitsandbytes.py`` ``replace_with_bnb_linear``: ``nn.Linear`` and
         Conv1D only; biases stay). Routed experts are 3-D parameters in transformers 5, not ``nn.Linear``:
-        ``expert_params``. The multi-token-prediction layers' Linears (``mtp_linears``) are ``nn.Linear`` too."""
+        ``expert_params``. The multi-token-prediction layers' Linears (``mtp_linears``) are ``nn.Linear`` too. The
+        per-layer input projection outside the layers (Gemma 4's small models, h x L·p) is left in the load dtype, as
+        the prequantized layout reads the layers' modules only (an overestimate of h·L·p·1.5 bytes at 4 bits)."""
         mtp = self.mtp_layers * sum(lin.count * lin.d_in * lin.d_out for lin in self.mtp_linears if not lin.expert)
         return mtp + self._sum_over_layers(lambda i: sum(lin.count * lin.d_in * lin.d_out for lin in self.linears(i)
                                                          if not lin.expert))

@@ -35,6 +35,10 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
   LayerNorm and two Linears over merged patches), models/glm4v (downsample convolution and a gated merger),
   models/internvl and models/lfm2_vl (a LayerNorm and two Linears over pixel-shuffled patches), models/mllama (one
   Linear).
+- ``gemma4_unified_vision``: models/gemma4_unified/modeling_gemma4_unified.py (an encoder-free embedder: LayerNorms, a
+  patch Linear over merged patches, x / y position tables; the model's audio embedder is one Linear)
+- audio encoders (``AUDIO_TOWERS``, keyed by the audio model_type, beside a projector row with an ``audio`` part):
+  ``gemma4_audio``, models/gemma4/modeling_gemma4.py (Gemma4AudioModel, a conformer at model.audio_tower)
 
 Only parameters are laid out here. The activations of the image tokens inside the tower are not estimated (see
 ``Architecture`` and the memory estimate's notes): their number depends on the image sizes of the data set. A run
@@ -46,9 +50,9 @@ from dataclasses import dataclass, field
 from math import prod
 from typing import Any, Literal, Mapping
 
-Size = Literal["hidden", "layers", "intermediate", "patch", "image", "channels", "temporal", "vision_out", "adapter_in",
-               "adapter_out", "heads", "kv_heads", "head_dim", "positions", "mel", "context", "global_layers",
-               "tiles"]
+Size = Literal["hidden", "layers", "intermediate", "patch", "pool", "image", "channels", "temporal", "vision_out",
+               "adapter_in", "adapter_out", "heads", "kv_heads", "head_dim", "positions", "mel", "context",
+               "global_layers", "tiles"]
 
 
 @dataclass(frozen=True)
@@ -59,7 +63,7 @@ class Piece:
     ``d_out`` weight, the kernel's positions counted in ``d_in``, and a bias when ``bias`` is True; not an
     ``nn.Linear``), or a norm ("rmsnorm": weight; "layernorm": weight and bias) of width ``d_in``. Widths are products
     of ``Projector`` factors. ``when``: a top-level config.json key (and its default) without which the module is not
-    built (LFM2-VL's projector_use_layernorm)."""
+    built (LFM2-VL's projector_use_layernorm; ``audio_config``, a section, for an audio embedder)."""
 
     name: str
     kind: Literal["linear", "conv1d", "matrix", "conv", "rmsnorm", "layernorm"]
@@ -89,8 +93,10 @@ class Tower:
     ``class_token``; "table", the "positions" size's rows; "axial", one table of the "positions" size for x and one
     for y, 2 x positions x h; None without one), ``pre_norm`` / ``post_norm`` when named, and the attention-pooling ``head`` when ``head_key`` is true
     (SigLIP's ``vision_use_head``). ``patch_linear``: the patch embedding is an ``nn.Linear`` at this path (over
-    channels x patch² inputs) instead of a convolution. ``pieces``: further modules of the tower below its path
-    (Llama 4's pixel-shuffle adapter, Voxtral's convolutions), sized as a projector's are, with the tower's ``sizes`` as factors too.
+    channels x patch² inputs, x pool² when the row reads a "pool" size: patches merged before the Linear) instead of a
+    convolution. A row without a "layers" size has no layers (an encoder-free embedder). ``pieces``: further modules of the tower below its path
+    (Llama 4's pixel-shuffle adapter, Voxtral's convolutions), sized as a projector's are, with the tower's ``sizes``
+    as factors too.
     ``bias_key``: a vision_config key (and its default) that sets the q/k/v biases instead of ``attention_bias``,
     the output projection then biased by ``out_bias``. ``layer_scales``: learned per-channel scales of width h in
     each layer (InternViT's lambda_1 / lambda_2). ``global_stack``: a second stack of the same layers after the
@@ -257,6 +263,14 @@ TOWERS: dict[str, Tower] = {
     "siglip2_vision_model": Tower({**VIT, "patch": ("patch_size", 16), "positions": ("num_patches", 256)},
                                   positions="table", patch_linear="embeddings.patch_embedding",
                                   head_key=("vision_use_head", True)),
+    # models/gemma4_unified/modeling_gemma4_unified.py (transformers 5.24, Gemma4UnifiedVisionEmbedder): no layers;
+    # patch_ln1 (a LayerNorm over the 3 x (patch x pooling_kernel)² pixels of a merged patch), patch_dense (a biased
+    # Linear to mm_embed_dim), patch_ln2, pos_embedding (mm_posemb_size x 2 x mm_embed_dim: x and y), pos_norm.
+    "gemma4_unified_vision": Tower({"hidden": ("mm_embed_dim", 3840), "patch": ("patch_size", 16),
+                                    "pool": ("pooling_kernel_size", 3), "positions": ("mm_posemb_size", 1120)},
+                                   path="model.embed_vision", positions="axial", pre_norm="patch_ln2",
+                                   post_norm="pos_norm", patch_linear="patch_dense",
+                                   pieces=(Piece("patch_ln1", "layernorm", ("pixels",)),)),
 }
 # models/voxtral/modeling_voxtral.py (VoxtralEncoder, transformers 5.24; Whisper's encoder): conv1 (num_mel_bins ->
 # h) and conv2 (h -> h, stride 2), both nn.Conv1d of kernel 3 with a bias; embed_positions, a max_source_positions x h
@@ -282,20 +296,26 @@ class Projector:
 
     Factors of the ``pieces``' widths: "vision" (the tower's hidden size), "text" (the decoder's), "features"
     (how many tower layers are concatenated: the length of a list ``vision_feature_layer``, else 1), "merge" (the
-    square of ``merge``'s size: patches merged into one token) and "out" (``out``'s size, the merger's output
-    width). ``merge`` / ``out``: (where: "config" or "vision" (the tower's config), key, default). ``tower``: the
+    square of ``merge``'s size: patches merged into one token), "out" (``out``'s size, the merger's output
+    width), "pixels" (the inputs of one patch) and "audio" (``audio``'s size). ``merge`` / ``out`` / ``audio``:
+    (where: "config", "vision" or "audio", key, default). A row with ``audio`` lays out the model's audio part: the
+    embedder in its pieces (those ``when`` ``audio_config``) and, with ``audio_tower`` (the audio model_type when
+    audio_config names none), the audio encoder of ``AUDIO_TOWERS``; without it an ``audio_config`` leaves the model
+    unsized, and so does an audio model_type without a layout. ``tower``: the
     tower's model_type when its config names none; ``tower_key``: the config.json key of the tower's config
-    (``vision_config``, or ``audio_config`` for a speech model); ``tower_path``: where the tower sits, when not the
-    row's own; ``decoder_path``: where the decoder sits; ``text_type``: the decoder's model_type when config.json is
-    flat (the decoder fields at the top level, as Qwen2-VL's are published and transformers 5 reads them as
-    ``text_config``). ``merge_inverse``: the ``merge`` key holds a downsample ratio whose inverse is the merge size
-    (InternVL's downsample_ratio 0.5: 2)."""
+    (``vision_config``, or ``audio_config`` for a speech model whose only encoder is the audio one); ``tower_path``:
+    where the tower sits, when not the row's own; ``decoder_path``: where the decoder sits; ``text_type``: the
+    decoder's model_type when config.json is flat (the decoder fields at the top level, as Qwen2-VL's are published
+    and transformers 5 reads them as ``text_config``). ``merge_inverse``: the ``merge`` key holds a downsample ratio
+    whose inverse is the merge size (InternVL's downsample_ratio 0.5: 2)."""
 
     path: str
     pieces: tuple[Piece, ...]
     tower: str
     merge: tuple[str, str, float] | None = None
     out: tuple[str, str, int] | None = None
+    audio: tuple[str, str, int] | None = None
+    audio_tower: str | None = None
     tower_path: str | None = None
     decoder_path: str = "model.language_model"
     text_type: str | None = None
@@ -394,10 +414,15 @@ PROJECTOR_ALIASES = {"lfm2-vl": "lfm2_vl"}
 builds (``PROJECTORS`` comments)."""
 PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
 # models/gemma4/modeling_gemma4.py (Gemma4MultimodalEmbedder): embed_vision.embedding_pre_projection_norm holds no
-# weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden.
-PROJECTORS["gemma4"] = Projector("model.embed_vision",
-                                 (Piece("embedding_projection", "linear", ("vision",), ("text",)),),
-                                 tower="gemma4_vision")
+# weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden; with an
+# audio_config (E2B / E4B) the audio_tower and embed_audio, the same embedder from the tower's output_proj_dims.
+PROJECTORS["gemma4"] = Projector("model",
+                                 (Piece("embed_vision.embedding_projection", "linear", ("vision",), ("text",)),
+                                  Piece("embed_audio.embedding_projection", "linear", ("audio",), ("text",),
+                                        when=("audio_config", False))),
+                                 tower="gemma4_vision", audio=("audio", "output_proj_dims", 1536),
+                                 audio_tower="gemma4_audio")
+
 # models/voxtral/modeling_voxtral.py (VoxtralMultiModalProjector): the tower's output regrouped four frames to a token
 # (audio_config.intermediate_size wide: transformers reshapes to that width), linear_1 to the text width, linear_2
 # square, neither biased.
@@ -405,6 +430,15 @@ PROJECTORS["voxtral"] = Projector("model.multi_modal_projector",
                                   (Piece("linear_1", "linear", ("intermediate",), ("text",)),
                                    Piece("linear_2", "linear", ("text",), ("text",))),
                                   tower="voxtral_encoder", tower_key="audio_config")
+
+# models/gemma4_unified/modeling_gemma4_unified.py (Gemma4UnifiedModel): encoder-free; the vision embedder ends in
+# multimodal_embedder (a norm without weight, then embedding_projection, a bias-free Linear output_proj_dims -> text
+# hidden), and with an audio_config embed_audio is the same embedder over audio_embed_dim raw samples per token.
+PROJECTORS["gemma4_unified"] = Projector(
+    "model", (Piece("embed_vision.multimodal_embedder.embedding_projection", "linear", ("out",), ("text",)),
+              Piece("embed_audio.embedding_projection", "linear", ("audio",), ("text",), when=("audio_config", False))),
+    tower="gemma4_unified_vision", out=("vision", "output_proj_dims", 3840),
+    audio=("audio", "audio_embed_dim", 640))
 
 
 @dataclass(frozen=True)
@@ -423,6 +457,45 @@ class VisionLinear:
     @property
     def params(self) -> int:
         return self.d_in * self.d_out + (self.d_out if self.bias else 0)
+
+
+def gemma4_audio_tower(ac: Mapping[str, Any]) -> tuple[tuple[VisionLinear, ...], int]:
+    """The Gemma 4 audio encoder (models/gemma4/modeling_gemma4.py, transformers 5.24, Gemma4AudioModel at
+    model.audio_tower), sized from audio_config with Gemma4AudioConfig's defaults: its Linears and the count of its
+    other parameters. H = hidden_size, n heads of d = H / n, channels (c0, c1), kernel k.
+
+    - subsample_conv_projection: layer0 / layer1 a bias-free 3 x 3 Conv2d (1 -> c0, c0 -> c1) and a LayerNorm
+      without bias (c0, c1); input_proj_linear (c0 / 4)·c1 -> H, no bias
+    - each layer: feed_forward1 / feed_forward2 (ffw_layer_1 H -> 4H, ffw_layer_2 4H -> H, pre / post RMSNorms);
+      self_attn q / k / v_proj H -> n·d, post H -> H (inside Gemma4ClippableLinear: ``.linear``, bounds are buffers),
+      relative_k_proj H -> n·d (a plain Linear), per_dim_scale d; lconv1d linear_start H -> 2H, linear_end H -> H,
+      a depthwise causal Conv1d H·k, pre_layer_norm and conv_norm; norm_pre_attn, norm_post_attn, norm_out: 9H + d
+      + H·k besides the Linears
+    - output_proj H -> output_proj_dims with a bias; rel_pos_enc holds a buffer only."""
+    h, layers, heads = int(ac.get("hidden_size", 1024)), int(ac.get("num_hidden_layers", 12)), \
+        int(ac.get("num_attention_heads", 8))
+    c0, c1 = (int(c) for c in ac.get("subsampling_conv_channels") or (128, 32))
+    kernel, out = int(ac.get("conv_kernel_size", 5)), int(ac.get("output_proj_dims", 1536))
+    d, root = h // heads, "model.audio_tower"
+    linears = [VisionLinear(f"{root}.subsample_conv_projection.input_proj_linear", (c0 // 4) * c1, h, False)]
+    for i in range(layers):
+        layer = f"{root}.layers.{i}"
+        for ffw in ("feed_forward1", "feed_forward2"):
+            linears += [VisionLinear(f"{layer}.{ffw}.ffw_layer_1.linear", h, 4 * h, False),
+                        VisionLinear(f"{layer}.{ffw}.ffw_layer_2.linear", 4 * h, h, False)]
+        linears += [VisionLinear(f"{layer}.self_attn.{n}.linear", h, heads * d, False) for n in ("q_proj", "k_proj",
+                                                                                               "v_proj")]
+        linears += [VisionLinear(f"{layer}.self_attn.post.linear", h, h, False),
+                    VisionLinear(f"{layer}.self_attn.relative_k_proj", h, heads * d, False),
+                    VisionLinear(f"{layer}.lconv1d.linear_start.linear", h, 2 * h, False),
+                    VisionLinear(f"{layer}.lconv1d.linear_end.linear", h, h, False)]
+    linears.append(VisionLinear(f"{root}.output_proj", h, out, True))
+    others = c0 * 9 + c0 + c1 * c0 * 9 + c1 + layers * (9 * h + d + h * kernel)
+    return tuple(linears), others
+
+
+AUDIO_TOWERS = {"gemma4_audio": gemma4_audio_tower}
+"""Audio encoders by audio model_type: audio_config -> (its Linears at their module paths, its other parameters)."""
 
 
 def projector_of(config: Mapping[str, Any]) -> Projector | None:
@@ -477,15 +550,17 @@ def unsized_part(config: Mapping[str, Any]) -> str | None:
     not multimodal)."""
     if not is_multimodal(config):
         return None
-    if isinstance(config.get("audio_config"), Mapping) and tower_key(config) != "audio_config":
-        return f"{config.get('model_type')} audio tower"  # Gemma 4 E2B / E4B: an audio encoder beside the vision one
+    row, audio = projector_of(config), config.get("audio_config")
+    if isinstance(audio, Mapping) and tower_key(config) != "audio_config" and not (row and row.audio and (
+            row.audio_tower is None or (audio.get("model_type") or row.audio_tower) in AUDIO_TOWERS)):
+        return f"{config.get('model_type')} audio tower"
     kind = tower_type(config)
     if kind not in TOWERS:
         return kind
     vc = config.get("vision_config") or {}
     if any(vc.get(key, value) != value for key, value in TOWERS[kind].lays_out.items()):
         return kind
-    return None if projector_of(config) else f"{config.get('model_type')} projector"
+    return None if row else f"{config.get('model_type')} projector"
 
 
 class Vision:
@@ -509,7 +584,8 @@ class Vision:
         if spec is None:
             return 1
         where, key, default = spec
-        value = (self.vc if where == "vision" else self.config).get(key)
+        section = {"vision": self.vc, "audio": self.config.get("audio_config") or {}}.get(where, self.config)
+        value = section.get(key)
         return default if value is None else value
 
     def _factor(self, name: str) -> int:
@@ -522,10 +598,19 @@ class Vision:
             return int(1 / side if self.row.merge_inverse else side) ** 2
         if name == "out":
             return int(self._read(self.row.out))
+        if name == "audio":
+            return int(self._read(self.row.audio))
+        if name == "pixels":
+            return self._patch_inputs()
         if name in self.tower.sizes:
             return self.size(name)
         layers = self.config.get("vision_feature_layer")
         return len(layers) if isinstance(layers, list) else 1  # "features"
+
+    @property
+    def layers(self) -> int:
+        """The tower's layer count; 0 for a row without a "layers" size (an embedder without layers)."""
+        return self.size("layers") if "layers" in self.tower.sizes else 0
 
     @property
     def tower_path(self) -> str:
@@ -570,14 +655,14 @@ class Vision:
         return bool(key and self.vc.get(key[0], key[1]))
 
     def linears(self) -> tuple[VisionLinear, ...]:
-        """Every ``nn.Linear`` of the tower (all layers, SigLIP's pooling head) and of the projector."""
-        h, i = self.size("hidden"), self.size("intermediate")
-        out = [lin for layer in range(self.size("layers")) for lin in self.layer_linears(layer)]
+        """Every ``nn.Linear`` of the tower (all layers, SigLIP's pooling head), of the projector and of the audio
+        encoder."""
+        out = [lin for layer in range(self.layers) for lin in self.layer_linears(layer)]
         if self.tower.global_stack:
             path, count, _ = self.tower.global_stack
             out += [lin for layer in range(self.size(count)) for lin in self.layer_linears(layer, path)]
         if self.head():  # MultiheadAttentionPoolingHead: its attention's out_proj is a Linear, in_proj a matrix
-            head = f"{self.tower_path}.head"
+            h, i, head = self.size("hidden"), self.size("intermediate"), f"{self.tower_path}.head"
             out += [VisionLinear(f"{head}.attention.out_proj", h, h, True),
                     VisionLinear(f"{head}.mlp.fc1", h, i, True), VisionLinear(f"{head}.mlp.fc2", i, h, True)]
         if self.tower.patch_linear:
@@ -586,7 +671,15 @@ class Vision:
         for path, p in self._pieces():
             if p.kind == "linear":
                 out.append(VisionLinear(f"{path}.{p.name}", self._width(p.d_in), self._width(p.d_out), self._bias(p)))
-        return tuple(out)
+        return tuple(out) + self._audio_tower[0]
+
+    @property
+    def _audio_tower(self) -> tuple[tuple[VisionLinear, ...], int]:
+        """The audio encoder's Linears and other parameters (``AUDIO_TOWERS``); none without one."""
+        audio = self.config.get("audio_config")
+        if not isinstance(audio, Mapping) or not self.row.audio_tower:
+            return (), 0
+        return AUDIO_TOWERS[str(audio.get("model_type") or self.row.audio_tower)](audio)
 
     def _bias(self, piece: Piece) -> bool:
         """Whether a piece carries a bias (``Piece.bias``: fixed, or a top-level config.json key and its default)."""
@@ -610,17 +703,18 @@ class Vision:
         return [(path, p) for path, p in pieces if p.when is None or self.config.get(p.when[0], p.when[1])]
 
     def _patch_inputs(self) -> int:
-        """Inputs of one patch: channels x patch² (x frames for a 3-D patch)."""
+        """Inputs of one patch: channels x patch² (x frames for a 3-D patch, x pool² for merged patches)."""
         frames = self.size("temporal") if "temporal" in self.tower.sizes else 1
         channels = self.size("channels") if "channels" in self.tower.sizes else 3
-        return channels * self.size("patch") ** 2 * frames
+        pool = self.size("pool") if "pool" in self.tower.sizes else 1
+        return channels * (self.size("patch") * pool) ** 2 * frames
 
     def _width(self, factors: tuple[str, ...]) -> int:
         return prod(self._factor(f) for f in factors)
 
     @property
     def params(self) -> int:
-        """Tower + projector parameters."""
+        """Tower + projector (+ audio encoder) parameters."""
         t, h = self.tower, self.size("hidden")
         norm = 2 * h if t.norm == "layernorm" else h
         # a patch Linear is among linears(); a patch convolution is counted here (none without a "patch" size)
@@ -634,15 +728,15 @@ class Vision:
         elif t.positions == "tiled":
             total += self._tiled_positions()
         total += h if t.class_token else 0
-        layers = self.size("layers")
+        layers = self.layers
         if t.global_stack:
             _, count, gates = t.global_stack
             layers += self.size(count)
             total += gates * self.size(count)
         total += norm * (t.norms_per_layer * layers + bool(t.pre_norm) + bool(t.post_norm))
         if t.qk_norm:
-            total += 2 * self.size("head_dim") * self.size("layers")
-        total += t.layer_scales * h * self.size("layers")
+            total += 2 * self.size("head_dim") * self.layers
+        total += t.layer_scales * h * self.layers
         if self.head():  # probe, the attention's fused in-projection (3h x h + 3h), its LayerNorm
             total += h + 3 * h * h + 3 * h + 2 * h
         for _, p in self._pieces():
@@ -653,7 +747,7 @@ class Vision:
             elif p.kind == "conv1d":
                 d_out = self._width(p.d_out)
                 total += self._width(p.d_in) * d_out * p.taps + (d_out if self._bias(p) else 0)
-        return total + sum(lin.params for lin in self.linears())
+        return total + self._audio_tower[1] + sum(lin.params for lin in self.linears())
 
 
 def vision_of(config: Mapping[str, Any], text_hidden: int) -> Vision | None:

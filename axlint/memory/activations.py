@@ -99,16 +99,16 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     if arch.layer_plan(layer).mlp is None:
         return 0.0
     if not arch.gated_mlp:
-        return C.MLP_PLAIN * arch.dense_intermediate_size
+        return C.MLP_PLAIN * arch.layer_intermediate_size(layer)
     if not arch.is_moe_layer(layer):
-        return gated * arch.dense_intermediate_size
+        return gated * arch.layer_intermediate_size(layer)
     h, i, k = arch.hidden_size, arch.moe_intermediate_size, arch.experts_per_token
     per_choice = C.ROUTING_BYTES_PER_CHOICE + (C.MOE_GATE_UP_BYTES + C.MOE_ACT_BYTES) * i + C.MOE_DOWN_OUT_BYTES * h
     if base_trains(setup) or adapted_expert_parameters(arch, setup, layer):
         per_choice += C.LINEAR_INPUT_BYTES * (h + i)
     shared = gated * arch.shared_expert_intermediate_size
     if arch.layout.moe_beside_mlp:  # Gemma 4: the dense MLP runs beside the experts
-        shared += gated * arch.dense_intermediate_size
+        shared += gated * arch.layer_intermediate_size(layer)
     if arch.config.get("shared_expert_intermediate_size"):
         shared += C.LINEAR_INPUT_BYTES * h
     return C.ROUTER_BYTES_PER_EXPERT * arch.num_experts + k * per_choice + shared
@@ -131,6 +131,7 @@ def input_groups(arch: Architecture, layer: int) -> list[tuple[int, tuple[Linear
     groups += [(lin.d_in, (lin,)) for lin in attention if lin.d_in != h or lin.name in _O_NAMES]
     groups += [(lin.d_in, (lin,)) for shape in shapes for lin in shape.own_linears]
     groups += [(lin.d_in, (lin,)) for lin in mlp if lin.d_in != h]
+    groups += [(lin.d_in, (lin,)) for lin in arch.per_layer_input_linears]  # the layer output, the gated product
     return groups
 
 
@@ -176,7 +177,7 @@ def layer_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int, ada
     keeps its input 2h instead of ``mlp_part_bytes``."""
     out = (len(arch.layer_norm_names(layer)) * norm_bytes(arch, setup, arch.hidden_size, base_trains(setup))
            + mixer_bytes(arch, setup, layer) + mlp_bytes(arch, setup, layer)
-           + input_bytes(arch, setup, layer, adapted))
+           + C.PER_LAYER_INPUT_BYTES * arch.per_layer_input_size + input_bytes(arch, setup, layer, adapted))
     if tiled(arch, setup, layer):
         out += C.LINEAR_INPUT_BYTES * arch.hidden_size - mlp_part_bytes(arch, setup, layer, adapted)
     return out * setup.param_bytes / C.BF16
@@ -215,11 +216,14 @@ def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int, 
                             adapter_params: int) -> float:
     """Activations live at the start of backward, from ``layers`` (A of every layer): T·(Σ A + final norm) + the
     adapter weight copies without checkpointing; T·(L·2h + final norm) with it (the L·2h layer inputs go to CPU
-    when offloaded)."""
-    final = tokens * final_norm_bytes(arch, setup)
+    when offloaded; L·2·n·h with Gemma 3n's n residual streams); with per-layer inputs (Gemma 4) also their packed
+    tensor T·2·L·p, which every layer reads."""
+    final = tokens * (final_norm_bytes(arch, setup)
+                      + C.BF16 * arch.num_layers * arch.per_layer_input_size * setup.param_bytes / C.BF16)
     if not setup.gradient_checkpointing:
         return tokens * sum(layers) + final + adapter_weight_copies(setup, adapter_params)
-    checkpoints = 0 if setup.offload_checkpoints else arch.num_layers * C.CHECKPOINT_BYTES * arch.hidden_size
+    checkpoints = 0 if setup.offload_checkpoints else (arch.num_layers * C.CHECKPOINT_BYTES * arch.hidden_size
+                                                       * arch.residual_streams)
     return tokens * checkpoints * setup.param_bytes / C.BF16 + final
 
 
@@ -235,14 +239,14 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
     if arch.layer_plan(layer).mlp is None:
         mlp = 0.0
     elif not arch.gated_mlp:
-        mlp = C.BACKWARD_MLP_PLAIN * arch.dense_intermediate_size
+        mlp = C.BACKWARD_MLP_PLAIN * arch.layer_intermediate_size(layer)
     elif arch.is_moe_layer(layer):
         mlp = (arch.experts_per_token * (C.BACKWARD_MLP_GATED * arch.moe_intermediate_size + C.BF16 * h)
                + gated * arch.shared_expert_intermediate_size)
         if arch.layout.moe_beside_mlp:  # Gemma 4's dense MLP beside the experts
-            mlp += gated * arch.dense_intermediate_size
+            mlp += gated * arch.layer_intermediate_size(layer)
     else:
-        mlp = gated * arch.dense_intermediate_size
+        mlp = gated * arch.layer_intermediate_size(layer)
     if tiled(arch, setup, layer):
         adapted = lora_targets(arch, setup).get(layer, ()) if setup.adapter else ()
         mlp = (mlp + mlp_part_bytes(arch, setup, layer, adapted)) / setup.mlp_tiles + C.BF16 * h

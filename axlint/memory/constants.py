@@ -44,6 +44,10 @@ EAGER_SCORES_BYTES = 6
 MLP_GATED = 6
 MLP_GATED_LIGER = 4
 MLP_PLAIN = 2
+# Gemma 4's per-layer input (Gemma4TextDecoderLayer): the gelu keeps the gate output 2·p and the product with the
+# per-layer input keeps the activation output 2·p (its other factor is a slice of the packed per-layer inputs,
+# held once for all layers); the product is the projection's input, counted as a Linear input
+PER_LAYER_INPUT_BYTES = 4
 # MoE (transformers 5 grouped_mm experts, per token): fp32 router softmax 4·E; per routed choice int64 top-k index,
 # sort permutation, gather index, inverse permutation (4 × 8) + fp32 top-k weight 4 + bf16 routing weight 2 = 38;
 # per choice the gate|up output 4·I_moe, activation output 2·I_moe and the down output 2·h (kept by the routing

@@ -49,6 +49,7 @@ def kind_modules(arch: Architecture, kind: int) -> tuple[tuple[str, Linear], ...
                 out.append((f"{'experts.' if lin.expert and '.' not in lin.name else ''}{lin.name}", lin))
             else:
                 out.append((f"{f.mlp_module}.{'experts.' if lin.expert else ''}{lin.name}", lin))
+        out += [(lin.name, lin) for lin in arch.per_layer_input_linears]  # Gemma 4: at the layer itself
         memo[kind] = tuple(out)
     return memo[kind]
 
@@ -335,6 +336,14 @@ def _embedding_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
     yield f"{root}.{f.embed_name}.weight", arch.embedding_params
     if f.position_embed_name:
         yield f"{root}.{f.position_embed_name}.weight", arch.position_embedding_params
+    p = arch.per_layer_input_size
+    if p:  # Gemma 4's per-layer embeddings
+        yield f"{root}.{f.per_layer_embed_name}.weight", arch.per_layer_table_params
+        yield f"{root}.{f.per_layer_projection_name}.weight", arch.hidden_size * arch.num_layers * p
+        yield f"{root}.{f.per_layer_projection_norm_name}.weight", p
+    for name in f.stream_projection_names if arch.residual_streams > 1 else ():  # Gemma 3n's AltUp
+        for i in range(arch.residual_streams - 1):
+            yield f"{root}.{name}.{i}.weight", arch.hidden_size * arch.hidden_size
 
 
 def _layer_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, int]]:
@@ -356,7 +365,8 @@ def _layer_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, int
     if arch.qk_norm and has_attention:
         full = arch.qk_norm == "full"
         yield f"{attention}.{f.qk_norm_names[0]}.weight", arch.q_dim if full else arch.layer_head_dim(layer)
-        yield f"{attention}.{f.qk_norm_names[1]}.weight", arch.kv_dim if full else arch.layer_head_dim(layer)
+        if not arch.kv_shared(layer):  # a kv-shared layer has no k_norm (Gemma 4)
+            yield f"{attention}.{f.qk_norm_names[1]}.weight", arch.kv_dim if full else arch.layer_head_dim(layer)
     if f.router_scales and arch.is_moe_layer(layer):
         router = f.router_name.rsplit('.', 1)[0]
         yield f"{router}.scale", h
