@@ -5,7 +5,7 @@ import pytest
 from axlint.architectures import resolve_architecture
 from axlint.hardware import parse_hardware
 from axlint.memory import estimate_memory
-from axlint.memory.activations import backward_temp_bytes_per_token
+from axlint.memory.activations import backward_temp_bytes_per_token, dequantized_weight_bytes
 from axlint.memory.estimate import COMPONENTS
 from axlint.memory.logits import logits_bytes
 from axlint.memory.overhead import expandable_segments_enabled
@@ -328,3 +328,26 @@ def test_the_activations_of_a_layer_named_by_a_target_are_its_own():
     run = {**BASE, "adapter": "lora", "lora_target_modules": ["layers.3.self_attn.q_proj"]}
     layers = per_layer_bytes_per_token(L8B, read_setup(facts(run, None, L8B, H100), L8B))
     assert layers[3] > layers[2] == layers[4]
+
+
+def test_a_quantized_base_holds_its_largest_linear_dequantized_in_backward():
+    """bitsandbytes computes a 4/8-bit Linear's input gradient from a bf16 copy of its weight: Llama-3.1-8B's largest
+    decoder Linear is an MLP projection, 4096 x 14336 (58,720,256 weights, 117,440,512 bytes); an unquantized base
+    holds none. With Liger's fused loss (no logits) the peak is one layer's backward on top of the stored
+    activations, so the copy adds exactly its bytes there."""
+    qlora = {**LORA, "adapter": "qlora", "load_in_4bit": True}
+    setup = read_setup(facts({**BASE, **qlora}, None, L8B, H100), L8B)
+    assert dequantized_weight_bytes(L8B, setup) == 2 * 4096 * 14336
+    assert dequantized_weight_bytes(L8B, read_setup(facts({**BASE, **LORA}, None, L8B, H100), L8B)) == 0
+    with_copy = est({**LIGER, **qlora})
+    assert with_copy.phase == "forward-backward"
+    without = est_without_copy({**LIGER, **qlora})
+    assert with_copy.components["activations"] - without.components["activations"] == 2 * 4096 * 14336
+
+
+def est_without_copy(config):
+    """The same estimate with the dequantized copy taken out (``estimate._backward_moment`` reads it by name)."""
+    from unittest import mock
+
+    with mock.patch("axlint.memory.estimate.dequantized_weight_bytes", return_value=0.0):
+        return est(config)

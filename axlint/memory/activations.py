@@ -282,6 +282,20 @@ def merged_weight_bytes(arch: Architecture, setup: TrainSetup) -> tuple[float, f
     return stored, (2 * setup.param_bytes + C.FP32) * max((n for n, _ in per_group), default=0)
 
 
+def dequantized_weight_bytes(arch: Architecture, setup: TrainSetup) -> float:
+    """A bitsandbytes 4/8-bit Linear computes its input's gradient from a full copy of its weight in the compute
+    dtype, made for that matmul and freed after it: ``MatMul4Bit.backward`` runs ``F.dequantize_4bit(B, ...)
+    .to(grad_output.dtype)`` (bitsandbytes 0.49 also in the forward; 0.50 forwards through the fused ``gemm_4bit``),
+    ``MatMul8bitLt.backward`` ``CB.to(ctx.dtype_A)`` [bitsandbytes 0.49.2 / 0.50.1 autograd/_functions.py]. One
+    Linear at a time, so backward holds at most the largest quantized one: 2·N·K bytes (bf16) over the decoder's
+    quantized Linears (routed experts, which transformers 5 keeps as 3-D parameters, excluded)."""
+    if setup.quantization is None:
+        return 0.0
+    largest = max((lin.d_in * lin.d_out for layers in layer_groups(arch, setup)
+                   for lin in arch.linears(layers[0]) if not lin.expert), default=0)
+    return setup.param_bytes * largest
+
+
 def eval_activation_bytes(tokens: int, layers: Sequence[float]) -> float:
     """Forward under no_grad keeps nothing for backward: at most one layer's temporaries, T·max A."""
     return tokens * max(layers)

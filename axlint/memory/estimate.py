@@ -6,7 +6,9 @@ Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
   P_fwd_bwd  = max(start of backward, end of backward):
     start    = resident + G_acc + stored activations + max(logits, first layer backward)
                (LoRA on parameters adds its merged weight copies W + BA: kept per layer without checkpointing,
-               one layer's copy, gradient and fp32 gradient in a layer's backward: ``merged_weight_bytes``)
+               one layer's copy, gradient and fp32 gradient in a layer's backward: ``merged_weight_bytes``; a
+               bitsandbytes 4/8-bit base adds the bf16 copy of its largest Linear that backward dequantizes:
+               ``dequantized_weight_bytes``)
                the loss buffers (fp32 log-softmax, its gradient and the nll gradient) are freed before the last
                layer's backward starts, so they and that layer's backward (its gradient temporaries, and with
                checkpointing its recomputed activations) never coexist; G_acc = the gradient share when
@@ -42,6 +44,7 @@ from axlint.facts import RunFacts, ShardingKind
 from axlint.hardware import Hardware
 from axlint.memory import constants as C
 from axlint.memory.activations import (
+    dequantized_weight_bytes,
     eval_activation_bytes,
     layer_backward_bytes,
     merged_weight_bytes,
@@ -256,12 +259,13 @@ def _backward_moment(arch: Architecture, setup: TrainSetup, layers: list[float],
     gradients already allocated when backward starts (earlier micro batches', or ``persistent_gradients``)."""
     tokens = setup.tokens
     merged_stored, merged_backward = merged_weight_bytes(arch, setup)
+    weight_copies = merged_backward + dequantized_weight_bytes(arch, setup)
     stored = stored_activation_bytes(arch, setup, tokens, layers, adapter_params) + merged_stored
     logits = logits_bytes(arch, setup, tokens)
-    first = layer_backward_bytes(arch, setup, tokens, layers, recompute=setup.gradient_checkpointing) + merged_backward
+    first = layer_backward_bytes(arch, setup, tokens, layers, recompute=setup.gradient_checkpointing) + weight_copies
     start = ({"gradients": g_acc, "activations": stored, "logits": logits} if logits >= first
              else {"gradients": g_acc, "activations": stored + first, "logits": 0.0})
-    last = layer_backward_bytes(arch, setup, tokens, layers, recompute=True) + merged_backward
+    last = layer_backward_bytes(arch, setup, tokens, layers, recompute=True) + weight_copies
     if arch.tie_word_embeddings:
         end = {"gradients": g + 2 * embedding_g, "activations": 0.0, "logits": 0.0} if 2 * embedding_g > last \
             else {"gradients": g, "activations": last, "logits": 0.0}
