@@ -238,9 +238,9 @@ def catalog_note(model_id: str) -> str:
     from axlint.architectures.resolve import catalog_match
 
     found = catalog_match(model_id)
-    how = found[1] if found else "no entry"
-    return f"architecture from axlint's catalog: {how}" if how != "its own entry" else \
-        f"architecture from axlint's catalog ({model_id})"
+    if found and found[1] != "its own entry":
+        return f"architecture from axlint's catalog: {found[1]}"
+    return f"architecture from axlint's catalog ({model_id})"
 
 
 def persistent_gradients(setup: TrainSetup, g: float) -> float:
