@@ -67,7 +67,7 @@ def test_mobilenet_v5_count_is_timm() -> None:
 
 def test_another_timm_architecture_is_unsized() -> None:
     """The count holds for mobilenetv5_300m_enc without model_args; a vision_config naming another backbone, or
-    arguments that change it, leaves the tower unsized."""
+    passing any model_args to timm (the count was not measured with them), leaves the tower unsized."""
     config = catalog_lookup("google/gemma-3n-E2B")["config"]
     for change in ({"architecture": "mobilenetv5_base"}, {"model_args": {"drop_path_rate": 0.1}}):
         changed = {**config, "vision_config": {**config["vision_config"], **change}}
