@@ -70,15 +70,8 @@ def test_gemma4_audio_tower_defaults_are_the_config_class() -> None:
     assert sum(lin.params for lin in linears) + others == sum(p.numel() for p in tower.parameters())
 
 
-GEMMA_3N_E2B_TEXT = {"model_type": "gemma3n_text", "hidden_size": 2048, "num_hidden_layers": 30,
-                     "intermediate_size": [8192] * 30, "num_attention_heads": 8, "num_key_value_heads": 2,
-                     "head_dim": 256, "vocab_size": 262400, "vocab_size_per_layer_input": 262144,
-                     "hidden_size_per_layer_input": 256, "num_kv_shared_layers": 10, "laurel_rank": 64,
-                     "altup_num_inputs": 4, "activation_sparsity_pattern": [0.95] * 10 + [0.0] * 20,
-                     "layer_types": ["full_attention" if (i + 1) % 5 == 0 else "sliding_attention" for i in range(30)]}
-"""google/gemma-3n-E2B-it's text_config as copies of its config.json give it (fine-tunes' config.json files, runtime
-fixtures of the 30-layer, 10 kv-shared E2B, the LiteRT E2B config): no catalog entry, its vision tower being timm's
-MobileNetV5, which transformers does not lay out (the model stays unsized)."""
+GEMMA_3N_E2B_TEXT = catalog_lookup("google/gemma-3n-E2B")["config"]["text_config"]
+"""google/gemma-3n-E2B's text_config (the catalog entry; its source says where it was read)."""
 
 
 def test_gemma_3n_e2b_decoder_is_the_meta_model() -> None:

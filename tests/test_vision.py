@@ -58,6 +58,15 @@ MLLAMA_VISION = {"model_type": "mllama_vision_model", "hidden_size": 32, "interm
                  "patch_size": 14, "vision_output_dim": 96, "intermediate_layers_indices": [0, 1]}
 """Llama 3.2 Vision: a cross-attention layer among self-attention ones, the tiled position tables, the global stack;
 the variant moves the cross-attention layers and shrinks the tiles and aspect ratios."""
+GEMMA3N_TEXT = {**TEXT, "model_type": "gemma3n_text", "num_kv_shared_layers": 0, "hidden_size_per_layer_input": 8,
+                "vocab_size_per_layer_input": 200, "laurel_rank": 4,
+                "layer_types": ["sliding_attention", "full_attention"]}
+GEMMA3N_AUDIO = {"model_type": "gemma3n_audio", "hidden_size": 32, "conf_num_hidden_layers": 2,
+                 "conf_num_attention_heads": 4, "sscp_conv_channel_size": [8, 4], "input_feat_size": 16,
+                 "vocab_size": 24}
+"""Gemma 3n: timm's MobileNet-V5 as transformers builds it by name (the 300M encoder, on the meta device), a width of
+the embedder apart from it, a small conformer (its own width, channels, mel bins, hard-token vocabulary); the
+variant leaves audio_config out (the model builds the default encoder) and flips the audio kernels and strides."""
 LFM2_TEXT = {**TEXT, "model_type": "lfm2", "full_attn_idxs": [0]}
 SIGLIP2_VISION = {**VIT, "model_type": "siglip2_vision_model", "num_patches": 16, "vision_use_head": False}
 """LFM2-VL: an LFM2 decoder whose first layer is attention; the variant turns the SigLIP2 head, the projector's
@@ -135,6 +144,13 @@ CASES: dict[str, list[dict[str, Any]]] = {
                 dict(text_config=LFM2_TEXT, projector_hidden_size=24, projector_bias=False, downsample_factor=1,
                      projector_use_layernorm=False,
                      vision_config={**SIGLIP2_VISION, "vision_use_head": True, "num_patches": 9})],
+    "gemma3n": [dict(text_config=GEMMA3N_TEXT, vision_config={"model_type": "gemma3n_vision", "hidden_size": 48},
+                     audio_config=GEMMA3N_AUDIO),
+                dict(text_config=GEMMA3N_TEXT, vision_config={"model_type": "gemma3n_vision", "vocab_size": 16}),
+                dict(text_config=GEMMA3N_TEXT, vision_config={"model_type": "gemma3n_vision"},
+                     audio_config={**GEMMA3N_AUDIO, "conf_conv_kernel_size": 3, "input_feat_size": 20,
+                                   "sscp_conv_kernel_size": [[3, 3], [3, 5]],
+                                   "sscp_conv_stride_size": [[2, 2], [1, 3]]})],
     "paddleocr_vl": [dict(text_config={**TEXT, "model_type": "paddleocr_vl_text"},
                           vision_config={**VIT, "model_type": "paddleocr_vl_vision"}),
                      dict(text_config={**TEXT, "model_type": "paddleocr_vl_text", "use_bias": True,

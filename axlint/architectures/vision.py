@@ -37,12 +37,17 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
   Linear).
 - ``gemma4_unified_vision``: models/gemma4_unified/modeling_gemma4_unified.py (an encoder-free embedder: LayerNorms, a
   patch Linear over merged patches, x / y position tables; the model's audio embedder is one Linear)
+- ``gemma3n_vision``: models/gemma3n/modeling_gemma3n.py builds it through models/timm_wrapper (TimmWrapperModel):
+  timm's MobileNet-V5 encoder, counted whole by its architecture name (``Tower.timm_params``)
 - audio encoders (``AUDIO_TOWERS``, keyed by the audio model_type, beside a projector row with an ``audio`` part):
-  ``gemma4_audio``, models/gemma4/modeling_gemma4.py (Gemma4AudioModel, a conformer at model.audio_tower)
+  ``gemma4_audio``, models/gemma4/modeling_gemma4.py (Gemma4AudioModel, a conformer at model.audio_tower);
+  ``gemma3n_audio``, models/gemma3n/modeling_gemma3n.py (Gemma3nAudioEncoder, a conformer at model.audio_tower)
+- the Gemma 3n embedders: models/gemma3n/modeling_gemma3n.py (Gemma3nMultimodalEmbedder: embed_vision, embed_audio)
 
 Only parameters are laid out here. The activations of the image tokens inside the tower are not estimated (see
 ``Architecture`` and the memory estimate's notes): their number depends on the image sizes of the data set. A run
-that feeds audio to an audio tower is left unknown (``memory.facts.not_modelled``).
+that feeds audio to an audio tower is left unknown (``memory.facts.not_modelled``), and so is one that feeds images to
+a tower whose row says what of that work the memory model leaves out (``Tower.image_work``).
 """
 from __future__ import annotations
 
@@ -107,7 +112,10 @@ class Tower:
     and the length of its default). ``lays_out``: vision_config values the row lays out (a key absent
     from the file reads as the value given); a file that sets another leaves the tower unsized
     (``unsized_part``). A size published as a list (an [h, w] pair) is read as its first element: square images
-    and patches.
+    and patches. ``timm_params``: the parameters of a timm backbone that transformers builds by name (TimmWrapperModel:
+    ``timm.create_model(architecture, num_classes=0, **model_args)``), counted whole; the row's ``lays_out`` pins the
+    architecture and ``model_args`` it was counted for. ``image_work``: what a run that feeds images to this tower
+    does that the memory model does not size (``memory.facts.feeds_images``); None where nothing is said.
     """
 
     sizes: Mapping[str, tuple[str, int]]
@@ -139,6 +147,8 @@ class Tower:
     global_stack: tuple[str, str, int] | None = None
     aspect_ratios: tuple[str, int] | None = None
     lays_out: Mapping[str, Any] = field(default_factory=dict)
+    timm_params: int = 0
+    image_work: str | None = None
 
 
 VIT = {"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 12), "intermediate": ("intermediate_size", 3072),
@@ -283,6 +293,17 @@ TOWERS["voxtral_encoder"] = Tower({"hidden": ("hidden_size", 1280), "layers": ("
                                   mlp_module=None, positions="table", post_norm="layer_norm",
                                   pieces=(Piece("conv1", "conv1d", ("mel",), ("hidden",), True, taps=3),
                                           Piece("conv2", "conv1d", ("hidden",), ("hidden",), True, taps=3)))
+# models/gemma3n/modeling_gemma3n.py (Gemma3nModel, transformers 5.24): vision_tower = AutoModel.from_config(
+# vision_config), a TimmWrapperModel (models/timm_wrapper/modeling_timm_wrapper.py) whose timm_model is
+# timm.create_model(architecture, num_classes=0, **model_args). timm 1.0.31's mobilenetv5_300m_enc (timm/models/
+# mobilenetv5.py: a convolutional stem, inverted-residual and multi-query-attention blocks, the multi-scale fusion
+# adapter; RMS norms, no nn.Linear) holds 294,126,912 parameters, measured by building it (tests/
+# test_coverage_gemma3n.py). Its width hidden_size (2048) and vocab_size (128) size the embedder (PROJECTORS).
+TOWERS["gemma3n_vision"] = Tower(
+    {"hidden": ("hidden_size", 2048), "vocab": ("vocab_size", 128)}, positions=None, post_norm=None,
+    lays_out={"architecture": "mobilenetv5_300m_enc", "model_args": None}, timm_params=294_126_912,
+    image_work="feeds images to timm's MobileNet-V5 tower (768 x 768 pixels each): the activations of its "
+               "convolutions over each image, which axlint does not size")
 TOWERS["qwen3_5_moe_vision"] = TOWERS["qwen3_5_vision"]
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
 TOWER_ALIASES = {"qwen2_vl_vision": "qwen2_vl", "qwen2_5_vl_vision": "qwen2_5_vl", "glm4v_vision": "glm4v"}
@@ -301,13 +322,16 @@ class Projector:
     (where: "config", "vision" or "audio", key, default). A row with ``audio`` lays out the model's audio part: the
     embedder in its pieces (those ``when`` ``audio_config``) and, with ``audio_tower`` (the audio model_type when
     audio_config names none), the audio encoder of ``AUDIO_TOWERS``; without it an ``audio_config`` leaves the model
-    unsized, and so does an audio model_type without a layout. ``tower``: the
+    unsized, and so does an audio model_type other than the row's. ``tower``: the
     tower's model_type when its config names none; ``tower_key``: the config.json key of the tower's config
     (``vision_config``, or ``audio_config`` for a speech model whose only encoder is the audio one); ``tower_path``:
     where the tower sits, when not the row's own; ``decoder_path``: where the decoder sits; ``text_type``: the
     decoder's model_type when config.json is flat (the decoder fields at the top level, as Qwen2-VL's are published
     and transformers 5 reads them as ``text_config``). ``merge_inverse``: the ``merge`` key holds a downsample ratio
-    whose inverse is the merge size (InternVL's downsample_ratio 0.5: 2)."""
+    whose inverse is the merge size (InternVL's downsample_ratio 0.5: 2). ``factors``: further named factors, each
+    read as (where, key, default) like ``merge`` (Gemma 3n's audio vocabulary). ``audio_built``: the model builds its
+    audio part from the audio config class's defaults when config.json has no ``audio_config`` (Gemma 3n's
+    sub_configs_defaults); otherwise a missing ``audio_config`` means no audio part."""
 
     path: str
     pieces: tuple[Piece, ...]
@@ -321,6 +345,8 @@ class Projector:
     text_type: str | None = None
     tower_key: str = "vision_config"
     merge_inverse: bool = False
+    factors: Mapping[str, tuple[str, str, float]] = field(default_factory=dict)
+    audio_built: bool = False
 
 
 LLAVA_MLP = (Piece("linear_1", "linear", ("vision", "features"), ("text",), ("multimodal_projector_bias", True)),
@@ -440,6 +466,21 @@ PROJECTORS["gemma4_unified"] = Projector(
     tower="gemma4_unified_vision", out=("vision", "output_proj_dims", 3840),
     audio=("audio", "audio_embed_dim", 640))
 
+# models/gemma3n/modeling_gemma3n.py (Gemma3nMultimodalEmbedder, transformers 5.24): embed_vision and embed_audio each
+# hold an embedding table (vocab_size x the tower's width, for hard tokens), hard_embedding_norm and
+# soft_embedding_norm (RMSNorms of that width), embedding_projection (a bias-free Linear to the decoder's width) and a
+# post-projection norm without weight. Gemma3nModel builds the audio_tower and embed_audio from the config class's
+# defaults when config.json has no audio_config.
+_GEMMA3N_EMBEDDERS = tuple(
+    piece for part, width, vocab in (("embed_vision", "vision", "vocab"), ("embed_audio", "audio", "audio_vocab"))
+    for piece in (Piece(f"{part}.embedding", "matrix", (vocab,), (width,)),
+                  Piece(f"{part}.hard_embedding_norm", "rmsnorm", (width,)),
+                  Piece(f"{part}.soft_embedding_norm", "rmsnorm", (width,)),
+                  Piece(f"{part}.embedding_projection", "linear", (width,), ("text",))))
+PROJECTORS["gemma3n"] = Projector("model", _GEMMA3N_EMBEDDERS, tower="gemma3n_vision",
+                                  audio=("audio", "hidden_size", 1536), audio_tower="gemma3n_audio",
+                                  factors={"audio_vocab": ("audio", "vocab_size", 128)}, audio_built=True)
+
 
 @dataclass(frozen=True)
 class VisionLinear:
@@ -494,7 +535,47 @@ def gemma4_audio_tower(ac: Mapping[str, Any]) -> tuple[tuple[VisionLinear, ...],
     return tuple(linears), others
 
 
-AUDIO_TOWERS = {"gemma4_audio": gemma4_audio_tower}
+def gemma3n_audio_tower(ac: Mapping[str, Any]) -> tuple[tuple[VisionLinear, ...], int]:
+    """The Gemma 3n audio encoder (models/gemma3n/modeling_gemma3n.py, transformers 5.24, Gemma3nAudioEncoder at
+    model.audio_tower), sized from audio_config with Gemma3nAudioConfig's defaults: its Linears and the count of its
+    other parameters. H = hidden_size, n = conf_num_attention_heads of d = H // n, channels (c0, c1), kernels
+    (kh_i, kw_i) and strides (sh_i, sw_i) of the two subsampling convolutions, conformer kernel k.
+
+    - subsample_conv_projection: conv_0 / conv_1, each a bias-free Conv2d (1 -> c0, c0 -> c1; kh_i x kw_i) and a
+      cumulative group norm of its channels (weight only); input_proj_linear (c1 x F) -> H, no bias, F the frequency
+      bins left after both convolutions: F_0 = input_feat_size, F_i+1 = (F_i + 2 - kw_i) // sw_i + 1 (one bin of
+      padding each side)
+    - each conformer.N: ffw_layer_start / ffw_layer_end (ffw_layer_1 H -> 4H, ffw_layer_2 4H -> H, pre / post
+      RMSNorms); attention.attn q / k / v_proj H -> n·d and relative_position_embedding.pos_proj H -> n·d,
+      per_dim_scale d, attention.post H -> H, pre_attn_norm and post_norm; lconv1d linear_start H -> 2H, linear_end
+      H -> H, a depthwise Conv1d H·k without bias, pre_layer_norm and conv_norm; the block's norm: 9H + d + H·k
+      besides the Linears, all Linears bias-free."""
+    h, layers = int(ac.get("hidden_size", 1536)), int(ac.get("conf_num_hidden_layers", 12))
+    heads, kernel = int(ac.get("conf_num_attention_heads", 8)), int(ac.get("conf_conv_kernel_size", 5))
+    c0, c1 = (int(c) for c in ac.get("sscp_conv_channel_size") or (128, 32))
+    kernels = ac.get("sscp_conv_kernel_size") or ((3, 3), (3, 3))
+    strides = ac.get("sscp_conv_stride_size") or ((2, 2), (2, 2))
+    bins = int(ac.get("input_feat_size", 128))
+    for (_, kw), (_, sw) in zip(kernels, strides):
+        bins = (bins + 2 - int(kw)) // int(sw) + 1
+    d, root = h // heads, "model.audio_tower"
+    linears = [VisionLinear(f"{root}.subsample_conv_projection.input_proj_linear", c1 * bins, h, False)]
+    for i in range(layers):
+        layer = f"{root}.conformer.{i}"
+        for ffw in ("ffw_layer_start", "ffw_layer_end"):
+            linears += [VisionLinear(f"{layer}.{ffw}.ffw_layer_1", h, 4 * h, False),
+                        VisionLinear(f"{layer}.{ffw}.ffw_layer_2", 4 * h, h, False)]
+        linears += [VisionLinear(f"{layer}.attention.attn.{n}", h, heads * d, False)
+                    for n in ("relative_position_embedding.pos_proj", "q_proj", "k_proj", "v_proj")]
+        linears += [VisionLinear(f"{layer}.attention.post", h, h, False),
+                    VisionLinear(f"{layer}.lconv1d.linear_start", h, 2 * h, False),
+                    VisionLinear(f"{layer}.lconv1d.linear_end", h, h, False)]
+    (kh0, kw0), (kh1, kw1) = ((int(a), int(b)) for a, b in kernels)
+    others = c0 * kh0 * kw0 + c0 + c1 * c0 * kh1 * kw1 + c1 + layers * (9 * h + d + h * kernel)
+    return tuple(linears), others
+
+
+AUDIO_TOWERS = {"gemma4_audio": gemma4_audio_tower, "gemma3n_audio": gemma3n_audio_tower}
 """Audio encoders by audio model_type: audio_config -> (its Linears at their module paths, its other parameters)."""
 
 
@@ -552,7 +633,7 @@ def unsized_part(config: Mapping[str, Any]) -> str | None:
         return None
     row, audio = projector_of(config), config.get("audio_config")
     if isinstance(audio, Mapping) and tower_key(config) != "audio_config" and not (row and row.audio and (
-            row.audio_tower is None or (audio.get("model_type") or row.audio_tower) in AUDIO_TOWERS)):
+            row.audio_tower is None or (audio.get("model_type") or row.audio_tower) == row.audio_tower)):
         return f"{config.get('model_type')} audio tower"
     kind = tower_type(config)
     if kind not in TOWERS:
@@ -600,6 +681,8 @@ class Vision:
             return int(self._read(self.row.out))
         if name == "audio":
             return int(self._read(self.row.audio))
+        if name in self.row.factors:
+            return int(self._read(self.row.factors[name]))
         if name == "pixels":
             return self._patch_inputs()
         if name in self.tower.sizes:
@@ -677,6 +760,7 @@ class Vision:
     def _audio_tower(self) -> tuple[tuple[VisionLinear, ...], int]:
         """The audio encoder's Linears and other parameters (``AUDIO_TOWERS``); none without one."""
         audio = self.config.get("audio_config")
+        audio = {} if audio is None and self.row.audio_built else audio
         if not isinstance(audio, Mapping) or not self.row.audio_tower:
             return (), 0
         return AUDIO_TOWERS[str(audio.get("model_type") or self.row.audio_tower)](audio)
@@ -747,7 +831,7 @@ class Vision:
             elif p.kind == "conv1d":
                 d_out = self._width(p.d_out)
                 total += self._width(p.d_in) * d_out * p.taps + (d_out if self._bias(p) else 0)
-        return total + self._audio_tower[1] + sum(lin.params for lin in self.linears())
+        return total + t.timm_params + self._audio_tower[1] + sum(lin.params for lin in self.linears())
 
 
 def vision_of(config: Mapping[str, Any], text_hidden: int) -> Vision | None:

@@ -116,11 +116,12 @@ class MemoryFacts:
 def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Architecture") -> dict[str, str]:
     """The settings of the run that the memory model does not cover: `key: value` -> what it does. Tensor
     parallelism of a model outside ``tensor_parallel.TP_FAMILIES`` or under DeepSpeed (AutoTP), expert
-    parallelism under DeepSpeed (which Axolotl's expert-parallel plugin does not compose with) and audio fed to an
-    audio tower (``feeds_audio``) are among them."""
+    parallelism under DeepSpeed (which Axolotl's expert-parallel plugin does not compose with), audio fed to an
+    audio tower (``feeds_audio``) and images fed to a tower whose work on them is not sized (``feeds_images``) are
+    among them."""
     from axlint.memory import tensor_parallel
 
-    found: dict[str, str] = feeds_audio(config, arch)
+    found: dict[str, str] = feeds_audio(config, arch) | feeds_images(config, arch)
     why = tensor_parallel.not_modelled(arch, sharding)
     if why:
         found[f"tensor_parallel_size: {sharding.mesh.tp}"] = why
@@ -141,6 +142,15 @@ def feeds_audio(config: Mapping[str, Any], arch: "Architecture") -> dict[str, st
         return {}
     return {f"processor_type: {kind}": "feeds audio to the audio tower: the audio tokens per sample and the tower's "
                                        "work follow the clip lengths of the data set, which the config does not give"}
+
+
+def feeds_images(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
+    """`processor_type: X` -> why, when the run hands images to a vision tower whose row says what of that work
+    the memory model does not size (``vision.Tower.image_work``: Gemma 3n's convolutional MobileNet-V5). As with
+    audio (``feeds_audio``), Axolotl's multimodal collator carries the images only when ``processor_type`` is set."""
+    kind, part = config.get("processor_type"), arch.vision_part
+    work = part.tower.image_work if part is not None else None
+    return {f"processor_type: {kind}": work} if kind and work else {}
 
 
 def layout_problem(config: Mapping[str, Any], sharding: "Sharding") -> dict[str, str]:
