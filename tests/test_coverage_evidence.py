@@ -29,14 +29,18 @@ def _meta_model(config: Mapping[str, Any]) -> Any:
         return auto.from_config(transformers.AutoConfig.for_model(config["model_type"], **fields))
 
 
-# model id, total, tower + projector. No exact published total was read for these: each is computed (the entry's
-# source compares it with the rounded size the publisher gives) and must equal the model transformers builds.
+# model id, total, tower + projector. Where an exact total was published the entry carries it (published_parameters)
+# and it must be this total; otherwise the total is computed (the entry's source compares it with the rounded size
+# the publisher gives). Either way it must equal the model transformers builds.
 ENTRIES = [
-    ("axolotl-ai-co/Mistral-Medium-3.5-128B-BF16", 127_704_210_176, 2_678_221_568),  # Mistral: "128B dense"
+    ("axolotl-ai-co/Mistral-Medium-3.5-128B-BF16", 127_704_210_176, 2_678_221_568),  # computed; Mistral: "128B dense"
+    ("tiiuae/Falcon-H1-1.5B-Deep-Base", 1_554_872_208, 0),  # published (a loader's check of the safetensors)
 ]
 CORPUS_CONFIGS = {
     "mistral-medium-3_5/qlora-text.yml": "axolotl-ai-co/Mistral-Medium-3.5-128B-BF16",
     "mistral-medium-3_5/qlora-vision.yml": "axolotl-ai-co/Mistral-Medium-3.5-128B-BF16",
+    "falcon-h1/falcon-h1-1b-deep-qlora.yaml": "tiiuae/Falcon-H1-1.5B-Deep-Base",
+    "falcon-h1/falcon-h1-1b-qlora-cp.yaml": "tiiuae/Falcon-H1-1.5B-Deep-Base",
 }
 
 
@@ -45,6 +49,7 @@ def test_entry_equals_the_model_transformers_builds(model_id: str, total: int, t
     arch = resolve_architecture(model_id)
     assert arch.source == "catalog" and arch.unsized_vision is None and arch.unsized_decoder is None
     assert (arch.total_params, arch.extra_parameters) == (total, tower)
+    assert catalog_lookup(model_id).get("published_parameters", total) == total
     model = _meta_model(catalog_lookup(model_id)["config"])
     assert sum(p.numel() for p in model.parameters()) == total
     modules = dict(model.named_modules())
@@ -68,3 +73,16 @@ def test_corpus_configs_are_covered(path: str, model_id: str) -> None:
     corpus_model, _, verdict = classify(CORPUS / "examples" / path)
     assert catalog_lookup(corpus_model)["id"] == model_id
     assert verdict == "covered"
+
+
+def test_falcon_h1_1_5b_deep_layers() -> None:
+    """The deep 1.5B: 66 parallel hybrid layers (attention of 6 heads x 128 beside Mamba-2 of 24 heads x 64 with the
+    gated RMSNorm over its 1536 channels), each with a 3072-wide gated MLP, at width 1280; the embedding and the output
+    projection are separate 65536 x 1280 matrices."""
+    arch = resolve_architecture("tiiuae/Falcon-H1-1.5B-Deep-Base")
+    assert arch.num_layers == 66 and arch.embedding_params == arch.lm_head_params == 65536 * 1280
+    model = _meta_model(catalog_lookup("tiiuae/Falcon-H1-1.5B-Deep-Base")["config"])
+    layer = model.model.layers[65]
+    assert tuple(layer.self_attn.q_proj.weight.shape) == (768, 1280)
+    assert tuple(layer.mamba.norm.weight.shape) == (1536,)
+    assert tuple(layer.feed_forward.up_proj.weight.shape) == (3072, 1280)
