@@ -35,12 +35,14 @@ def _meta_model(config: Mapping[str, Any]) -> Any:
 ENTRIES = [
     ("axolotl-ai-co/Mistral-Medium-3.5-128B-BF16", 127_704_210_176, 2_678_221_568),  # computed; Mistral: "128B dense"
     ("tiiuae/Falcon-H1-1.5B-Deep-Base", 1_554_872_208, 0),  # published (a loader's check of the safetensors)
+    ("tiiuae/Falcon-H1-1.5B-Instruct", 1_554_863_488, 0),  # published (a project's check of the safetensors)
 ]
 CORPUS_CONFIGS = {
     "mistral-medium-3_5/qlora-text.yml": "axolotl-ai-co/Mistral-Medium-3.5-128B-BF16",
     "mistral-medium-3_5/qlora-vision.yml": "axolotl-ai-co/Mistral-Medium-3.5-128B-BF16",
     "falcon-h1/falcon-h1-1b-deep-qlora.yaml": "tiiuae/Falcon-H1-1.5B-Deep-Base",
     "falcon-h1/falcon-h1-1b-qlora-cp.yaml": "tiiuae/Falcon-H1-1.5B-Deep-Base",
+    "falcon-h1/falcon-h1-1b-qlora.yaml": "tiiuae/Falcon-H1-1.5B-Instruct",  # names the Base, an alias
 }
 
 
@@ -86,3 +88,17 @@ def test_falcon_h1_1_5b_deep_layers() -> None:
     assert tuple(layer.self_attn.q_proj.weight.shape) == (768, 1280)
     assert tuple(layer.mamba.norm.weight.shape) == (1536,)
     assert tuple(layer.feed_forward.up_proj.weight.shape) == (3072, 1280)
+
+
+def test_falcon_h1_1_5b_layers_match_what_a_study_of_the_base_reads() -> None:
+    """The 1.5B (Instruct, and the Base by alias): 24 parallel hybrid layers at width 2048, attention of 8 heads / 2 kv
+    of 128 beside Mamba-2 of 48 heads x 64 in one group of state 256, so a conv over 3072 + 2 x 256 = 3584 channels (the
+    Base's conv state a study reads), and a 4608-wide gated MLP; untied 65537 x 2048 embedding and output projection."""
+    arch = resolve_architecture("tiiuae/Falcon-H1-1.5B-Base")
+    assert arch.num_layers == 24 and arch.embedding_params == arch.lm_head_params == 65537 * 2048
+    model = _meta_model(catalog_lookup("tiiuae/Falcon-H1-1.5B-Base")["config"])
+    layer = model.model.layers[23]
+    assert tuple(layer.self_attn.k_proj.weight.shape) == (256, 2048)
+    assert tuple(layer.mamba.conv1d.weight.shape) == (3584, 1, 4)
+    assert tuple(layer.mamba.norm.weight.shape) == (3072,)
+    assert tuple(layer.feed_forward.down_proj.weight.shape) == (2048, 4608)
