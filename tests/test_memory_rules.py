@@ -299,6 +299,10 @@ CORPUS_ERRORS = {
        "under FSDP2 on 8 GPUs: the sharded bf16 weights, gradients and 8-bit Adam states alone are 83 GiB per GPU "
        "(111 GiB at the peak; 82 GiB for an eval step); Axolotl's README gives its FFT configs as reference only"
        for code in ("MEM001", "MEM006")},
+    **{("examples/mistral-medium-3_5/qlora-text.yml", code): "Mistral Medium 3.5 (128B dense) QLoRA on one GPU: "
+       "the 4-bit decoder, the bf16 Pixtral tower and the untied bf16 embedding and head alone are 72 GiB; Axolotl's "
+       "README measures this config at ~83.1 GiB, over an H100-80GB (axlint: 90.8 GiB); ZeRO-3 offload fits"
+       for code in ("MEM001", "MEM007")},
     ("examples/glm_moe_dsa/glm-5.2-nvfp4-lora.yaml", "MEM001"): "GLM-5.2 NVFP4 MoE-LoRA, expert_parallel_size 8 on "
     "8×H100-80GB (the example's own comment; it also names 2×B200): each GPU keeps its 32 experts of 75 layers "
     "packed (47 GiB) beside their fp32 LoRA adapters (4 GiB); 80.5 GiB required, 1.3 GiB over",
