@@ -40,9 +40,11 @@ VARIANTS = [
                                                                    "heavily_compressed_attention"],
      "compress_rates": {"compressed_sparse_attention": 8, "heavily_compressed_attention": 16}},
     {**TINY, "num_hidden_layers": 4},
+    {**TINY, "num_hidden_layers": 2, "hc_mult": 1, "compress_ratios": [4, 0]},
 ]
 """The published layout (compress_ratios one longer than the layers, as V4-Flash's: the MTP layer's), explicit layer
-types with other rates and 2 streams, and the config class's default (two HCA layers, then CSA / HCA)."""
+types with other rates and 2 streams, the config class's default (two HCA layers, then CSA / HCA) and a single
+stream (the hyper-connections and hc_head are built all the same)."""
 
 
 def _meta_model(fields: dict[str, Any]) -> Any:
@@ -51,7 +53,7 @@ def _meta_model(fields: dict[str, Any]) -> Any:
         return config, transformers.AutoModelForCausalLM.from_config(config)
 
 
-@pytest.mark.parametrize("fields", VARIANTS, ids=["published-ratios", "layer-types", "default"])
+@pytest.mark.parametrize("fields", VARIANTS, ids=["published-ratios", "layer-types", "default", "one-stream"])
 @pytest.mark.parametrize("written", [True, False], ids=["saved", "published"])
 def test_layout_matches_transformers(fields: dict[str, Any], written: bool) -> None:
     """Every parameter name and size but the routed experts' (transformers 5 fuses them into gate_up_proj /

@@ -378,9 +378,9 @@ class Architecture:
     @property
     def stream_projection_params(self) -> int:
         """The stream projections at the decoder's root: per ``Family.stream_projection_names`` n - 1 Linears h x h,
-        and a ``Family.stream_head_name`` head (n x n·h + n + 1); 0 with one stream."""
+        and a ``Family.stream_head_name`` head (n x n·h + n + 1, built whatever n is)."""
         n, h = self.residual_streams, self.hidden_size
-        head = n * n * h + n + 1 if self.layout.stream_head_name and n > 1 else 0
+        head = n * n * h + n + 1 if self.layout.stream_head_name else 0
         return len(self.layout.stream_projection_names) * (n - 1) * h * h + head
 
     # ---- per-layer attention (Family.layer_type_attention) ----------------------------------------------

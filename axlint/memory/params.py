@@ -345,7 +345,7 @@ def _embedding_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
         for i in range(arch.residual_streams - 1):
             yield f"{root}.{name}.{i}.weight", arch.hidden_size * arch.hidden_size
     n = arch.residual_streams
-    if f.stream_head_name and n > 1:  # DeepSeek-V4's hc_head
+    if f.stream_head_name:  # DeepSeek-V4's hc_head
         yield f"{root}.{f.stream_head_name}.hc_fn", n * n * arch.hidden_size
         yield f"{root}.{f.stream_head_name}.hc_base", n
         yield f"{root}.{f.stream_head_name}.hc_scale", 1
