@@ -32,8 +32,8 @@ Activations: the attention has no sdpa / flash path in transformers (``_supports
 ``_supports_flash_attn`` are off: head_dim 512 and the sinks) and runs eager over the sliding keys concatenated with
 the compressed entries, fp32 logits of H x S x (S + S/m) per layer, a term in the sequence length that a per-token
 figure cannot hold; Axolotl's ``use_dsv4_kernels`` replaces the attention, RoPE and mHC with its own Triton kernels.
-axlint does not model either path, so the memory verdict of a DeepSeek-V4 model is unknown (``ATTENTION_UNSIZED``); its
-parameters, weights and optimizer states are sized.
+axlint does not model either path, so the memory verdict of a DeepSeek-V4 model is unknown
+(``ATTENTION_UNSIZED``); its parameters, weights and optimizer states are sized.
 """
 from __future__ import annotations
 
@@ -60,13 +60,15 @@ _DEFAULT_RATES = {"compressed_sparse_attention": 4, "heavily_compressed_attentio
 def layer_types(config: Mapping[str, Any], layers: int) -> list[str]:
     """Each layer's attention type, as ``DeepseekV4Config.__post_init__`` (5.24) derives it: config.json's
     ``layer_types``; else the published ``compress_ratios`` (0 / 4 / 128 per layer; the list may run past the layers,
-    its tail the MTP layer's); else two HCA layers, then CSA and HCA alternating."""
+    its tail the MTP layer's; another value, which the config class refuses, is not read); else two HCA layers, then
+    CSA and HCA alternating."""
     listed = config.get("layer_types")
     if isinstance(listed, list) and len(listed) >= layers:
         return [str(t) for t in listed[:layers]]
     ratios = config.get("compress_ratios")
-    if isinstance(ratios, list) and len(ratios) >= layers:
-        return [_RATIO_TYPES[int(r)] for r in ratios[:layers]]
+    ratios = ratios[:layers] if isinstance(ratios, list) else []
+    if len(ratios) == layers and all(isinstance(r, int) and r in _RATIO_TYPES for r in ratios):
+        return [_RATIO_TYPES[r] for r in ratios]
     interleave = ["compressed_sparse_attention" if i % 2 else "heavily_compressed_attention"
                   for i in range(max(layers - 2, 0))]
     return (["heavily_compressed_attention"] * min(layers, 2) + interleave)[:layers]
