@@ -11,6 +11,7 @@ import pytest
 from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
 from axlint.architectures.dsv4 import ATTENTION_UNSIZED, layer_types
 from axlint.document import load_document
+from axlint.memory.activations import final_norm_bytes, stored_activation_bytes
 from axlint.memory.facts import memory_facts, unsized_parts
 from axlint.memory.params import layer_modules, named_parameters
 from axlint.memory.prequantized import nvfp4_tensor_bytes
@@ -178,3 +179,14 @@ def test_activations_stay_unsized() -> None:
     run = build_run(load_document(EXAMPLE))
     assert unsized_parts(run.arch) == {"base_model: nvidia/DeepSeek-V4-Flash-NVFP4": ATTENTION_UNSIZED}
     assert memory_facts(run).unknown == unsized_parts(run.arch)
+
+
+def test_checkpointed_layers_keep_every_stream() -> None:
+    """The layers pass [B, S, hc_mult, h] between them (``DeepseekV4Model.forward`` expands the embeddings to 4
+    streams), so gradient checkpointing keeps 4·h bf16 values per token and layer."""
+    run = build_run(load_document(EXAMPLE))
+    setup = memory_facts(run).estimate.setup
+    assert setup.gradient_checkpointing and not setup.offload_checkpoints
+    arch, tokens = run.arch, 4096
+    stored = stored_activation_bytes(arch, setup, tokens, [0.0] * arch.num_layers, 0)
+    assert stored - tokens * final_norm_bytes(arch, setup) == tokens * arch.num_layers * 2 * 4 * arch.hidden_size
