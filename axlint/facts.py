@@ -220,6 +220,7 @@ class RunFacts:
     remote_code: bool = False        # trust_remote_code: a model with an auto_map runs its repository's own code
     expert_kernels: tuple[str, ...] = ()  # KernelsPlugin expert paths turned on: "scattermoe", "sonicmoe"
     nonexpert_quantization: str | None = None  # KernelsPlugin's nonexpert_quantization policy, as written
+    dsv4_nonexpert_mode: str | None = None  # the KernelsPlugin DSV4 adapter's FP8 non-expert storage; None: not run
     dequantize: bool = False         # model_quantization_config_kwargs.dequantize: a quantized checkpoint loads in bf16
 
     @property
@@ -630,6 +631,7 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         mlp_tiles=lax_int(raw.get("tiled_mlp_num_shards")) or None,
         expert_kernels=_expert_kernels(raw, plugins),
         nonexpert_quantization=str(raw["nonexpert_quantization"]) if raw.get("nonexpert_quantization") else None,
+        dsv4_nonexpert_mode=_dsv4_nonexpert_mode(raw, plugins),
         dequantize=_dequantize(raw),
     )
 
@@ -640,6 +642,17 @@ def _expert_kernels(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> tuple[s
     if not any(p.endswith("kernels.KernelsPlugin") for p in plugins):
         return ()
     return tuple(name for name in ("scattermoe", "sonicmoe") if _flag(raw, f"use_{name}"))
+
+
+def _dsv4_nonexpert_mode(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> str | None:
+    """How the KernelsPlugin's DeepSeek-V4 adapter stores an FP8 checkpoint's non-expert Linears: it installs its
+    NVFP4-aware FineGrainedFP8 quantizer when ``use_dsv4_kernels`` and ``use_scattermoe`` are on (axolotl
+    integrations/kernels/adapters/dsv4.py ``pre_model_load``), with ``dsv4_fp8_nonexpert_mode`` ("float8tensor" by
+    default, or "bf16"; libs/scattermoe_lora/nvfp4_fp8_quantizer.py ``configure_nonexpert_mode``). None when the
+    adapter does not install it."""
+    if not (_flag(raw, "use_dsv4_kernels") and "scattermoe" in _expert_kernels(raw, plugins)):
+        return None
+    return str(raw.get("dsv4_fp8_nonexpert_mode") or "float8tensor").lower()
 
 
 def _dequantize(raw: Mapping[str, Any]) -> bool:

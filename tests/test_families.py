@@ -81,6 +81,11 @@ JAMBA = {"num_experts": 4, "num_experts_per_tok": 2, "mamba_d_state": 8, "expert
          "expert_layer_offset": 1}
 GRANITE_HYBRID = {"num_hidden_layers": 3, "layer_types": ["mamba", "attention", "mamba"], "mamba_n_heads": 4,
                   "mamba_d_state": 16, "shared_intermediate_size": 48}
+DSV4 = {"num_hidden_layers": 4, "head_dim": 16, "q_lora_rank": 24, "o_groups": 2, "o_lora_rank": 16,
+        "index_n_heads": 4, "index_head_dim": 8, "n_routed_experts": 4, "num_experts_per_tok": 2,
+        "moe_intermediate_size": 32, "qk_rope_head_dim": 8}
+"""DeepSeek-V4 (dsv4.py): the published compress_ratios (sliding, CSA and HCA layers) with 3 hash-routed layers and
+4 streams; the config class's default layer types (two HCA, then CSA / HCA) with 2 streams and other rates."""
 
 CONFIGS: dict[str, list[dict[str, Any]]] = {
     "llama": [{}, {"attention_bias": True, "mlp_bias": True}],
@@ -208,6 +213,9 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
     "mllama_text_model": [{"cross_attention_layers": [1]},
                           {"num_hidden_layers": 3, "cross_attention_layers": [0, 2], "num_key_value_heads": 4}],
     "paddleocr_vl_text": [{"head_dim": 16}, {"head_dim": 8, "use_bias": True, "tie_word_embeddings": False}],
+    "deepseek_v4": [{**DSV4, "compress_ratios": [0, 4, 128, 4, 0], "num_hash_layers": 3},
+                    {**DSV4, "hc_mult": 2, "compress_rates": {"compressed_sparse_attention": 2,
+                                                              "heavily_compressed_attention": 8}}],
 }
 """Per family: config.json fields beside SMALL, one model each (the variants flip the fields a row reads)."""
 

@@ -172,7 +172,9 @@ class Family:
     per_layer_input_names: tuple[str, str] = ("per_layer_input_gate", "per_layer_projection")
     per_layer_norm_name: str = "post_per_layer_input_norm"
     streams_key: str | None = None
+    streams_default: int = 1
     stream_projection_names: tuple[str, ...] = ()
+    stream_head_name: str | None = None
     legacy_multi_query: tuple[str, str] | None = None
     layer_plan: str | None = None
     expert_mlp: Literal["gated", "plain"] = "gated"
@@ -277,6 +279,13 @@ FAMILIES: dict[str, Family] = {
     # first_k_dense_replace dense layers.
     "glm_moe_dsa": Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False),
                           layer_plan="glm_moe_dsa"),
+    # models/deepseek_v4/modeling_deepseek_v4.py (transformers 5.24, DeepSeek-V4-Flash / -Pro): in every layer the
+    # shared-KV attention with its per-layer-type compressor and the two mHC hyper-connections (dsv4.py, layer plan
+    # "deepseek_v4"), and a MoE block: router gate (E x h; e_score_correction_bias / tid2eid buffers), fused experts
+    # and one shared expert, both moe_intermediate_size wide (DeepseekV4MLP reads intermediate_size, mapped onto
+    # moe_intermediate_size); hc_mult residual streams, collapsed by the model's hc_head.
+    "deepseek_v4": Family(layer_plan="deepseek_v4", shared_width_key="moe_intermediate_size", streams_key="hc_mult",
+                          streams_default=4, stream_head_name="hc_head"),
     # models/gpt_oss/modeling_gpt_oss.py: q/k/v/o all biased by attention_bias (default on), a learned sink logit per
     # head; every layer MoE: a biased router and biased experts (fused gate_up + down, each with a bias).
     "gpt_oss": Family(qkv_bias=("attention_bias", True), o_bias=("attention_bias", True), attention_sinks=True,

@@ -94,6 +94,10 @@ LAYER_PLANS: dict[str, PlanReader] = {}
 MIXER_NOTES: dict[str, str] = {}
 """Mixer kind -> the estimate's note on what its activation formula assumes (the kernels it models)."""
 
+MIXER_UNSIZED: dict[str, str] = {}
+"""Mixer kind -> why axlint does not size the activations of a model that runs it: the part is unsized and the
+memory verdict unknown (DeepSeek-V4's attention, ``dsv4.py``)."""
+
 
 # ---- Gated DeltaNet (Qwen3-Next, Qwen3.5) ---------------------------------------------------------------------------
 FLA_CHUNK = 64

@@ -370,16 +370,18 @@ class Architecture:
 
     @cached_property
     def residual_streams(self) -> int:
-        """n, the residual streams the layers carry (Gemma 3n's AltUp: ``Family.streams_key``); 1 for the others."""
+        """n, the residual streams the layers carry (Gemma 3n's AltUp, DeepSeek-V4's mHC: ``Family.streams_key``, else
+        the row's ``streams_default``); 1 for the others."""
         key = self.layout.streams_key
-        return int(self.config.get(key) or 1) if key else 1
+        return int(self.config.get(key) or self.layout.streams_default) if key else 1
 
     @property
     def stream_projection_params(self) -> int:
-        """The stream projections at the decoder's root: per ``Family.stream_projection_names`` n - 1 Linears h x h;
-        0 with one stream."""
+        """The stream projections at the decoder's root: per ``Family.stream_projection_names`` n - 1 Linears h x h,
+        and a ``Family.stream_head_name`` head (n x n·h + n + 1, built whatever n is)."""
         n, h = self.residual_streams, self.hidden_size
-        return len(self.layout.stream_projection_names) * (n - 1) * h * h
+        head = n * n * h + n + 1 if self.layout.stream_head_name else 0
+        return len(self.layout.stream_projection_names) * (n - 1) * h * h + head
 
     # ---- per-layer attention (Family.layer_type_attention) ----------------------------------------------
     def attention_type(self, layer: int) -> str | None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
 
+from axlint.architectures.mixers import MIXER_UNSIZED
 from axlint.facts import RunFacts, Sharding, ShardingKind
 from axlint.mesh import PARALLEL_KEYS
 from axlint.lax import is_int
@@ -166,14 +167,18 @@ def layout_problem(config: Mapping[str, Any], sharding: "Sharding") -> dict[str,
 def unsized_parts(arch: "Architecture", checkpoint: "Prequantized | None" = None) -> dict[str, str]:
     """Parts of the model the estimate cannot size, `base_model: id` -> which: their memory is left out, so the
     estimate is a lower bound and the memory rules stand aside. ``checkpoint``: the checkpoint's own quantization
-    (``TrainSetup.prequantized``); one that axlint cannot size is never taken for bf16."""
+    (``TrainSetup.prequantized``); one that axlint cannot size is never taken for bf16. A token mixer whose
+    activations axlint does not model (``mixers.MIXER_UNSIZED``) is such a part too."""
     key = f"base_model: {arch.model_id}"
     if checkpoint is not None and checkpoint.unsized:
         return {key: checkpoint.unsized}
     if arch.unsized_decoder:
         return {key: f"a {arch.unsized_decoder} decoder, whose layer layout axlint does not know"}
     kind = arch.unsized_vision
-    return {key: f"a {kind} vision tower, whose layout axlint cannot size"} if kind else {}
+    if kind:
+        return {key: f"a {kind} vision tower, whose layout axlint cannot size"}
+    mixers = [MIXER_UNSIZED[m] for m in arch.mixer_kinds if m in MIXER_UNSIZED]
+    return {key: "; ".join(mixers)} if mixers else {}
 
 
 def unknown_parts(facts: MemoryFacts) -> dict[str, str]:

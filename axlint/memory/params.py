@@ -344,6 +344,11 @@ def _embedding_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
     for name in f.stream_projection_names if arch.residual_streams > 1 else ():  # Gemma 3n's AltUp
         for i in range(arch.residual_streams - 1):
             yield f"{root}.{name}.{i}.weight", arch.hidden_size * arch.hidden_size
+    n = arch.residual_streams
+    if f.stream_head_name:  # DeepSeek-V4's hc_head
+        yield f"{root}.{f.stream_head_name}.hc_fn", n * n * arch.hidden_size
+        yield f"{root}.{f.stream_head_name}.hc_base", n
+        yield f"{root}.{f.stream_head_name}.hc_scale", 1
 
 
 def _layer_parameters(arch: Architecture, layer: int) -> Iterator[tuple[str, int]]:

@@ -18,6 +18,16 @@ adds its own loaders for what transformers does not know):
   except the modules ``modules_to_not_convert`` names (``should_convert_module``) and, when config.json lists none,
   the output embedding (``get_keys_to_not_convert``). ``dequantize`` loads it in bf16 instead, and so does
   ``validate_environment`` on a GPU below compute capability 8.9.
+- ``fp8`` with ``quant_algo: MIXED_PRECISION`` and ``moe_quant_algo: NVFP4`` (nvidia/DeepSeek-V4-Flash-NVFP4:
+  blockwise-FP8 non-expert Linears, NVFP4 group-16 routed experts): transformers' FineGrainedFP8 has no NVFP4 expert
+  path; the KernelsPlugin's DeepSeek-V4 adapter (``use_dsv4_kernels`` with ``use_scattermoe``) swaps in its own
+  quantizer (integrations/kernels/libs/scattermoe_lora/nvfp4_fp8_quantizer.py), which loads the experts as packed
+  ``NVFP4Tensor`` and, with ``dsv4_fp8_nonexpert_mode: float8tensor`` (the default), wraps every plain FP8Linear's
+  weight as a torchao ``Float8Tensor`` (1 byte + its 128x128 block scale cast to fp32), the grouped ``o_a_proj``
+  dequantized to bf16; ``bf16`` dequantizes them all. The Linears DeepSeek-V4 lists in ``_keep_in_fp32_modules``
+  (its compressors' and indexers' kv / gate projections and the indexer's weights_proj: bf16 in the checkpoint) and
+  config.json's ``modules_to_not_convert`` stay in the load dtype, the output embedding too unless that list is
+  given. Without the adapter, or for another model: not sized.
 - ``bitnet`` (Falcon-E, BitNet b1.58): ``linear_class: autobitlinear`` Linears hold a full-precision weight that is
   ternarized in forward (integrations/bitnet.py ``AutoBitLinear``), so the weights take the load dtype; the packed
   ``bitlinear`` class is inference-only (``BitNetHfQuantizer.is_trainable`` is False).
@@ -38,6 +48,13 @@ NVFP4_GROUP = 16
 """Values per E4M3 block scale of NVFP4 (torchao ``NVFP4Tensor`` block_size 16)."""
 FP8_DEFAULT_BLOCK = (128, 128)
 """transformers 5.24 ``FineGrainedFP8Config.weight_block_size`` default."""
+DSV4_LOAD_DTYPE_LINEARS = ("self_attn.o_a_proj", "self_attn.compressor.kv_proj", "self_attn.compressor.gate_proj",
+                           "self_attn.compressor.indexer.kv_proj", "self_attn.compressor.indexer.gate_proj",
+                           "self_attn.compressor.indexer.scorer.weights_proj")
+"""DeepSeek-V4 Linears an FP8 + NVFP4 checkpoint leaves in the load dtype under Axolotl: the grouped output
+projection (its view + bmm forward is not Float8Tensor-safe, nvfp4_fp8_quantizer.py) and the model's
+``_keep_in_fp32_modules`` (transformers 5.24 ``DeepseekV4PreTrainedModel``: shipped in bf16, skipped by the FP8
+quantizer)."""
 
 
 @dataclass(frozen=True)
@@ -114,15 +131,19 @@ def quantization_config(raw_config: Mapping[str, Any]) -> Mapping[str, Any] | No
 
 
 def read_prequantized(raw_config: Mapping[str, Any], model_type: str, *, moe: bool, expert_kernels: tuple[str, ...],
-                      nonexpert_quantization: str | None, dequantize: bool) -> Prequantized | None:
+                      nonexpert_quantization: str | None, dequantize: bool,
+                      dsv4_nonexpert_mode: str | None = None) -> Prequantized | None:
     """How the checkpoint whose config.json is ``raw_config`` sits on the GPU under Axolotl (module docstring);
-    None for a checkpoint that is not quantized."""
+    None for a checkpoint that is not quantized. ``dsv4_nonexpert_mode``: how the KernelsPlugin's DeepSeek-V4
+    adapter stores FP8 non-expert Linears, None when it does not run (``RunFacts.dsv4_nonexpert_mode``)."""
     qc = quantization_config(raw_config)
     if qc is None:
         return None
     method = str(qc.get("quant_method") or "").lower()
     if method == "modelopt":
         return _modelopt(qc, model_type, moe, expert_kernels, nonexpert_quantization)
+    if method == "fp8" and str(qc.get("quant_algo") or "").upper() == "MIXED_PRECISION":
+        return _fp8_nvfp4_experts(qc, model_type, dsv4_nonexpert_mode, dequantize)
     if method in ("fp8", "mxfp8"):
         return _fp8(qc, method, dequantize)
     if method == "bitnet":
@@ -175,6 +196,34 @@ def _fp8(qc: Mapping[str, Any], method: str, dequantize: bool) -> Prequantized:
             "transformers dequantizes to bf16)")
     return Prequantized("fp8", note, experts="fp8", linears="fp8", block=block,
                         skip=tuple(str(p) for p in skip or ()), lm_head=skip is not None)
+
+
+def _fp8_nvfp4_experts(qc: Mapping[str, Any], model_type: str, mode: str | None, dequantize: bool) -> Prequantized:
+    """An FP8 MIXED_PRECISION checkpoint with NVFP4 routed experts (module docstring)."""
+    experts = str(qc.get("moe_quant_algo") or "unknown").upper()
+    if model_type != "deepseek_v4" or experts != "NVFP4":
+        return Prequantized("fp8", "", unsized=f"an FP8 MIXED_PRECISION checkpoint with {experts} experts of a "
+                                               f"{model_type} model, which axlint does not size")
+    if dequantize:
+        return Prequantized("fp8", "", unsized="a DeepSeek-V4 FP8 + NVFP4 checkpoint loaded with dequantize, which "
+                                               "axlint does not size")
+    if mode is None:
+        return Prequantized("fp8", "", unsized="a DeepSeek-V4 FP8 + NVFP4 checkpoint loaded without the "
+                                               "KernelsPlugin's use_dsv4_kernels and use_scattermoe: transformers' "
+                                               "FineGrainedFP8 quantizer has no NVFP4 expert path")
+    if mode not in ("float8tensor", "bf16"):
+        return Prequantized("fp8", "", unsized=f"a DeepSeek-V4 FP8 + NVFP4 checkpoint under dsv4_fp8_nonexpert_mode: "
+                                               f"{mode}, which axlint does not size")
+    raw_block = qc.get("weight_block_size", list(FP8_DEFAULT_BLOCK))
+    block = (int(raw_block[0]), int(raw_block[1])) if isinstance(raw_block, list) and len(raw_block) == 2 else None
+    skip = qc.get("modules_to_not_convert")
+    kept = "as Float8Tensor (1 B + an fp32 scale per block)" if mode == "float8tensor" else "dequantized to bf16"
+    note = ("DeepSeek-V4 FP8 + NVFP4 checkpoint under the KernelsPlugin's DSV4 adapter: routed experts packed NVFP4 "
+            f"(0.5625 B per weight), the other FP8 Linears {kept}, o_a_proj and the compressor / indexer projections "
+            "in the load dtype")
+    return Prequantized("fp8 + NVFP4", note, experts="nvfp4", linears="fp8" if mode == "float8tensor" else None,
+                        block=block, skip=DSV4_LOAD_DTYPE_LINEARS + tuple(str(p) for p in skip or ()),
+                        lm_head=skip is not None)
 
 
 def _bitnet(qc: Mapping[str, Any]) -> Prequantized:

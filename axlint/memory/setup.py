@@ -149,7 +149,8 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
                      "`quantize_moe_experts: true` stores them quantized")
     pre = read_prequantized(arch.raw_config, arch.decoder_type, moe=arch.is_moe,
                             expert_kernels=facts.expert_kernels,
-                            nonexpert_quantization=facts.nonexpert_quantization, dequantize=facts.dequantize)
+                            nonexpert_quantization=facts.nonexpert_quantization, dequantize=facts.dequantize,
+                            dsv4_nonexpert_mode=facts.dsv4_nonexpert_mode)
     if pre is not None and pre.note:
         notes.append(pre.note)
     quantization, double_quant = facts.quantization.value, facts.double_quant
