@@ -4,29 +4,17 @@ tower and projector Linears axlint lays out must be the model's, and each corpus
 covered by the memory estimate (benchmarks/memory/coverage.py ``classify``)."""
 from __future__ import annotations
 
-import sys
-from typing import Any, Mapping
-
 import pytest
 
 from axlint.architectures import catalog_lookup, resolve_architecture
-from tests.corpus import CORPUS, ROOT
+from tests.catalog_models import assert_entry_is_the_meta_model, classify, meta_model
+from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-sys.path.insert(0, str(ROOT / "benchmarks" / "memory"))
-from coverage import classify  # noqa: E402
 
 TOWER_ROOTS = ("model.vision_tower", "model.multi_modal_projector")
-
-
-def _meta_model(config: Mapping[str, Any]) -> Any:
-    """The model transformers 5.24 builds from a config.json dict (multimodal, or a causal LM), on the meta device."""
-    fields = {k: v for k, v in config.items() if k != "model_type"}
-    auto = transformers.AutoModelForImageTextToText if "text_config" in config else transformers.AutoModelForCausalLM
-    with torch.device("meta"):
-        return auto.from_config(transformers.AutoConfig.for_model(config["model_type"], **fields))
 
 
 # model id, total, tower + projector. Where an exact total was published the entry carries it (published_parameters)
@@ -48,22 +36,14 @@ CORPUS_CONFIGS = {
 
 @pytest.mark.parametrize("model_id, total, tower", ENTRIES, ids=[e[0] for e in ENTRIES])
 def test_entry_equals_the_model_transformers_builds(model_id: str, total: int, tower: int) -> None:
-    arch = resolve_architecture(model_id)
-    assert arch.source == "catalog" and arch.unsized_vision is None and arch.unsized_decoder is None
-    assert (arch.total_params, arch.extra_parameters) == (total, tower)
     assert catalog_lookup(model_id).get("published_parameters", total) == total
-    model = _meta_model(catalog_lookup(model_id)["config"])
-    assert sum(p.numel() for p in model.parameters()) == total
-    modules = dict(model.named_modules())
-    real = {p for p, m in modules.items() if isinstance(m, torch.nn.Linear) and p.startswith(TOWER_ROOTS)}
-    assert real == {lin.path for lin in arch.vision_linears()}
-    assert f"{arch.decoder_path}.layers.{arch.num_layers - 1}.self_attn.q_proj" in modules
+    assert_entry_is_the_meta_model(model_id, total, tower, TOWER_ROOTS)
 
 
 def test_mistral_medium_3_5_tower_heads_are_104_wide() -> None:
     """Mistral Medium 3.5's Pixtral tower has 16 heads of head_dim 104 (1664 = 16 x 104), not Pixtral's usual 64: the
     attention projections are 1664 square, and the untied output projection is counted beside the embedding."""
-    model = _meta_model(catalog_lookup("axolotl-ai-co/Mistral-Medium-3.5-128B-BF16")["config"])
+    model = meta_model(catalog_lookup("axolotl-ai-co/Mistral-Medium-3.5-128B-BF16")["config"])
     attention = model.model.vision_tower.transformer.layers[0].attention
     assert tuple(attention.q_proj.weight.shape) == (1664, 1664) and attention.head_dim == 104
     arch = resolve_architecture("axolotl-ai-co/Mistral-Medium-3.5-128B-BF16")
@@ -83,7 +63,7 @@ def test_falcon_h1_1_5b_deep_layers() -> None:
     projection are separate 65536 x 1280 matrices."""
     arch = resolve_architecture("tiiuae/Falcon-H1-1.5B-Deep-Base")
     assert arch.num_layers == 66 and arch.embedding_params == arch.lm_head_params == 65536 * 1280
-    model = _meta_model(catalog_lookup("tiiuae/Falcon-H1-1.5B-Deep-Base")["config"])
+    model = meta_model(catalog_lookup("tiiuae/Falcon-H1-1.5B-Deep-Base")["config"])
     layer = model.model.layers[65]
     assert tuple(layer.self_attn.q_proj.weight.shape) == (768, 1280)
     assert tuple(layer.mamba.norm.weight.shape) == (1536,)
@@ -96,7 +76,7 @@ def test_falcon_h1_1_5b_layers_match_what_a_study_of_the_base_reads() -> None:
     Base's conv state a study reads), and a 4608-wide gated MLP; untied 65537 x 2048 embedding and output projection."""
     arch = resolve_architecture("tiiuae/Falcon-H1-1.5B-Base")
     assert arch.num_layers == 24 and arch.embedding_params == arch.lm_head_params == 65537 * 2048
-    model = _meta_model(catalog_lookup("tiiuae/Falcon-H1-1.5B-Base")["config"])
+    model = meta_model(catalog_lookup("tiiuae/Falcon-H1-1.5B-Base")["config"])
     layer = model.model.layers[23]
     assert tuple(layer.self_attn.k_proj.weight.shape) == (256, 2048)
     assert tuple(layer.mamba.conv1d.weight.shape) == (3584, 1, 4)

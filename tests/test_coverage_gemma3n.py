@@ -4,7 +4,6 @@ audio encoder's defaults, and the verdicts of the three corpus configs that name
 the runs that feed images (and audio) not modelled."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,10 +11,9 @@ import pytest
 from axlint.architectures import Architecture, catalog_lookup
 from axlint.architectures.vision import TOWERS, gemma3n_audio_tower
 from axlint.memory.params import named_parameters
+from tests.catalog_models import classify, meta_model
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks" / "memory"))
-from coverage import classify  # noqa: E402
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -26,20 +24,13 @@ E2B_TOTAL = 5_418_464_192
 """Computed (no exact published total was read; the Gemma 3n launch post says "5B"), pinned."""
 
 
-def _meta_model(config: dict) -> torch.nn.Module:
-    fields = {k: v for k, v in config.items() if k != "model_type"}
-    with torch.device("meta"):
-        return transformers.AutoModelForImageTextToText.from_config(
-            transformers.AutoConfig.for_model(config["model_type"], **fields))
-
-
 def test_e2b_entry_is_the_meta_model() -> None:
     """The whole E2B: decoder, MobileNet-V5, audio encoder and both embedders, in total and part by part; the
     decoder's parameters by name and size, and the Linears of the encoders and embedders at their module paths."""
     config = catalog_lookup("google/gemma-3n-E2B")["config"]
     arch = Architecture.from_config("google/gemma-3n-E2B", "catalog", config)
     assert arch.unsized_decoder is None and arch.unsized_vision is None
-    model = _meta_model(config)
+    model = meta_model(config)
     parts = {name: sum(p.numel() for p in model.get_submodule(name).parameters())
              for name in ("model.language_model", "model.vision_tower", "model.audio_tower", "model.embed_vision",
                           "model.embed_audio")}
@@ -112,7 +103,7 @@ def test_corpus_lora_targets_train_what_peft_trains() -> None:
     config = {"model_type": "gemma3n", "text_config": {**GEMMA3N_TEXT, "num_kv_shared_layers": 1, "num_hidden_layers": 3,
                                                        "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]},
               "vision_config": {"model_type": "gemma3n_vision"}, "audio_config": GEMMA3N_AUDIO}
-    model = _meta_model(config)
+    model = meta_model(config)
     wrapped = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=targets))
     real = sum(p.numel() for name, p in wrapped.named_parameters() if "lora_" in name)
     arch = Architecture.from_config("t", "model-config", config)

@@ -4,8 +4,7 @@
 the evidence their entries' sources give; the corpus configs get the verdicts written here."""
 from __future__ import annotations
 
-import sys
-from typing import Any, Mapping
+from typing import Any
 
 import pytest
 
@@ -14,7 +13,8 @@ from axlint.hardware import parse_hardware
 from axlint.memory.facts import feeds_audio
 from axlint.memory.params import trainable
 from axlint.memory.setup import read_setup
-from tests.corpus import CORPUS, ROOT
+from tests.catalog_models import assert_entry_is_the_meta_model, classify, meta_model
+from tests.corpus import CORPUS
 from tests.resolved import facts
 from tests.test_vision import CASES, TEXT, VOXTRAL_AUDIO
 
@@ -22,18 +22,8 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 peft = pytest.importorskip("peft")
 
-sys.path.insert(0, str(ROOT / "benchmarks" / "memory"))
-from coverage import classify  # noqa: E402
 
 TOWER_ROOTS = ("model.vision_tower", "model.audio_tower", "model.multi_modal_projector")
-
-
-def _meta_model(config: Mapping[str, Any]) -> Any:
-    """The model transformers 5.24 builds from a config.json dict (multimodal, or a causal LM), on the meta device."""
-    fields = {k: v for k, v in config.items() if k != "model_type"}
-    auto = transformers.AutoModelForMultimodalLM if "text_config" in config else transformers.AutoModelForCausalLM
-    with torch.device("meta"):
-        return auto.from_config(transformers.AutoConfig.for_model(config["model_type"], **fields))
 
 
 # No exact published total was read for any: each total is computed, and equals the model built here.
@@ -43,15 +33,7 @@ def _meta_model(config: Mapping[str, Any]) -> Any:
     ("mistralai/Magistral-Small-2506", 23_572_403_200, 0),  # text-only; Oumi's README: 23.6B (Magistral 2507)
 ])
 def test_entries_equal_the_model_transformers_builds(model_id: str, params: int, tower: int) -> None:
-    arch = resolve_architecture(model_id)
-    assert arch.source == "catalog" and arch.unsized_vision is None and arch.unsized_decoder is None
-    assert (arch.total_params, arch.extra_parameters) == (params, tower)
-    model = _meta_model(catalog_lookup(model_id)["config"])
-    assert sum(p.numel() for p in model.parameters()) == params
-    modules = dict(model.named_modules())
-    real = {p for p, m in modules.items() if isinstance(m, torch.nn.Linear) and p.startswith(TOWER_ROOTS)}
-    assert real == {lin.path for lin in arch.vision_linears()}
-    assert f"{arch.decoder_path}.layers.{arch.num_layers - 1}.self_attn.q_proj" in modules
+    assert_entry_is_the_meta_model(model_id, params, tower, TOWER_ROOTS)
 
 
 @pytest.mark.parametrize("alias, canonical", [
@@ -94,10 +76,10 @@ def _axolotl_linear_names(model: Any) -> list[str]:
 @pytest.mark.parametrize("fields", CASES["voxtral"], ids=["voxtral-0", "voxtral-1"])
 def test_lora_target_linear_adapts_the_audio_tower_as_peft_does(fields: dict[str, Any]) -> None:
     config = {"model_type": "voxtral", **fields}
-    model = _meta_model(config)
+    model = meta_model(config)
     wrapped = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=_axolotl_linear_names(model)))
     real = sum(p.numel() for name, p in wrapped.named_parameters() if "lora_" in name)
-    arch = Architecture.from_config("t", "model-config", _meta_model(config).config.to_dict())
+    arch = Architecture.from_config("t", "model-config", meta_model(config).config.to_dict())
     run = {"base_model": "t", "adapter": "lora", "lora_r": 4, "lora_target_linear": True}
     assert trainable(arch, read_setup(facts(run, None, arch, parse_hardware("1xH100")), arch)).adapter == real
 

@@ -7,14 +7,13 @@ published total is known it is pinned too. The corpus configs that name these mo
 """
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
 from axlint.memory.params import named_parameters, names_checked
+from tests.catalog_models import classify, meta_model
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -33,14 +32,6 @@ TOTALS = [
 ]
 
 
-def _meta_model(config: dict[str, Any]) -> Any:
-    """The CausalLM transformers 5.24 builds from a catalog config, on the meta device."""
-    fields = {k: v for k, v in config.items() if k != "model_type"}
-    hf_config = transformers.AutoConfig.for_model(config["model_type"], **fields)
-    with torch.device("meta"):
-        return transformers.AutoModelForCausalLM.from_config(hf_config)
-
-
 @pytest.mark.parametrize("model_id, total, active", TOTALS, ids=[t[0] for t in TOTALS])
 def test_entry_totals(model_id: str, total: int, active: int) -> None:
     arch = resolve_architecture(model_id)
@@ -53,7 +44,7 @@ def test_entry_is_the_model_transformers_builds(model_id: str) -> None:
     """The entry's count equals the numel sum of the model built from it (Nemotron 3 Super: 120.7B parameters on the
     meta device, its MTP block not built); a dense one's parameter names are axlint's."""
     config = catalog_lookup(model_id)["config"]
-    model = _meta_model(config)
+    model = meta_model(config)
     real = {name: p.numel() for name, p in model.named_parameters()}
     arch = Architecture.from_config(model_id, "catalog", config)
     assert arch.total_params == sum(real.values())
@@ -110,8 +101,5 @@ def test_plano_orchestrator_is_qwen3_4b_instruct_2507() -> None:
                                     "plano/plano-4b-qlora.yaml"])
 def test_corpus_configs_are_covered(config: str) -> None:
     """The vendored Axolotl examples that name these models get a full memory verdict
-    (benchmarks/memory/coverage.py ``classify``, loaded from its file: the name ``coverage`` is coverage.py's)."""
-    spec = importlib.util.spec_from_file_location("corpus_coverage", ROOT / "benchmarks" / "memory" / "coverage.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    assert module.classify(CORPUS / config)[2] == "covered"
+    (benchmarks/memory/coverage.py ``classify``)."""
+    assert classify(CORPUS / config)[2] == "covered"

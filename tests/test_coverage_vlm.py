@@ -3,7 +3,6 @@ transformers 5.24 builds from the same config.json on the meta device, and each 
 covered by the memory estimate (benchmarks/memory/coverage.py ``classify``)."""
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,10 +10,9 @@ import pytest
 
 from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
 from axlint.architectures.vision import PROJECTOR_ALIASES
+from tests.catalog_models import classify
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks" / "memory"))
-from coverage import classify  # noqa: E402
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

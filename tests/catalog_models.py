@@ -1,0 +1,50 @@
+"""Shared by the catalog-coverage tests (tests/test_coverage_*.py): the model transformers builds from a catalog
+entry's config.json on the meta device, and the coverage verdict of one corpus config."""
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any, Mapping
+
+from tests.corpus import ROOT
+
+_spec = importlib.util.spec_from_file_location("corpus_coverage", ROOT / "benchmarks" / "memory" / "coverage.py")
+_coverage = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_coverage)  # by its file: the module name ``coverage`` is coverage.py's (the library)
+
+
+def classify(path: Path) -> tuple[str, str, str]:
+    """(model, family, verdict) of one corpus config, as benchmarks/memory/coverage.py counts it for coverage.md."""
+    return _coverage.classify(path)
+
+
+def meta_model(config: Mapping[str, Any]) -> Any:
+    """The model transformers 5.24 builds from a config.json dict on the meta device: a multimodal model (one with a
+    ``text_config``) through ``AutoModelForMultimodalLM``, which maps the image and the audio models alike, else the
+    causal LM."""
+    import torch
+    import transformers
+
+    fields = {k: v for k, v in config.items() if k != "model_type"}
+    auto = transformers.AutoModelForMultimodalLM if "text_config" in config else transformers.AutoModelForCausalLM
+    with torch.device("meta"):
+        return auto.from_config(transformers.AutoConfig.for_model(config["model_type"], **fields))
+
+
+def assert_entry_is_the_meta_model(model_id: str, total: int, tower: int, tower_roots: tuple[str, ...]) -> None:
+    """A catalog entry resolves in full, its total and tower + projector parameters are ``total`` / ``tower``, the
+    model transformers builds from its config.json has that total, the Linears axlint lays out below
+    ``tower_roots`` are the model's, and the decoder sits where axlint says."""
+    import torch
+
+    from axlint.architectures import catalog_lookup, resolve_architecture
+
+    arch = resolve_architecture(model_id)
+    assert arch.source == "catalog" and arch.unsized_vision is None and arch.unsized_decoder is None
+    assert (arch.total_params, arch.extra_parameters) == (total, tower)
+    model = meta_model(catalog_lookup(model_id)["config"])
+    assert sum(p.numel() for p in model.parameters()) == total
+    modules = dict(model.named_modules())
+    real = {p for p, m in modules.items() if isinstance(m, torch.nn.Linear) and p.startswith(tower_roots)}
+    assert real == {lin.path for lin in arch.vision_linears()}
+    assert f"{arch.decoder_path}.layers.{arch.num_layers - 1}.self_attn.q_proj" in modules
