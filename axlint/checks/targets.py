@@ -134,7 +134,7 @@ def targets_moved_to_experts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         return
     targets, written = found
     arch = run.arch
-    paths = module_paths(arch)
+    paths = module_paths(arch) if targets.moved else ()
     for entry, parameter in zip(targets.moved, targets.moved_to):
         if parameter == "gate.weight":
             continue  # the router: its weight is adapted either way
