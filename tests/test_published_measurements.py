@@ -6,11 +6,15 @@ A change to the estimator that moves the accuracy figures fails the last test un
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import pytest
 
 from axlint.architectures import resolve_architecture
+from axlint.facts import resolve_facts
+from axlint.memory.setup import read_setup
 from benchmarks.memory import published as bench
+from benchmarks.memory.old_stack import linear_experts, unconverted_targets
 
 ROWS = bench.load_rows()
 REQUIRED = ("id", "source", "quote", "model", "hardware", "metric", "measured_gib", "outcome", "set")
@@ -39,7 +43,7 @@ def test_row_is_well_formed(row):
         assert isinstance(row["measured_gib"], (int, float)) and row["measured_gib"] > 0
         assert row["outcome"] == "ran", "a measured figure comes from a run that ran"
     assert isinstance(row.get("assumed", []), list)
-    assert row.get("stack") in (None, "transformers<4.46")
+    assert row.get("stack") in (None, *bench.STACKS)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r["id"])
@@ -53,3 +57,41 @@ def test_published_md_summary_is_current():
     fresh = "\n".join(bench.summary_lines(bench.summary(bench.evaluate()))).strip()
     written = bench.written_summary(bench.REPORT.read_text(encoding="utf-8"))
     assert written == fresh, "re-run `python benchmarks/memory/published.py` and commit published.md"
+
+
+EXPERT_LORA = {"adapter": "lora", "lora_r": 16, "sequence_len": 1024, "micro_batch_size": 1,
+               "lora_target_modules": ["q_proj", "gate_proj", "up_proj", "down_proj"]}
+
+
+@pytest.mark.parametrize("model, quantization", [
+    ("moonshotai/Kimi-Linear-48B-A3B-Instruct", {"load_in_4bit": True, "adapter": "qlora"}),  # experts quantized
+    ("deepseek-ai/DeepSeek-V2-Lite", {}),  # a model type whose targets PEFT 0.19+ converts
+])
+def test_linear_experts_stack_is_the_remote_code_path(model, quantization):
+    # old_stack.linear_experts turns today's setup of a run into the one axlint's own remote-code path
+    # (trust_remote_code on a checkpoint whose auto_map code builds nn.Linear experts) reads: equal but for the notes
+    arch = resolve_architecture(model)
+    assert arch.remote_modeling
+    config = {**EXPERT_LORA, **quantization}
+    today = resolve_facts(config, hidden_size=arch.hidden_size)
+    remote = resolve_facts({**config, "trust_remote_code": True}, hidden_size=arch.hidden_size)
+    converted = read_setup(today, arch)
+    assert converted != replace(read_setup(remote, arch), assumptions=converted.assumptions)
+    assert (replace(linear_experts(converted, today), assumptions=())
+            == replace(read_setup(remote, arch), assumptions=()))
+
+
+def test_unconverted_targets_keep_module_names_off_the_3d_experts():
+    # PEFT < 0.19 left shared_expert.* as module targets: the shared expert's Linears, not LoRA on all routed experts
+    arch = resolve_architecture("Qwen/Qwen3-Next-80B-A3B-Instruct")
+    written = ("shared_expert.gate_proj", "shared_expert.up_proj", "shared_expert.down_proj", "q_proj")
+    facts = resolve_facts({**EXPERT_LORA, "lora_target_modules": list(written)}, hidden_size=arch.hidden_size)
+    today = read_setup(facts, arch)
+    assert today.lora_target_parameters == ("gate_up_proj", "down_proj") and today.lora_doubled == ("gate_up_proj",)
+    old = unconverted_targets(today, facts)
+    assert (old.lora_target_modules, old.lora_target_parameters, old.lora_doubled) == (written, (), ())
+    assert not old.expert_modules and not old.quantize_experts
+    row = {"model": arch.model_id, "config": {**EXPERT_LORA, "lora_target_modules": list(written)},
+           "hardware": "1x80GB"}
+    assert (bench.estimate_row({**row, "stack": "peft<0.19"}).peak_allocated
+            < bench.estimate_row(row).peak_allocated)

@@ -1,9 +1,13 @@
-"""What the Hugging Face stack of a published measurement kept beyond today's (transformers 5), for the
-measurements taken on an older stack: the calibration test and the published-measurements benchmark estimate
-today's stack and add these where the source ran the older one."""
+"""How the Hugging Face stack of a published measurement differed from today's, for the measurements taken on an
+older stack: the calibration test and the published-measurements benchmark estimate today's stack and add what the
+older loss kept (``shifted_logits_extra``), or estimate the run as the older transformers / PEFT loaded and adapted
+the model (``unconverted_targets``, ``linear_experts``) where the source ran them."""
 from __future__ import annotations
 
 from typing import Any
+
+from axlint.facts import RunFacts
+from axlint.memory.setup import TrainSetup
 
 MIB = 2**20
 
@@ -26,3 +30,26 @@ def shifted_logits_extra(arch: Any, batch: int, tokens: int) -> float:
     if 4 * batch * arch.vocab_size <= 2 * MIB:
         return 0.0
     return 4 * tokens * arch.vocab_size
+
+
+def unconverted_targets(setup: TrainSetup, facts: RunFacts) -> TrainSetup:
+    """The LoRA targets of PEFT before 0.19, which had no transformers-5 MoE conversion (PEFT 0.19.0, 2026-04-14,
+    added ``utils/transformers_weight_conversion.py``; 0.18.1 has none; axlint models the conversion in
+    ``axlint.memory.peft_targets``): ``lora_target_modules`` / ``lora_target_linear`` stay module targets, which
+    reach only ``nn.Linear`` modules, and ``lora_target_parameters`` is what the config lists, no rank doubled.
+    These are the targets axlint's remote-code path keeps (``setup.peft_targets`` under ``remote_modeling``)."""
+    lora = facts.lora
+    return setup.with_changes(lora_target_modules=lora.target_modules, lora_target_linear=lora.target_linear,
+                              lora_target_parameters=lora.target_parameters, lora_doubled=())
+
+
+def linear_experts(setup: TrainSetup, facts: RunFacts) -> TrainSetup:
+    """The run under modelling code that built the routed experts as an ``nn.ModuleList`` of per-expert MLPs with
+    ``nn.Linear`` projections, as transformers 4 did for many MoE families (e.g. 4.40.0 models/jamba/modeling_jamba.py
+    ``JambaSparseMoeBlock.experts``; transformers 5 fuses them into 3-D parameters), or a checkpoint's own code: a
+    bitsandbytes 4/8-bit load quantized them (``quantize_experts``), module targets wrapped each expert's Linears
+    (``expert_modules``), and the PEFT of that time had nothing to convert (``unconverted_targets``). These are the
+    fields axlint's remote-code path sets for a repository whose own code builds the experts so (``setup.read_setup``
+    under ``remote_linear_experts``; tests/test_published_measurements.py checks that the two agree)."""
+    return unconverted_targets(setup, facts).with_changes(
+        quantize_experts=setup.quantize_experts or setup.quantization is not None, expert_modules=True)

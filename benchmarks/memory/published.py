@@ -5,8 +5,11 @@ is resolved with ``axlint.facts.resolve_facts`` on the row's hardware; a ``confi
 ``axlint.document.load_document`` + ``axlint.run.build_run``. The metric the source measured is compared:
 allocated -> peak_allocated, reserved -> peak_reserved, device -> peak_device; every row's outcome (ran / oom) is
 compared with the estimate's fit call (what must stay resident, ``MemoryEstimate.required``, within the GPU's
-memory). A row measured on the loss of transformers before 4.46 (``stack``) gets the shifted fp32 logits copy of
-that loss added (``old_stack.shifted_logits_extra``) to every figure and to the fit call.
+memory). A row measured on an older stack (``stack``) gets that stack's difference: on the loss of transformers before
+4.46 the shifted fp32 logits copy of that loss is added (``old_stack.shifted_logits_extra``) to every figure and to
+the fit call; on PEFT before 0.19 the LoRA targets are not converted for transformers 5's MoE experts
+(``old_stack.unconverted_targets``); on transformers 4 with per-expert ``nn.Linear`` experts those are quantized and
+wrapped as modules (``old_stack.linear_experts``).
 
     python benchmarks/memory/published.py            # prints the report and writes benchmarks/memory/published.md
     python benchmarks/memory/published.py --check    # exit 1 when published.md's figures differ from a fresh run
@@ -31,9 +34,10 @@ from axlint.architectures import resolve_architecture  # noqa: E402
 from axlint.document import load_document  # noqa: E402
 from axlint.facts import resolve_facts  # noqa: E402
 from axlint.hardware import parse_hardware  # noqa: E402
-from axlint.memory import estimate_memory  # noqa: E402
+from axlint.memory.estimate import estimate_setup  # noqa: E402
 from axlint.memory.overhead import resident_bytes  # noqa: E402
-from benchmarks.memory.old_stack import shifted_logits_extra  # noqa: E402
+from axlint.memory.setup import read_setup  # noqa: E402
+from benchmarks.memory.old_stack import linear_experts, shifted_logits_extra, unconverted_targets  # noqa: E402
 from axlint.run import build_run  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -43,6 +47,10 @@ GIB = 2**30
 METRICS = {"allocated": "peak_allocated", "reserved": "peak_reserved", "device": "peak_device"}
 SETS = ("calibration", "check")
 SUMMARY_BEGIN, SUMMARY_END = "<!-- summary:begin -->", "<!-- summary:end -->"
+OLD_LOSS = "transformers<4.46"
+SETUP_STACKS = {"peft<0.19": unconverted_targets, "transformers<5 linear experts": linear_experts}
+"""Stacks that differ in what is loaded and adapted: the row's TrainSetup is changed before it is estimated."""
+STACKS = (OLD_LOSS, *SETUP_STACKS)
 
 
 @dataclass
@@ -54,7 +62,7 @@ class Result:
     def old_stack_bytes(self) -> float:
         """The pre-4.46 loss's shifted fp32 logits copy, for a ``stack: "transformers<4.46"`` row on the HF loss."""
         e = self.estimate
-        if self.row.get("stack") != "transformers<4.46" or e.components["logits"] == 0:
+        if self.row.get("stack") != OLD_LOSS or e.components["logits"] == 0:
             return 0.0
         return shifted_logits_extra(e.arch, e.setup.micro_batch_size, e.setup.tokens)
 
@@ -85,20 +93,25 @@ def load_rows(path: Path = DATA) -> list[dict[str, Any]]:
 
 
 def estimate_row(row: dict[str, Any]):
-    """The MemoryEstimate axlint gives for the row's setting on the row's hardware."""
+    """The MemoryEstimate axlint gives for the row's setting on the row's hardware, on the row's stack
+    (``SETUP_STACKS``; today's when it names none)."""
     hw = parse_hardware(row["hardware"])
     if row.get("config_file"):
         run = build_run(load_document(ROOT / row["config_file"]), hardware=hw)
         if run.arch is None:
             raise ValueError(f"{row['id']}: {row['config_file']} does not resolve to a catalog model")
-        return estimate_memory(run.facts, run.arch, run.hardware)
-    arch = resolve_architecture(row["model"])
-    if arch is None:
-        raise ValueError(f"{row['id']}: {row['model']} does not resolve")
-    config = {k: v for k, v in row["config"].items() if v is not None}
-    facts = resolve_facts(config, row.get("ds"), world_size=hw.count, bf16_capable=hw.bf16 is not False,
-                          hidden_size=arch.hidden_size)
-    return estimate_memory(facts, arch, hw)
+        facts, arch, hw = run.facts, run.arch, run.hardware
+    else:
+        arch = resolve_architecture(row["model"])
+        if arch is None:
+            raise ValueError(f"{row['id']}: {row['model']} does not resolve")
+        config = {k: v for k, v in row["config"].items() if v is not None}
+        facts = resolve_facts(config, row.get("ds"), world_size=hw.count, bf16_capable=hw.bf16 is not False,
+                              hidden_size=arch.hidden_size)
+    setup = read_setup(facts, arch)
+    if (stack := SETUP_STACKS.get(row.get("stack"))) is not None:
+        setup = stack(setup, facts)
+    return estimate_setup(setup, arch, hw)
 
 
 def evaluate(rows: list[dict[str, Any]] | None = None) -> list[Result]:
@@ -200,8 +213,11 @@ def render(results: list[Result]) -> str:
         "or device); a fit call is right when the estimate fits ⇔ the run ran.",
         "",
         "`calibration`: the points axlint's constants were tuned on (tests/test_memory_calibration.py). `check`: "
-        "published figures axlint was not tuned on. Rows measured on the loss of transformers before 4.46 (`stack`) "
-        "get that loss's shifted fp32 logits copy added, as the calibration test does.",
+        "published figures axlint was not tuned on. Rows measured on an older stack (`stack`) get its difference: "
+        "on the loss of transformers before 4.46 its shifted fp32 logits copy is added, as the calibration test does; "
+        "on PEFT before 0.19 the LoRA targets are not converted for transformers 5's 3-D experts; on transformers 4 "
+        "with per-expert `nn.Linear` experts (`transformers<5 linear experts`) those are quantized by a 4/8-bit "
+        "load and wrapped by module targets (benchmarks/memory/old_stack.py).",
         "",
         SUMMARY_BEGIN, *summary_lines(s), SUMMARY_END,
         "",
