@@ -34,11 +34,11 @@ def work(model: str, **config: Any):
 
 
 # Per token of a tower layer, bf16, sdpa (activations / tower docstrings):
-#   norms 2 LayerNorms x 2h (their inputs), attention 4h + 4h + 4a, plain MLP 2I
+#   norms 2 LayerNorms x 2h (their inputs), attention 4h + 4h + 4a, plain MLP 2I (QuickGELU 4I)
 #   + when the weights train: the inputs of q/k/v (2h), fc1 (2h), fc2 (2I); o_proj reads the kernel's output
 SIGLIP_FROZEN = 2 * 2 * 1152 + (4 * 1152 + 4 * 1152 + 4 * 16) + 2 * 4304       # 22,496
 SIGLIP_TRAINED = SIGLIP_FROZEN + 2 * 1152 + 2 * 1152 + 2 * 4304               # 35,712
-CLIP_FROZEN = 2 * 2 * 1024 + (4 * 1024 + 4 * 1024 + 4 * 16) + 2 * 4096          # 20,544
+CLIP_FROZEN = 2 * 2 * 1024 + (4 * 1024 + 4 * 1024 + 4 * 16) + 4 * 4096          # 28,736: QuickGELU keeps 4I
 MLLAMA_FROZEN = 2 * 2 * 1280 + (4 * 1280 + 4 * 1280 + 4 * 16) + 2 * 5120        # 25,664
 MLLAMA_TRAINED = MLLAMA_FROZEN + 2 * 1280 + 2 * 1280 + 2 * 5120                # 41,024
 
@@ -158,23 +158,29 @@ def test_tower_work_adds_to_the_estimate(model: str) -> None:
     assert with_images.components["activations"] >= without.components["activations"] + stored
 
 
-def one_siglip_layer_saved_bytes_per_token(vision_config: dict[str, Any], tokens: int) -> float:
-    """One bf16 ``SiglipEncoderLayer`` of transformers 5.24 (models/siglip/modeling_siglip.py), trainable, sdpa, on
-    fake tensors: the bytes autograd saves plus the layer output (the next layer's LayerNorm input), per token."""
+def one_layer_saved_bytes_per_token(kind: str, vision_config: dict[str, Any], tokens: int,
+                                    trains: bool = True) -> float:
+    """One bf16 encoder layer of transformers 5.24 (models/siglip/modeling_siglip.py ``SiglipEncoderLayer``,
+    models/clip/modeling_clip.py ``CLIPEncoderLayer``), sdpa, on fake tensors, its weights trainable or (``trains``
+    False) frozen: the bytes autograd saves plus, when it saves any, the layer output (the next layer's LayerNorm
+    input), per token."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
-    from transformers import SiglipVisionConfig
+    from transformers import CLIPVisionConfig, SiglipVisionConfig
+    from transformers.models.clip.modeling_clip import CLIPEncoderLayer
     from transformers.models.siglip.modeling_siglip import SiglipEncoderLayer
 
     from axlint.simulate import materialize_fake
 
-    cfg = SiglipVisionConfig(**{k: v for k, v in vision_config.items() if k != "model_type"})
+    config_class, layer_class = {"siglip_vision_model": (SiglipVisionConfig, SiglipEncoderLayer),
+                                 "clip_vision_model": (CLIPVisionConfig, CLIPEncoderLayer)}[kind]
+    cfg = config_class(**{k: v for k, v in vision_config.items() if k != "model_type"})
     cfg._attn_implementation = "sdpa"
     with torch.device("meta"):
-        layer = SiglipEncoderLayer(cfg).to(torch.bfloat16)
+        layer = layer_class(cfg).to(torch.bfloat16).requires_grad_(trains)
     with FakeTensorMode(allow_non_fake_inputs=True):
         materialize_fake(layer)
-        hidden = torch.empty((1, tokens, cfg.hidden_size), dtype=torch.bfloat16, requires_grad=True)
+        hidden = torch.empty((1, tokens, cfg.hidden_size), dtype=torch.bfloat16, requires_grad=trains)
         existing = {id(t.untyped_storage()) for t in (hidden, *layer.parameters())}
         saved: dict[int, int] = {}
 
@@ -186,22 +192,30 @@ def one_siglip_layer_saved_bytes_per_token(vision_config: dict[str, Any], tokens
         with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
             out = layer(hidden, attention_mask=None)
         out = out[0] if isinstance(out, tuple) else out
-        saved.setdefault(id(out.untyped_storage()), out.untyped_storage().nbytes())
+        if saved:
+            saved.setdefault(id(out.untyped_storage()), out.untyped_storage().nbytes())
     return sum(saved.values()) / tokens
 
 
-def test_siglip_layer_matches_the_real_layer_on_fake_tensors() -> None:
-    """A_v of a trained tiny SigLIP layer against the real one: within 1 % (the LayerNorms' per-row mean and rstd,
-    8 bytes a token, are left out). A LayerNorm keeps its bf16 input itself, so the layer input the analytic norms
-    count is the previous layer's output, which the measurement adds."""
+@pytest.mark.parametrize(("model_type", "kind", "n"), [("gemma3", "siglip_vision_model", 256),
+                                                       ("llava", "clip_vision_model", 257)])
+def test_tower_layer_matches_the_real_layer_on_fake_tensors(model_type: str, kind: str, n: int) -> None:
+    """A_v of a trained tiny SigLIP / CLIP layer (CLIP: QuickGELU, a class token) against the real one: within 1 %
+    (the LayerNorms' per-row mean and rstd, 8 bytes a token, are left out). A LayerNorm keeps its bf16 input itself,
+    so the layer input the analytic norms count is the previous layer's output, which the measurement adds."""
     from axlint.architectures.vision import Vision
     from axlint.memory.tower import layer_bytes_per_token
 
-    vc = {"model_type": "siglip_vision_model", "hidden_size": 128, "num_attention_heads": 4,
-          "intermediate_size": 352, "num_hidden_layers": 1, "image_size": 128, "patch_size": 8}
-    vision = Vision({"model_type": "gemma3", "vision_config": vc, "text_config": {"hidden_size": 64}}, 64)
+    vc = {"model_type": kind, "hidden_size": 128, "num_attention_heads": 4, "intermediate_size": 352,
+          "num_hidden_layers": 1, "image_size": 128, "patch_size": 8}
+    vision = Vision({"model_type": model_type, "vision_config": vc, "text_config": {"hidden_size": 64}}, 64)
     _, setup = setup_of(GEMMA3)
-    n = vision.image_tokens(None)
-    assert n == 256
+    assert vision.image_tokens(None) == n
     analytic = layer_bytes_per_token(vision, setup, n, True, ())
-    assert analytic == pytest.approx(one_siglip_layer_saved_bytes_per_token(vc, n), rel=0.01)
+    assert analytic == pytest.approx(one_layer_saved_bytes_per_token(kind, vc, n), rel=0.01)
+
+
+def test_a_frozen_tower_layer_saves_nothing() -> None:
+    """Pixel values never require grad: a SigLIP layer whose weights are frozen records nothing for backward."""
+    vc = {"hidden_size": 128, "num_attention_heads": 4, "intermediate_size": 352, "num_hidden_layers": 1}
+    assert one_layer_saved_bytes_per_token("siglip_vision_model", vc, 64, trains=False) == 0

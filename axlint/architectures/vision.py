@@ -121,7 +121,8 @@ class Tower:
     ``resolution``: how an image becomes the tower's tokens (``Vision.image_tokens``); None where the processor's
     tiling, which config.json does not give, decides it. ``checkpointed``: the tower's layers are
     ``GradientCheckpointingLayer``s, which gradient checkpointing recomputes (transformers 5.24: every row but
-    Mllama's, whose ``MllamaVisionEncoderLayer`` is a plain ``nn.Module``).
+    Mllama's, whose ``MllamaVisionEncoderLayer`` is a plain ``nn.Module``). ``hidden_act``: the config class's
+    default of the vision_config's ``hidden_act`` (``Vision.activation``).
     """
 
     sizes: Mapping[str, tuple[str, int]]
@@ -157,6 +158,7 @@ class Tower:
     image_work: str | None = None
     resolution: Resolution | None = None
     checkpointed: bool = True
+    hidden_act: str = "gelu"
 
 
 VIT = {"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 12), "intermediate": ("intermediate_size", 3072),
@@ -166,7 +168,7 @@ TOWERS: dict[str, Tower] = {
     "siglip_vision_model": Tower({**VIT, "patch": ("patch_size", 16), "image": ("image_size", 224)},
                                  head_key=("vision_use_head", True), resolution="square"),
     "clip_vision_model": Tower({**VIT, "patch": ("patch_size", 32), "image": ("image_size", 224)}, patch_bias=False,
-                               class_token=True, pre_norm="pre_layrnorm", resolution="square"),
+                               class_token=True, pre_norm="pre_layrnorm", resolution="square", hidden_act="quick_gelu"),
     "pixtral": Tower({"hidden": ("hidden_size", 1024), "layers": ("num_hidden_layers", 24),
                       "intermediate": ("intermediate_size", 4096), "channels": ("num_channels", 3),
                       "patch": ("patch_size", 16), "image": ("image_size", 1024)},
@@ -181,7 +183,7 @@ TOWERS: dict[str, Tower] = {
                       path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
                       attention_module="attn",
                       attention_names=("qkv", "proj"), patch_bias=False, positions=None, post_norm=None,
-                      resolution="smart_resize"),
+                      resolution="smart_resize", hidden_act="quick_gelu"),
     "qwen2_5_vl": Tower({"hidden": ("hidden_size", 3584), "layers": ("depth", 32),
                          "intermediate": ("intermediate_size", 3420), "channels": ("in_channels", 3),
                          "patch": ("patch_size", 14), "temporal": ("temporal_patch_size", 2)},
@@ -803,6 +805,11 @@ class Vision:
             return -(-w // p) * -(-h // p)
         f = p * int(self.vc.get("spatial_merge_size") or 2)
         return (max(f, round(w / f) * f) // p) * (max(f, round(h / f) * f) // p)
+
+    @property
+    def activation(self) -> str:
+        """The MLP's activation: vision_config's ``hidden_act``, else the row's ``hidden_act`` default."""
+        return str(self.vc.get("hidden_act") or self.tower.hidden_act)
 
     @property
     def heads(self) -> int:

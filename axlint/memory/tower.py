@@ -18,7 +18,7 @@ of one image, n), h the tower's width, hq = hkv = h (heads × head_dim where the
 width:
 
   A_v = norms·(norm input, + the normalised tensor when an RMSNorm's weight trains) + qk-norm internals
-        + attention (sdpa / flash: 4hq + 4hkv + 4a; eager: 6hq + 6·a·n) + MLP (gated 6I, plain 2I)
+        + attention (sdpa / flash: 4hq + 4hkv + 4a; eager: 6hq + 6·a·n) + MLP (gated 6I, plain 2I; QuickGELU 4I)
         + the inputs of its Linears (``activations.group_bytes``: the attention input h, the MLP input h, the down
           projection's I; the output projection reads the attention kernel's own output)
 
@@ -110,7 +110,8 @@ def layer_bytes_per_token(vision: Vision, setup: TrainSetup, span: int, trains: 
     eager = setup.attention == "eager"
     total += (C.ATTN_EAGER_Q * hq + C.EAGER_SCORES_BYTES * a * span if eager
               else C.ATTN_FLASH_Q * hq + C.ATTN_FLASH_KV * hkv + C.ATTN_LSE_PER_HEAD * a)
-    total += (C.MLP_GATED if t.mlp == "gated" else C.MLP_PLAIN) * i
+    plain = C.MLP_PLAIN_QUICK_GELU if vision.activation == "quick_gelu" else C.MLP_PLAIN
+    total += (C.MLP_GATED if t.mlp == "gated" else plain) * i
     groups = [(h, tuple(attention), False), (hq, (out,), not eager), (h, tuple(mlp_in), False), (i, (down,), False)]
     total += sum(group_bytes(width, readers, adapted, kept, setup, trains, False) for width, readers, kept in groups)
     return total * setup.param_bytes / C.BF16
