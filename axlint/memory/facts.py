@@ -163,7 +163,8 @@ def feeds_images(config: Mapping[str, Any], arch: "Architecture") -> dict[str, s
     if part.tower.resolution in ("longest_edge", "smart_resize"):
         return {key: f"feeds images to the {tower} tower at their own resolution, which config.json does not bound: "
                      "its tokens per image, and its activations, follow the data set; set Axolotl's image_size "
-                     "(e.g. image_size: 448) to resize every image, and axlint sizes them"}
+                     "(e.g. image_size: 448), which resizes the images of a sample's images / image column, and "
+                     "axlint sizes them"}
     if part.tower.resolution == "soft_tokens":
         return {key: f"feeds images to the {tower} tower, and config.json gives no vision_soft_tokens_per_image (nor "
                      "vision_config's num_soft_tokens) to bound its tokens per image: the tower's activations are "
