@@ -23,12 +23,13 @@ width:
           projection's I; the output projection reads the attention kernel's own output)
 
 All of the tower's layers keep A_v as soon as one of them has a trained Linear (an adapter on some of its layers
-only is taken to reach all: an upper bound). Stored at the start of backward: T_v·(L_v·A_v + patch) + the projector's
-trained inputs: 2·d_in per projector row (T_v / merge rows) for each of its weighted pieces that trains, and
-patch = 2·pixels for a patch embedding that is a trained ``nn.Linear``. With gradient checkpointing, a tower whose
-layers are ``GradientCheckpointingLayer``s (``vision.Tower.checkpointed``) keeps their inputs T_v·L_v·2h instead of
-T_v·L_v·A_v (0 when offloaded). The tower's backward comes after the decoder's: its stored activations and one
-layer's gradient temporaries T_v·(2h + MLP: gated 6I, plain 4I), + T_v·A_v recomputed under checkpointing.
+only is taken to reach all: an upper bound). Stored at the start of backward: T_v·(L_v·A_v + scales + patch) + the
+projector's trained inputs, 2·d_in per projector row (T_v / merge rows) for each of its weighted pieces that trains;
+scales = 2h per trained learned scale (``_scale_inputs``), patch = 2·pixels for a patch embedding that is a trained
+``nn.Linear``. With gradient checkpointing, a tower whose layers are ``GradientCheckpointingLayer``s
+(``vision.Tower.checkpointed``) keeps their inputs T_v·L_v·2h instead of T_v·(L_v·A_v + scales) (0 when offloaded).
+The tower's backward comes after the decoder's: its stored activations and one layer's gradient temporaries
+T_v·(2h + MLP: gated 6I, plain 4I), + T_v·A_v recomputed under checkpointing.
 """
 from __future__ import annotations
 
@@ -117,6 +118,18 @@ def layer_bytes_per_token(vision: Vision, setup: TrainSetup, span: int, trains: 
     return total * setup.param_bytes / C.BF16
 
 
+def _scale_inputs(vision: Vision, setup: TrainSetup, trains: bool) -> float:
+    """Per token, over the tower: what its learned scales keep when they train, the tensor each multiplies, 2h:
+    InternViT's ``layer_scales`` in every layer (lambda_1 / lambda_2), Mllama's tanh gates in every layer of its
+    global stack (gate_attn / gate_ffn); 0 when the tower's weights do not train (then only the scale is kept)."""
+    t = vision.tower
+    if not trains:
+        return 0.0
+    gates = t.global_stack[2] * vision.size(t.global_stack[1]) if t.global_stack else 0
+    return (t.layer_scales * vision.layers + gates) * C.LINEAR_INPUT_BYTES * vision.size("hidden") \
+        * setup.param_bytes / C.BF16
+
+
 def _backward_temp_bytes_per_token(vision: Vision, setup: TrainSetup) -> float:
     """One tower layer's gradient temporaries: output grad 2h + MLP gated 6I / plain 4I."""
     mlp = C.BACKWARD_MLP_GATED if vision.tower.mlp == "gated" else C.BACKWARD_MLP_PLAIN
@@ -153,7 +166,7 @@ def tower_work(arch: Architecture, setup: TrainSetup) -> TowerWork | None:
         width = C.CHECKPOINT_BYTES * vision.size("hidden") * scale
         kept = 0.0 if setup.offload_checkpoints else tokens * layers * width
     else:
-        kept = tokens * layers * a_v
+        kept = tokens * (layers * a_v + _scale_inputs(vision, setup, trains))
     stored = kept + tokens * outside + rows * projector
     backward = stored + (tokens * (_backward_temp_bytes_per_token(vision, setup) + (a_v if checkpointed else 0.0))
                          if keeps else 0.0)
