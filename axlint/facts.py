@@ -26,7 +26,7 @@ import enum
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, Mapping, TypeVar
 
-from axlint.lax import lax_bool, lax_float, lax_int, truthy
+from axlint.lax import is_int, lax_bool, lax_float, lax_int, truthy
 from axlint.mesh import Mesh, build_mesh
 
 T = TypeVar("T")
@@ -171,6 +171,19 @@ class Lora:
 
 
 @dataclass(frozen=True)
+class ImageFeed:
+    """What a run that feeds images says about them: Axolotl hands batches to its multimodal collator only when
+    ``processor_type`` is set (0.18.0 ``core/builders/causal.py``); ``image_size`` resizes every image before the
+    processor (an int: padded to that square, keeping the aspect; [width, height]: resized to it;
+    ``processing_strategies.py``); ``freeze_mm_modules`` sets requires_grad False on every vision / audio /
+    projector parameter, adapters included (``utils/freeze.py``)."""
+
+    processor_type: str
+    image_size: int | tuple[int, int] | None
+    freeze_mm_modules: bool
+
+
+@dataclass(frozen=True)
 class RunFacts:
     """Every resolved fact of one run. `ds` is the DeepSpeed dict as the HF Trainer hands it to DeepSpeed."""
 
@@ -222,6 +235,7 @@ class RunFacts:
     nonexpert_quantization: str | None = None  # KernelsPlugin's nonexpert_quantization policy, as written
     dsv4_nonexpert_mode: str | None = None  # the KernelsPlugin DSV4 adapter's FP8 non-expert storage; None: not run
     dequantize: bool = False         # model_quantization_config_kwargs.dequantize: a quantized checkpoint loads in bf16
+    images: ImageFeed | None = None  # processor_type set: Axolotl's multimodal collator feeds images (None: text)
 
     @property
     def attention(self) -> str:
@@ -633,7 +647,22 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         nonexpert_quantization=str(raw["nonexpert_quantization"]) if raw.get("nonexpert_quantization") else None,
         dsv4_nonexpert_mode=_dsv4_nonexpert_mode(raw, plugins),
         dequantize=_dequantize(raw),
+        images=image_feed(raw),
     )
+
+
+def image_feed(raw: Mapping[str, Any]) -> ImageFeed | None:
+    """The run's ``ImageFeed`` when ``processor_type`` is set; an ``image_size`` that is neither a positive int nor a
+    pair of them reads as unset."""
+    kind = raw.get("processor_type")
+    if not isinstance(kind, str) or not kind:
+        return None
+    size = raw.get("image_size")
+    if isinstance(size, (list, tuple)) and len(size) == 2 and all(is_int(v) and v > 0 for v in size):
+        size = (int(size[0]), int(size[1]))
+    elif not (is_int(size) and size > 0):
+        size = None
+    return ImageFeed(kind, size, _flag(raw, "freeze_mm_modules"))
 
 
 def _expert_kernels(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> tuple[str, ...]:

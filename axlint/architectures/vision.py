@@ -44,10 +44,11 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
   ``gemma3n_audio``, models/gemma3n/modeling_gemma3n.py (Gemma3nAudioEncoder, a conformer at model.audio_tower)
 - the Gemma 3n embedders: models/gemma3n/modeling_gemma3n.py (Gemma3nMultimodalEmbedder: embed_vision, embed_audio)
 
-Only parameters are laid out here. The activations of the image tokens inside the tower are not estimated (see
-``Architecture`` and the memory estimate's notes): their number depends on the image sizes of the data set. A run
-that feeds audio to an audio tower is left unknown (``memory.facts.not_modelled``), and so is one that feeds images to
-a tower whose row says what of that work the memory model leaves out (``Tower.image_work``).
+Besides the parameters, a row says how many tokens an image becomes inside the tower (``Tower.resolution``,
+``Vision.image_tokens``), which the memory estimate sizes the tower's activations by (``memory.tower``). A run that
+feeds audio to an audio tower is left unknown (``memory.facts.not_modelled``), and so is one that feeds images to a
+tower whose tokens per image nothing bounds (no ``resolution``, or a dynamic one without an image size) or whose row
+says what of that work the memory model leaves out (``Tower.image_work``).
 """
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ from typing import Any, Literal, Mapping
 
 Size = Literal["hidden", "layers", "intermediate", "patch", "pool", "image", "channels", "temporal", "vision_out",
                "adapter_in", "adapter_out", "heads", "kv_heads", "head_dim", "positions", "mel", "context",
-               "global_layers", "tiles"]
+               "global_layers", "tiles", "pooling"]
+Resolution = Literal["square", "tiles", "longest_edge", "smart_resize", "soft_tokens"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,11 @@ class Tower:
     ``timm.create_model(architecture, num_classes=0, **model_args)``), counted whole; the row's ``lays_out`` pins the
     architecture and ``model_args`` it was counted for. ``image_work``: what a run that feeds images to this tower
     does that the memory model does not size (``memory.facts.feeds_images``); None where nothing is said.
+    ``resolution``: how an image becomes the tower's tokens (``Vision.image_tokens``); None where the processor's
+    tiling, which config.json does not give, decides it. ``checkpointed``: the tower's layers are
+    ``GradientCheckpointingLayer``s, which gradient checkpointing recomputes (transformers 5.24: every row but
+    Mllama's, whose ``MllamaVisionEncoderLayer`` is a plain ``nn.Module``). ``hidden_act``: the config class's
+    default of the vision_config's ``hidden_act`` (``Vision.activation``).
     """
 
     sizes: Mapping[str, tuple[str, int]]
@@ -149,6 +156,9 @@ class Tower:
     lays_out: Mapping[str, Any] = field(default_factory=dict)
     timm_params: int = 0
     image_work: str | None = None
+    resolution: Resolution | None = None
+    checkpointed: bool = True
+    hidden_act: str = "gelu"
 
 
 VIT = {"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 12), "intermediate": ("intermediate_size", 3072),
@@ -156,29 +166,31 @@ VIT = {"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 12), "int
 
 TOWERS: dict[str, Tower] = {
     "siglip_vision_model": Tower({**VIT, "patch": ("patch_size", 16), "image": ("image_size", 224)},
-                                 head_key=("vision_use_head", True)),
+                                 head_key=("vision_use_head", True), resolution="square"),
     "clip_vision_model": Tower({**VIT, "patch": ("patch_size", 32), "image": ("image_size", 224)}, patch_bias=False,
-                               class_token=True, pre_norm="pre_layrnorm"),
+                               class_token=True, pre_norm="pre_layrnorm", resolution="square", hidden_act="quick_gelu"),
     "pixtral": Tower({"hidden": ("hidden_size", 1024), "layers": ("num_hidden_layers", 24),
                       "intermediate": ("intermediate_size", 4096), "channels": ("num_channels", 3),
-                      "patch": ("patch_size", 16)},
+                      "patch": ("patch_size", 16), "image": ("image_size", 1024)},
                      layer_path="transformer.layers.{layer}", attention_module="attention",
                      attention_names=("q_proj", "k_proj", "v_proj", "o_proj"), attention_bias=False, mlp="gated",
                      mlp_module="feed_forward", mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False,
-                     norm="rmsnorm", patch_bias=False, positions=None, pre_norm="ln_pre", post_norm=None),
+                     norm="rmsnorm", patch_bias=False, positions=None, pre_norm="ln_pre", post_norm=None,
+                     resolution="longest_edge"),
     "qwen2_vl": Tower({"hidden": ("embed_dim", 1280), "layers": ("depth", 32), "intermediate": ("mlp_ratio", 4),
                        "channels": ("in_channels", 3), "patch": ("patch_size", 14),
                        "temporal": ("temporal_patch_size", 2)},
                       path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
                       attention_module="attn",
-                      attention_names=("qkv", "proj"), patch_bias=False, positions=None, post_norm=None),
+                      attention_names=("qkv", "proj"), patch_bias=False, positions=None, post_norm=None,
+                      resolution="smart_resize", hidden_act="quick_gelu"),
     "qwen2_5_vl": Tower({"hidden": ("hidden_size", 3584), "layers": ("depth", 32),
                          "intermediate": ("intermediate_size", 3420), "channels": ("in_channels", 3),
                          "patch": ("patch_size", 14), "temporal": ("temporal_patch_size", 2)},
                         path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
                         attention_module="attn", attention_names=("qkv", "proj"), mlp="gated",
                         mlp_names=("gate_proj", "up_proj", "down_proj"),
-                        norm="rmsnorm", patch_bias=False, positions=None, post_norm=None),
+                        norm="rmsnorm", patch_bias=False, positions=None, post_norm=None, resolution="smart_resize"),
     "smolvlm_vision": Tower({"hidden": ("hidden_size", 1152), "layers": ("num_hidden_layers", 12),
                              "intermediate": ("intermediate_size", 3072), "channels": ("num_channels", 3),
                              "patch": ("patch_size", 32), "image": ("image_size", 224)}, path="model.vision_model"),
@@ -206,12 +218,13 @@ TOWERS: dict[str, Tower] = {
     "gemma4_vision": Tower({"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 16),
                             "intermediate": ("intermediate_size", 3072), "patch": ("patch_size", 16),
                             "heads": ("num_attention_heads", 12), "kv_heads": ("num_key_value_heads", 12),
-                            "head_dim": ("head_dim", 64), "positions": ("position_embedding_size", 10240)},
+                            "head_dim": ("head_dim", 64), "positions": ("position_embedding_size", 10240),
+                            "pooling": ("pooling_kernel_size", 3)},
                            attention_names=("q_proj.linear", "k_proj.linear", "v_proj.linear", "o_proj.linear"),
                            attention_bias=False, mlp="gated",
                            mlp_names=("gate_proj.linear", "up_proj.linear", "down_proj.linear"), mlp_bias=False,
                            norm="rmsnorm", norms_per_layer=4, qk_norm=True, patch_bias=False, positions="axial",
-                           post_norm=None, patch_linear="patch_embedder.input_proj"),
+                           post_norm=None, patch_linear="patch_embedder.input_proj", resolution="soft_tokens"),
     # models/qwen3_5/modeling_qwen3_5.py (Qwen3_5VisionModel, transformers 5.24): a biased 3-D patch convolution,
     # a learned position table of num_position_embeddings rows (resampled to each image's grid), blocks of fused
     # biased qkv + proj and a plain linear_fc1 / linear_fc2 MLP with biases, LayerNorms norm1 / norm2; the merger
@@ -222,13 +235,15 @@ TOWERS: dict[str, Tower] = {
                              "positions": ("num_position_embeddings", 2304)},
                             path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
                             attention_module="attn", attention_names=("qkv", "proj"),
-                            mlp_names=("linear_fc1", "linear_fc2"), positions="table", post_norm=None),
+                            mlp_names=("linear_fc1", "linear_fc2"), positions="table", post_norm=None,
+                            resolution="smart_resize"),
     # models/paddleocr_vl/modeling_paddleocr_vl.py (transformers 5.24, PaddleOCRVisionModel): SigLIP's embeddings (a
     # biased patch convolution, a position table of (image / patch)² rows resampled to each image's grid), encoder
     # and post_layernorm at model.visual.vision_model, without the pooling head; its rotary positions are buffers.
     "paddleocr_vl_vision": Tower({**VIT, "hidden": ("hidden_size", 1152), "layers": ("num_hidden_layers", 27),
                                   "intermediate": ("intermediate_size", 4304), "patch": ("patch_size", 14),
-                                  "image": ("image_size", 384)}, path="model.visual.vision_model"),
+                                  "image": ("image_size", 384)}, path="model.visual.vision_model",
+                                 resolution="smart_resize"),
     # models/glm4v/modeling_glm4v.py (transformers 5.24, Glm4vVisionModel): a biased 3-D patch convolution, a
     # position table of (image / patch)² rows (resampled to each image's grid), blocks of a fused qkv biased by
     # attention_bias (published false) and a bias-free proj, a bias-free gated MLP out_hidden_size wide
@@ -239,7 +254,8 @@ TOWERS: dict[str, Tower] = {
                     "image": ("image_size", 336), "context": ("intermediate_size", 13696)},
                    path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv", attention_module="attn",
                    attention_names=("qkv", "proj"), bias_key=("attention_bias", False), out_bias=False, mlp="gated",
-                   mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False, norm="rmsnorm"),
+                   mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False, norm="rmsnorm",
+                   resolution="smart_resize"),
     # models/internvl/modeling_internvl.py (transformers 5.24, InternVLVisionModel, InternViT): a class token, a
     # biased patch convolution and a position table of (image / patch)² + 1 rows; layers at encoder.layer.N with
     # q/k/v biased by attention_bias, a biased projection_layer, a plain biased fc1 / fc2 MLP, layernorm_before /
@@ -252,7 +268,8 @@ TOWERS: dict[str, Tower] = {
                              attention_names=("q_proj", "k_proj", "v_proj", "projection_layer"),
                              bias_key=("attention_bias", False), class_token=True, post_norm=None, layer_scales=2,
                              lays_out={"norm_type": "layer_norm", "use_qk_norm": False, "use_mask_token": False,
-                                       "use_absolute_position_embeddings": True, "use_mean_pooling": True}),
+                                       "use_absolute_position_embeddings": True, "use_mean_pooling": True},
+                             resolution="square"),
     # models/mllama/modeling_mllama.py (transformers 5.24, MllamaVisionModel): a bias-free patch convolution, a
     # class token, the tiled position tables ("tiled"), LayerNorms layernorm_pre / layernorm_post, the layers at
     # transformer.layers.N (bias-free q/k/v/o_proj, biased fc1 / fc2, LayerNorms) and then num_global_layers more at
@@ -266,7 +283,7 @@ TOWERS: dict[str, Tower] = {
                                  patch_bias=False, positions="tiled", class_token=True, pre_norm="layernorm_pre",
                                  post_norm="layernorm_post",
                                  global_stack=("global_transformer.layers.{layer}", "global_layers", 2),
-                                 aspect_ratios=("supported_aspect_ratios", 8)),
+                                 aspect_ratios=("supported_aspect_ratios", 8), resolution="tiles", checkpointed=False),
     # models/siglip2/modeling_siglip2.py (transformers 5.24, Siglip2VisionModel, as models/lfm2_vl builds it at
     # model.vision_tower): a biased patch Linear over 3 x patch² pixels, a position table of num_patches rows
     # (resized to each image), SigLIP's encoder layers, post_layernorm and, with vision_use_head, the pooling head.
@@ -280,7 +297,7 @@ TOWERS: dict[str, Tower] = {
                                     "pool": ("pooling_kernel_size", 3), "positions": ("mm_posemb_size", 1120)},
                                    path="model.embed_vision", positions="axial", pre_norm="patch_ln2",
                                    post_norm="pos_norm", patch_linear="patch_dense",
-                                   pieces=(Piece("patch_ln1", "layernorm", ("pixels",)),)),
+                                   pieces=(Piece("patch_ln1", "layernorm", ("pixels",)),), resolution="soft_tokens"),
 }
 # models/voxtral/modeling_voxtral.py (VoxtralEncoder, transformers 5.24; Whisper's encoder): conv1 (num_mel_bins ->
 # h) and conv2 (h -> h, stride 2), both nn.Conv1d of kernel 3 with a bias; embed_positions, a max_source_positions x h
@@ -733,6 +750,75 @@ class Vision:
             return self.size("hidden"), self.size("hidden")
         return self.size("heads") * self.size("head_dim"), self.size("kv_heads") * self.size("head_dim")
 
+    def image_dims(self, image_size: int | tuple[int, int] | None) -> tuple[int, int] | None:
+        """(width, height) of an image as Axolotl hands it to the processor: its ``image_size`` (an int pads the image
+        to that square, keeping its aspect; a [width, height] pair resizes it to that), else the vision_config's
+        ``image_size``, which Axolotl takes when its own is unset (0.18 ``loaders/utils.py``,
+        ``processing_strategies.py``: it resizes the images of a sample's images / image column, not those inside
+        the messages); None without either (the image keeps its own size)."""
+        if image_size is None:
+            image_size = self.vc.get("image_size")
+        if isinstance(image_size, (list, tuple)) and len(image_size) == 2:
+            return int(image_size[0]), int(image_size[1])
+        return (int(image_size), int(image_size)) if isinstance(image_size, (int, float)) and image_size > 0 else None
+
+    def image_tokens(self, dims: tuple[int, int] | None) -> int | None:
+        """Tokens one image becomes inside the tower (the sequence each of its layers runs over), from the image's
+        (width, height) ``dims`` (``image_dims``) where the processor keeps its size, p the patch size, S the
+        vision_config's image_size:
+
+          square        (S / p)² + 1 with a class token: the processor resizes every image to S x S (SigLIP, CLIP;
+                        InternVL: a square image takes the 1 x 1 tile grid, so one tile and no thumbnail)
+          tiles         max_num_tiles x ((S / p)² + 1, padded to a multiple of 8): Mllama's processor pads every
+                        image to max_num_tiles tiles and the tower pads each tile (models/mllama MllamaVisionModel)
+          soft_tokens   vision_soft_tokens_per_image x pooling_kernel_size²: Gemma 4's tower runs over up to that
+                        many patches and pools them (models/gemma4 ``output_length``); the encoder-free embedder of
+                        Gemma 4 Unified over the soft tokens themselves. The published config.json's
+                        vision_soft_tokens_per_image (Gemma 4 Unified: vision_config's num_soft_tokens; the
+                        processor's max_soft_tokens, 280 by default) is the bound; a config.json without it leaves
+                        the tokens unbounded
+          longest_edge  ⌈w' / p⌉ x ⌈h' / p⌉, the image scaled down until its longest edge is at most S
+                        (models/pixtral/image_processing_pixtral.py ``get_resize_output_image_size``)
+          smart_resize  (h' / p) x (w' / p), h' = max(f, round(h / f) x f), f = p x spatial_merge_size
+                        (``smart_resize`` of models/qwen2_vl, glm4v, paddleocr_vl image processors; their min / max
+                        pixel bounds, processor settings, taken to be met)
+
+        None where nothing bounds it: no ``resolution``, or a dynamic one (longest_edge, smart_resize) without
+        ``dims``."""
+        t = self.tower
+        if t.resolution == "square":
+            return (self.size("image") // self.size("patch")) ** 2 + int(t.class_token)
+        if t.resolution == "tiles":
+            per_tile = (self.size("image") // self.size("patch")) ** 2 + 1
+            return self.size("tiles") * (per_tile + -per_tile % 8)
+        if t.resolution == "soft_tokens":
+            soft = self.config.get("vision_soft_tokens_per_image") or self.vc.get("num_soft_tokens")
+            pooling = self.size("pooling") if "pooling" in t.sizes else 1
+            return int(soft) * pooling ** 2 if isinstance(soft, int) and soft > 0 else None
+        if dims is None or t.resolution is None:
+            return None
+        (w, h), p = dims, self.size("patch")
+        if t.resolution == "longest_edge":
+            ratio = max(w / self.size("image"), h / self.size("image"))
+            if ratio > 1:
+                w, h = int(w / ratio), int(h / ratio)
+            return -(-w // p) * -(-h // p)
+        f = p * int(self.vc.get("spatial_merge_size") or 2)
+        return (max(f, round(w / f) * f) // p) * (max(f, round(h / f) * f) // p)
+
+    @property
+    def activation(self) -> str:
+        """The MLP's activation: vision_config's ``hidden_act``, else the row's ``hidden_act`` default."""
+        return str(self.vc.get("hidden_act") or self.tower.hidden_act)
+
+    @property
+    def heads(self) -> int:
+        """The tower's attention heads: its row's "heads" size, else vision_config's num_attention_heads / num_heads
+        (16 when it has neither)."""
+        if "heads" in self.tower.sizes:
+            return self.size("heads")
+        return int(self.vc.get("num_attention_heads") or self.vc.get("num_heads") or 16)
+
     def head(self) -> bool:
         key = self.tower.head_key
         return bool(key and self.vc.get(key[0], key[1]))
@@ -792,6 +878,25 @@ class Vision:
         channels = self.size("channels") if "channels" in self.tower.sizes else 3
         pool = self.size("pool") if "pool" in self.tower.sizes else 1
         return channels * (self.size("patch") * pool) ** 2 * frames
+
+    def projector_inputs(self) -> tuple[tuple[str, int, bool], ...]:
+        """(module path, input width, whether an ``nn.Linear``) of the projector's weighted pieces that the config
+        builds (Linears, matrices, convolutions; an audio embedder's excepted), which read the tower's output at one
+        row per ``merge_factor`` patches."""
+        return tuple((f"{self.row.path}.{p.name}", self._width(p.d_in), p.kind == "linear") for p in self.row.pieces
+                     if p.kind in ("linear", "matrix", "conv") and "audio" not in p.d_in
+                     and (p.when is None or self.config.get(p.when[0], p.when[1])))
+
+    @property
+    def merge_factor(self) -> int:
+        """Patches merged into one projector row: the square of the row's ``merge`` size (1 without one)."""
+        return self._factor("merge") if self.row.merge else 1
+
+    @property
+    def patch_linear_inputs(self) -> int:
+        """Inputs per token of a patch embedding that is an ``nn.Linear`` (``Tower.patch_linear``); 0 for a patch
+        convolution, which keeps its pixels only when they need a gradient (they never do)."""
+        return self._patch_inputs() if self.tower.patch_linear else 0
 
     def _width(self, factors: tuple[str, ...]) -> int:
         return prod(self._factor(f) for f in factors)

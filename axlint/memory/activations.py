@@ -135,14 +135,15 @@ def input_groups(arch: Architecture, layer: int) -> list[tuple[int, tuple[Linear
     return groups
 
 
-def _group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear, ...], kept: bool,
-                 setup: TrainSetup) -> float:
-    """One input tensor: kept once (2·width) when a trained weight, a bitsandbytes base layer or an adapter in the
-    activation dtype reads it (``kept``: the attention kernel keeps it anyway); per adapted reader its own copy 2·width
-    (fp32 adapters under autocast) or, with dropout, a dropped copy 2·width + a mask 1·width."""
+def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear, ...], kept: bool,
+                setup: TrainSetup, trains: bool, quantized: bool) -> float:
+    """One input tensor: kept once (2·width) when a trained weight (``trains``), a bitsandbytes base layer
+    (``quantized``) or an adapter in the activation dtype reads it (``kept``: the attention kernel keeps it anyway);
+    per adapted reader its own copy 2·width (fp32 adapters under autocast) or, with dropout, a dropped copy 2·width
+    + a mask 1·width."""
     mine = [lin for lin in consumers if lin in adapted]
     copies, dropout = adapter_input_copies(setup), setup.lora_dropout > 0
-    shared_reader = base_trains(setup) or setup.quantization is not None or (mine and not copies and not dropout)
+    shared_reader = trains or quantized or (mine and not copies and not dropout)
     once = 0 if kept or not shared_reader else C.LINEAR_INPUT_BYTES * width
     per_reader = (C.LORA_DROPPED_COPY_BYTES if copies or dropout else 0) + (C.LORA_DROPOUT_MASK_BYTES if dropout else 0)
     return once + len(mine) * per_reader * width + len(mine) * C.BF16 * setup.lora_r
@@ -150,11 +151,12 @@ def _group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linea
 
 def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = (),
                 only: frozenset[Linear] | None = None) -> float:
-    """Σ over the layer's input groups (see ``_group_bytes``), or over those read by the Linears of ``only`` alone;
+    """Σ over the layer's input groups (see ``group_bytes``), or over those read by the Linears of ``only`` alone;
     the attention output of sdpa / flash is kept by the kernel itself (not so the gated output of an
     ``attention_gate`` family, a product of its own)."""
     kernel_keeps_output = setup.attention != "eager" and not arch.layout.attention_gate
-    return sum(_group_bytes(width, consumers, adapted, kernel_keeps_output and consumers[0].name in _O_NAMES, setup)
+    return sum(group_bytes(width, consumers, adapted, kernel_keeps_output and consumers[0].name in _O_NAMES, setup,
+                           base_trains(setup), setup.quantization is not None)
                for width, consumers in input_groups(arch, layer)
                if consumers and (only is None or set(consumers) <= only))
 

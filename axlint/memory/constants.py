@@ -44,6 +44,9 @@ EAGER_SCORES_BYTES = 6
 MLP_GATED = 6
 MLP_GATED_LIGER = 4
 MLP_PLAIN = 2
+# QuickGELU (x · sigmoid(1.702 x), transformers activations.QuickGELUActivation: CLIP's and Qwen2-VL's towers) keeps
+# the fc1 output for both factors and the sigmoid's output: 4·I
+MLP_PLAIN_QUICK_GELU = 4
 # Gemma 4's per-layer input (Gemma4TextDecoderLayer): the gelu keeps the gate output 2·p and the product with the
 # per-layer input keeps the activation output 2·p (its other factor is a slice of the packed per-layer inputs,
 # held once for all layers); the product is the projection's input, counted as a Linear input

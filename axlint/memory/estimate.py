@@ -21,6 +21,10 @@ Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
                the embedding trains untied (E does not exist yet), and
                the embedding backward of a tied trained embedding: 2E (lm_head's E waits in the autograd buffer,
                the embedding's dense E and their sum coexist; untied: nothing beyond G)
+  images     (a run with processor_type, ``memory.tower``): a trained vision tower's stored activations join the
+             start of backward and stay until the tower's own backward, after layer 0's (the end's larger of the two);
+             a frozen tower's forward temporaries are a third moment, resident + G_acc + T_v·A_v, before the decoder's
+             forward; eval takes the larger of the decoder's and the tower's forward temporaries
   P_step     = resident + G·g_share + step temporaries       (foreach optimizer copy, DeepSpeed fp32 grads);
                FSDP's gathered params are resharded by then (sharding.step_buffer_bytes)
   P_eval     = resident + one layer's forward temporaries + eval logits    (grads freed after the step)
@@ -61,6 +65,7 @@ from axlint.memory.overhead import (
 from axlint.memory.params import trainable
 from axlint.memory.setup import TrainSetup, read_setup
 from axlint.memory.tensor_parallel import rank_of
+from axlint.memory.tower import TowerWork, tower_work
 from axlint.memory.sharding import (
     buffer_bytes,
     cpu_offload_bytes,
@@ -188,8 +193,9 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     layers = per_layer_bytes_per_token(arch, setup)
     persistent_g = persistent_gradients(setup, g)
     g_acc = g if setup.gradient_accumulation_steps > 1 else persistent_g
+    tower = tower_work(model, setup)
     fwd = _backward_moment(arch, setup, layers, t.adapter, g,
-                           embedding_gradient_bytes(arch, setup, spec) * gradient_share(s), g_acc)
+                           embedding_gradient_bytes(arch, setup, spec) * gradient_share(s), g_acc, tower)
     fwd.update({"weights": w, "optimizer_states": o, "master_weights": m, "sharding_buffers": buffers})
     step = {"weights": w, "gradients": step_grads, "optimizer_states": step_opt, "master_weights": m,
             "activations": 0.0, "logits": 0.0, "sharding_buffers": step_buffer_bytes(arch, setup, buffers)}
@@ -201,10 +207,13 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     if phase == "forward-backward" and comps["logits"] > 0:
         slack += loss_unreused_bytes(arch, setup, setup.tokens)
     ctx = context_bytes(s.world)
-    p_eval = resident + o - paged + persistent_g + eval_activation_bytes(setup.eval_tokens, layers) \
+    p_eval = resident + o - paged + persistent_g \
+        + max(eval_activation_bytes(setup.eval_tokens, layers), tower.eval if tower else 0.0) \
         + logits_bytes(arch, setup, setup.eval_tokens, training=False)
     eval_device = p_eval + allocator_slack_bytes(p_eval, expandable_segments) + ctx + paged
     notes.append(f"peak phase: {phase}; {setup.tokens} tokens per micro batch")
+    if tower:
+        notes.append(tower.note)
     notes += [MIXER_NOTES[kind] for kind in arch.mixer_kinds if kind in MIXER_NOTES]
     if arch.source == "catalog":
         notes.append(catalog_note(arch.model_id))
@@ -253,26 +262,33 @@ def persistent_gradients(setup: TrainSetup, g: float) -> float:
 
 
 def _backward_moment(arch: Architecture, setup: TrainSetup, layers: list[float], adapter_params: int, g: float,
-                     embedding_g: float, g_acc: float) -> dict[str, float]:
-    """gradients / activations / logits at the larger of the start and the end of backward (module docstring);
-    ``layers``: A of every layer; ``embedding_g``: the embedding's share of ``g`` when it trains; ``g_acc``: the
-    gradients already allocated when backward starts (earlier micro batches', or ``persistent_gradients``)."""
+                     embedding_g: float, g_acc: float, tower: TowerWork | None = None) -> dict[str, float]:
+    """gradients / activations / logits at the largest of the start and the end of backward (module docstring) and,
+    with images, the vision tower's forward; ``layers``: A of every layer; ``embedding_g``: the embedding's share of
+    ``g`` when it trains; ``g_acc``: the gradients already allocated when backward starts (earlier micro batches', or
+    ``persistent_gradients``); ``tower``: the images' work in the tower (``memory.tower``): its stored activations
+    live from the start of backward to its own backward, which comes after layer 0's, and a frozen tower's forward
+    temporaries before the decoder's forward."""
     tokens = setup.tokens
     merged_stored, merged_backward = merged_weight_bytes(arch, setup)
     weight_copies = merged_backward + dequantized_weight_bytes(arch, setup)
-    stored = stored_activation_bytes(arch, setup, tokens, layers, adapter_params) + merged_stored
+    stored = stored_activation_bytes(arch, setup, tokens, layers, adapter_params) + merged_stored \
+        + (tower.stored if tower else 0.0)
     logits = logits_bytes(arch, setup, tokens)
     first = layer_backward_bytes(arch, setup, tokens, layers, recompute=setup.gradient_checkpointing) + weight_copies
     start = ({"gradients": g_acc, "activations": stored, "logits": logits} if logits >= first
              else {"gradients": g_acc, "activations": stored + first, "logits": 0.0})
-    last = layer_backward_bytes(arch, setup, tokens, layers, recompute=True) + weight_copies
+    last = layer_backward_bytes(arch, setup, tokens, layers, recompute=True) + weight_copies \
+        + (tower.stored if tower else 0.0)
+    last = max(last, tower.backward if tower else 0.0)
     if arch.tie_word_embeddings:
         end = {"gradients": g + 2 * embedding_g, "activations": 0.0, "logits": 0.0} if 2 * embedding_g > last \
             else {"gradients": g, "activations": last, "logits": 0.0}
     else:
         end = {"gradients": g - embedding_g, "activations": last, "logits": 0.0} if last > embedding_g \
             else {"gradients": g, "activations": 0.0, "logits": 0.0}
-    return start if sum(start.values()) >= sum(end.values()) else end
+    forward = {"gradients": g_acc, "activations": tower.forward if tower else 0.0, "logits": 0.0}
+    return max((start, end, forward), key=lambda moment: sum(moment.values()))
 
 
 def estimate_memory(facts: RunFacts, arch: Architecture, hw: Hardware, *,

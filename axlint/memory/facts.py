@@ -11,7 +11,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
 
 from axlint.architectures.mixers import MIXER_UNSIZED
-from axlint.facts import RunFacts, Sharding, ShardingKind
+from axlint.architectures.vision import tower_type
+from axlint.facts import RunFacts, Sharding, ShardingKind, image_feed
 from axlint.mesh import PARALLEL_KEYS
 from axlint.lax import is_int
 from axlint.memory.constants import GIB
@@ -146,12 +147,31 @@ def feeds_audio(config: Mapping[str, Any], arch: "Architecture") -> dict[str, st
 
 
 def feeds_images(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
-    """`processor_type: X` -> why, when the run hands images to a vision tower whose row says what of that work
-    the memory model does not size (``vision.Tower.image_work``: Gemma 3n's convolutional MobileNet-V5). As with
-    audio (``feeds_audio``), Axolotl's multimodal collator carries the images only when ``processor_type`` is set."""
-    kind, part = config.get("processor_type"), arch.vision_part
-    work = part.tower.image_work if part is not None else None
-    return {f"processor_type: {kind}": work} if kind and work else {}
+    """`processor_type: X` -> why, when the run hands images to a vision tower whose work on them the memory model
+    does not size: what its row says of it (``vision.Tower.image_work``: Gemma 3n's convolutional MobileNet-V5), or
+    tokens per image that nothing bounds (``vision.Vision.image_tokens`` is None: a processor's own tiling, or a
+    dynamic resolution without an image size), which the user can bound with Axolotl's ``image_size`` where the
+    tower reads the image at its own size. As with audio (``feeds_audio``), Axolotl's multimodal collator carries the
+    images only when ``processor_type`` is set."""
+    feed, part = image_feed(config), arch.vision_part
+    if feed is None or part is None or arch.hears_audio:
+        return {}
+    key, tower = f"processor_type: {feed.processor_type}", tower_type(arch.raw_config)
+    if part.tower.image_work:
+        return {key: part.tower.image_work}
+    if part.image_tokens(part.image_dims(feed.image_size)) is not None:
+        return {}
+    if part.tower.resolution in ("longest_edge", "smart_resize"):
+        return {key: f"feeds images to the {tower} tower at their own resolution, which config.json does not bound: "
+                     "its tokens per image, and its activations, follow the data set; set Axolotl's image_size "
+                     "(e.g. image_size: 448), which resizes the images of a sample's images / image column, and "
+                     "axlint sizes them"}
+    if part.tower.resolution == "soft_tokens":
+        return {key: f"feeds images to the {tower} tower, and config.json gives no vision_soft_tokens_per_image (nor "
+                     "vision_config's num_soft_tokens) to bound its tokens per image: the tower's activations are "
+                     "not sized"}
+    return {key: f"feeds images to the {tower} tower, whose tokens per image follow its processor's tiling (the "
+                 "processor's settings, which config.json does not give): the tower's activations are not sized"}
 
 
 def layout_problem(config: Mapping[str, Any], sharding: "Sharding") -> dict[str, str]:

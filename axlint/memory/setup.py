@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from axlint.architectures import Architecture
-from axlint.facts import LossKernel, RunFacts, Sharding
+from axlint.facts import ImageFeed, LossKernel, RunFacts, Sharding
 from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
 from axlint.memory.params import linear_names, regex_leaf_names
@@ -71,6 +71,7 @@ class TrainSetup:
     expert_kernels: tuple[str, ...] = ()          # KernelsPlugin expert paths (scattermoe / sonicmoe) that run the experts
     expert_modules: bool = False                  # the repository's own code builds the experts as nn.Linear modules
     prequantized: Prequantized | None = None      # the checkpoint's own quantization (config.json)
+    images: ImageFeed | None = None               # the images a multimodal run feeds (processor_type set)
     assumptions: tuple[str, ...] = ()
 
     @property
@@ -228,5 +229,6 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         expert_kernels=facts.expert_kernels,
         expert_modules=remote_modeling(facts, arch),
         prequantized=pre,
+        images=facts.images,
         assumptions=tuple(notes),
     )
