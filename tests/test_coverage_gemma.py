@@ -10,6 +10,9 @@ import pytest
 from axlint.architectures import Architecture, catalog_lookup
 from axlint.architectures.vision import gemma4_audio_tower
 from axlint.memory.params import named_parameters
+from axlint.document import load_document
+from axlint.memory.facts import feeds_images
+from axlint.run import build_run
 from benchmarks.memory.coverage import classify
 
 torch = pytest.importorskip("torch")
@@ -88,7 +91,16 @@ def test_gemma_3n_e2b_decoder_is_the_meta_model() -> None:
     assert arch.per_layer_table_params == 2_013_265_920 and arch.residual_streams == 4
 
 
-@pytest.mark.parametrize("config", ["gemma4-unified/12b-text-lora.yaml", "gemma4-unified/12b-vision-lora.yaml",
-                                    "gemma4/e2b-vision-lora.yaml"])
+@pytest.mark.parametrize("config", ["gemma4-unified/12b-text-lora.yaml", "gemma4-unified/12b-vision-lora.yaml"])
 def test_corpus_configs_are_covered(config: str) -> None:
     assert classify(CORPUS / config)[2] == "covered"
+
+
+def test_gemma_4_e2b_fed_images_is_not_modelled() -> None:
+    """The E2B entry's config.json gives no vision_soft_tokens_per_image, so nothing bounds the tokens an image
+    becomes in the tower: the run that feeds images is left unknown (tests/test_tower_activations.py sizes the
+    bounded towers)."""
+    path = CORPUS / "gemma4/e2b-vision-lora.yaml"
+    assert classify(path)[2] == "not modelled: processor_type: AutoProcessor"
+    run = build_run(load_document(path))
+    assert "vision_soft_tokens_per_image" in feeds_images(run.config, run.arch)["processor_type: AutoProcessor"]

@@ -34,7 +34,6 @@ CORPUS = {
     "glm46v/glm-4-6v-flash-ddp.yaml": "zai-org/GLM-4.6V-Flash",
     "internvl3_5/internvl3_5-8b-qlora.yml": "OpenGVLab/InternVL3_5-8B-HF",
     "llama-3-vision/lora-11b.yaml": "meta-llama/Llama-3.2-11B-Vision",
-    "LiquidAI/lfm2-vl-lora.yaml": "LiquidAI/LFM2-VL-450M",
 }
 
 
@@ -58,6 +57,14 @@ def test_corpus_configs_are_covered(path: str, model_id: str) -> None:
     assert catalog_lookup(corpus_model)["id"] == model_id
     assert verdict == "covered"
     assert resolve_architecture(corpus_model).source == "catalog"
+
+
+def test_lfm2_vl_fed_images_is_not_modelled() -> None:
+    """LFM2-VL's processor tiles each image by its own settings, which config.json does not give: the corpus run that
+    feeds images resolves to its catalog entry and is left unknown."""
+    corpus_model, _, verdict = classify(ROOT / "fixtures" / "axolotl" / "examples" / "LiquidAI/lfm2-vl-lora.yaml")
+    assert catalog_lookup(corpus_model)["id"] == "LiquidAI/LFM2-VL-450M"
+    assert verdict == "not modelled: processor_type: AutoProcessor"
 
 
 def test_llama_3_2_vision_layers() -> None:

@@ -414,3 +414,16 @@ def test_modules_to_save_are_the_modules_whose_path_ends_with_the_name():
     assert copied(["okens"]) == 128256 * 4096
     assert copied(["layers.0.mlp"]) == 3 * 4096 * 14336
     assert unmatched_modules_to_save(arch, ("embed_token", "lm_head", "wte")) == ["embed_token", "wte"]
+
+
+def test_images_left_out_make_a_lower_bound_that_still_claims_an_oom(tmp_path):
+    """Qwen3.5-35B-A3B fed images at their own size: the tower's work is left out (MEM010 says so, and that the
+    estimate is a lower bound); 8 packed rows of 2048 tokens already exceed one H100, so MEM001 is claimed, without a
+    fix and saying the images come on top, and nothing that claims the run fits (PERF) is said."""
+    path = write(tmp_path, "base_model: Qwen/Qwen3.5-35B-A3B\nprocessor_type: AutoProcessor\nsequence_len: 2048\n"
+                           "sample_packing: true\nmicro_batch_size: 8\nadapter: lora\nlora_target_linear: true\n"
+                           "bf16: true\n")
+    found = {d.code: d for d in lint(path, "1xH100")}
+    assert set(found) == {"MEM001", "MEM010"}
+    assert "lower bound, so only a predicted OOM is reported" in found["MEM010"].message
+    assert "comes on top" in found["MEM001"].message and found["MEM001"].fix is None

@@ -138,9 +138,11 @@ def oom_predicted(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     e = facts.estimate
     best = facts.suggestions[0] if facts.suggestions else None
     advice = f"fastest fix: {suggestion_text(best, facts.hw)}" if best else scale_out_text(facts.scale_out, facts.hw)
+    if facts.lower_bound:  # a fix sized without the work left out may not be enough
+        advice = "the work on the images or audio the run feeds, which the estimate leaves out (MEM010), comes on top"
     args = {"peak": gib(e.required), **gpu_args(facts), "phase": e.phase,
             "top": top_components(e), "advice": advice}
-    yield _value_hit(run, _culprit(run, e), args, first_fix(run, facts.suggestions))
+    yield _value_hit(run, _culprit(run, e), args, None if facts.lower_bound else first_fix(run, facts.suggestions))
 
 
 @register_check("mem_low_headroom", args=("phase", "peak", "spare", "capacity", "percent", "threshold", "hardware"))
@@ -165,7 +167,7 @@ def low_headroom(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 def gradient_checkpointing_needed(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Checkpointing off, training over the GPU, and checkpointing alone fits it or the best fix includes it."""
     facts = oom_facts(run)
-    if facts is None or facts.estimate.setup.gradient_checkpointing:
+    if facts is None or facts.lower_bound or facts.estimate.setup.gradient_checkpointing:
         return
     alone = facts.knob_fixes.get(Knob.GRADIENT_CHECKPOINTING)
     best = facts.suggestions[0] if facts.suggestions else None
@@ -341,7 +343,7 @@ def _longest_fitting(facts: MemoryFacts) -> int:
     return largest_true(lambda k: fits(k * SEQUENCE_STEP), 0, setup.sequence_len // SEQUENCE_STEP) * SEQUENCE_STEP
 
 
-@register_check("mem_not_modelled", args=("settings",))
+@register_check("mem_not_modelled", args=("settings", "effect"))
 def memory_not_modelled(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Tensor parallelism, a parallel layout Axolotl refuses, layer offloading, a part of the model axlint cannot size:
     the memory rules stand aside."""
@@ -351,7 +353,9 @@ def memory_not_modelled(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         return
     key = next(iter(found)).split(":", 1)[0]
     doc, span = run.ax_span((key,), "key")
-    yield Hit(doc, span, {"settings": ", ".join(f"`{k}` ({why})" for k, why in found.items())})
+    effect = ("the estimate is a lower bound, so only a predicted OOM is reported" if facts.lower_bound
+              else "the memory rules stand aside")
+    yield Hit(doc, span, {"settings": ", ".join(f"`{k}` ({why})" for k, why in found.items()), "effect": effect})
 
 
 # ---------------------------------------------------------------------------------------------------- PERF

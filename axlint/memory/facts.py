@@ -52,6 +52,11 @@ class MemoryFacts:
         """``unknown_parts`` of this run, read once (every memory rule asks)."""
         return unknown_parts(self)
 
+    @cached_property
+    def lower_bound(self) -> bool:
+        """Everything unknown is work left out on top of the estimate (``left_out``): the run needs at least this."""
+        return bool(self.unknown) and self.unknown.keys() <= left_out(self.config, self.arch).keys()
+
     @property
     def _base(self) -> "MemoryEstimate | None":
         """The estimate the solver starts from: the run's own, when made as the solver makes its estimates."""
@@ -123,13 +128,21 @@ def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Archite
     among them."""
     from axlint.memory import tensor_parallel
 
-    found: dict[str, str] = feeds_audio(config, arch) | feeds_images(config, arch)
+    found: dict[str, str] = left_out(config, arch)
     why = tensor_parallel.not_modelled(arch, sharding)
     if why:
         found[f"tensor_parallel_size: {sharding.mesh.tp}"] = why
     if sharding.mesh.ep > 1 and sharding.kind is ShardingKind.DEEPSPEED:
         found[f"expert_parallel_size: {sharding.mesh.ep}"] = "splits the experts over GPUs, beside DeepSpeed"
     return found | {f"{k}: true": why for k, why in NOT_MODELLED_FLAGS.items() if config.get(k) is True}
+
+
+def left_out(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
+    """Work of the run that the estimate leaves out and that only adds to it: audio fed to an audio tower
+    (``feeds_audio``), images fed to a tower whose work on them is not sized (``feeds_images``). When nothing else is
+    unknown the estimate is a lower bound (``MemoryFacts.lower_bound``): a predicted OOM stands, a fit does not, as
+    with ``LOWER_BOUND_KEYS``."""
+    return feeds_audio(config, arch) | feeds_images(config, arch)
 
 
 def feeds_audio(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
@@ -236,6 +249,9 @@ def oom_knob(run: "TrainingRun", knob: "Knob") -> tuple[MemoryFacts, Any] | None
 
 
 def oom_facts(run: "TrainingRun") -> MemoryFacts | None:
-    """The facts when a claim about an OOM can be made: exact token counts, training over the GPU."""
-    facts = modelled_facts(run)
-    return facts if facts is not None and facts.exact_tokens and not facts.train_fits else None
+    """The facts when a claim about an OOM can be made: exact token counts, training over the GPU, and a run the
+    model covers or of which it leaves out only work that adds to the peak (``MemoryFacts.lower_bound``)."""
+    facts = memory_facts(run)
+    if facts is None or (facts.unknown and not facts.lower_bound):
+        return None
+    return facts if facts.exact_tokens and not facts.train_fits else None
