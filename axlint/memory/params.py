@@ -1,6 +1,7 @@
 """Which parameters are trained: full fine-tune, LoRA / QLoRA targets, modules_to_save, unfrozen_parameters."""
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator
@@ -75,8 +76,8 @@ def layer_groups(arch: Architecture, setup: TrainSetup) -> tuple[tuple[int, ...]
     return memo[key]
 
 
-def _targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
-    """PEFT matching: a regex string must fullmatch the module path; a list entry must equal the path or be a
+def targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
+    """Whether the module targets reach the Linear at module path ``name``, by PEFT's matching: a regex string must fullmatch the module path; a list entry must equal the path or be a
     ``.``-separated suffix of it. ``lora_target_linear`` = Axolotl's ``find_all_linear_names``: every module that is
     an ``nn.Linear`` (or has "Linear" in its class name) except lm_head; transformers >= 5 stores the experts as 3-D
     parameters and the router as a ``*TopKRouter`` module holding a weight, so neither is one, and no module target
@@ -193,17 +194,17 @@ def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linea
     if key not in memo:
         targets = setup.lora_target_modules
         if isinstance(targets, str) or any(_has_index(t) for t in targets):
-            memo[key] = {layer: tuple(lin for name, lin in layer_modules(arch, layer) if _targeted(name, lin, setup))
+            memo[key] = {layer: tuple(lin for name, lin in layer_modules(arch, layer) if targeted(name, lin, setup))
                          for layer in range(arch.num_layers)}
         else:
-            by_kind = [tuple(lin for name, lin in layer_modules(arch, layers[0]) if _targeted(name, lin, setup))
+            by_kind = [tuple(lin for name, lin in layer_modules(arch, layers[0]) if targeted(name, lin, setup))
                        for layers in arch.kind_layers]
             memo[key] = {layer: by_kind[kind] for layer, kind in enumerate(arch.layer_kinds)}
     return memo[key]
 
 
 def _targets_key(setup: TrainSetup) -> tuple:
-    """What ``_targeted`` reads of a setup: the module targets, ``lora_target_linear``, ``expert_modules``."""
+    """What ``targeted`` reads of a setup: the module targets, ``lora_target_linear``, ``expert_modules``."""
     return setup.lora_target_modules, setup.lora_target_linear, setup.expert_modules
 
 
@@ -213,7 +214,7 @@ def _adapted_outside_width(arch: Architecture, setup: TrainSetup) -> int:
     memo = arch.memos.setdefault("adapted_outside_width", {})
     key = _targets_key(setup)
     if key not in memo:
-        memo[key] = sum(lin.d_in + lin.d_out for name, lin in _outside_modules(arch) if _targeted(name, lin, setup))
+        memo[key] = sum(lin.d_in + lin.d_out for name, lin in _outside_modules(arch) if targeted(name, lin, setup))
     return memo[key]
 
 
@@ -425,13 +426,22 @@ def unfrozen_regex(pattern: str) -> re.Pattern[str] | None:
         return None
 
 
+@functools.cache
+def _unfrozen_regexes(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(c for c in map(unfrozen_regex, patterns) if c is not None)
+
+
+def is_unfrozen(name: str, patterns: tuple[str, ...]) -> bool:
+    """Whether one of Axolotl's ``unfrozen_parameters`` patterns (``unfrozen_regex``) names the parameter ``name``."""
+    return any(c.match(name) for c in _unfrozen_regexes(patterns))
+
+
 def unfrozen_params(arch: Architecture, patterns: tuple[str, ...]) -> int:
-    """Params whose name matches one of Axolotl's ``unfrozen_parameters`` patterns (see ``unfrozen_regex``); once per
+    """Params whose name matches one of Axolotl's ``unfrozen_parameters`` patterns (``is_unfrozen``); once per
     architecture and patterns."""
     memo = arch.memos.setdefault("unfrozen_params", {})
     if patterns not in memo:
-        compiled = [c for c in map(unfrozen_regex, patterns) if c is not None]
-        memo[patterns] = sum(n for name, n in named_parameters(arch) if any(c.match(name) for c in compiled))
+        memo[patterns] = sum(n for name, n in named_parameters(arch) if is_unfrozen(name, patterns))
     return memo[patterns]
 
 

@@ -39,7 +39,7 @@ from axlint.architectures import Architecture, Linear
 from axlint.architectures.vision import Vision, VisionLinear, tower_type
 from axlint.memory import constants as C
 from axlint.memory.activations import group_bytes
-from axlint.memory.params import _targeted, unfrozen_regex
+from axlint.memory.params import is_unfrozen, targeted
 from axlint.memory.setup import TrainSetup
 
 
@@ -74,26 +74,21 @@ def _linear(lin: VisionLinear) -> Linear:
     return Linear(lin.name, lin.d_in, lin.d_out, lin.bias)
 
 
-def _unfrozen(setup: TrainSetup, path: str) -> bool:
-    """Whether an ``unfrozen_parameters`` pattern (``params.unfrozen_regex``) names the weight at ``path``."""
-    return any((rx := unfrozen_regex(p)) is not None and rx.match(f"{path}.weight") for p in setup.unfrozen_parameters)
-
-
 def _trains(setup: TrainSetup, path: str) -> bool:
-    """Whether the weight of the Linear at ``path`` trains: never under freeze_mm_modules; an unfrozen parameter;
-    every weight of a full fine-tune without unfrozen_parameters."""
+    """Whether the weight of the Linear at ``path`` trains: never under freeze_mm_modules; an unfrozen parameter
+    (``params.is_unfrozen``); every weight of a full fine-tune without unfrozen_parameters."""
     assert setup.images is not None
     if setup.images.freeze_mm_modules:
         return False
     if setup.unfrozen_parameters:
-        return _unfrozen(setup, path)
+        return is_unfrozen(f"{path}.weight", setup.unfrozen_parameters)
     return not setup.adapter
 
 
 def _adapted(setup: TrainSetup, path: str, lin: Linear) -> bool:
     """Whether a LoRA adapter reaches the Linear at ``path`` and trains (freeze_mm_modules freezes adapters too)."""
     assert setup.images is not None
-    return bool(setup.adapter) and not setup.images.freeze_mm_modules and _targeted(path, lin, setup)
+    return bool(setup.adapter) and not setup.images.freeze_mm_modules and targeted(path, lin, setup)
 
 
 def layer_bytes_per_token(vision: Vision, setup: TrainSetup, span: int, trains: bool,
