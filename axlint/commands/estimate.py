@@ -72,12 +72,12 @@ def load_run(config: Path, hardware: "Hardware | None", model_config: Path | Non
 
 def run_notes(facts: "MemoryFacts") -> list[str]:
     """Assumptions the estimate itself does not state: settings it does not model, whether the run evaluates."""
-    from axlint.memory.facts import feeds_audio, feeds_images, layout_problem, not_modelled, unsized_parts
+    from axlint.memory.facts import layout_problem, left_out, not_modelled, unsized_parts
 
     sharding = facts.run.sharding
-    left_out = feeds_audio(facts.config, facts.arch) | feeds_images(facts.config, facts.arch)
+    on_top = left_out(facts.config, facts.arch)
     notes = [f"{setting} ({why}) is not modelled: the estimate leaves that work out, so the peak is unknown (at least "
-             "the numbers above)" if setting in left_out else
+             "the numbers above)" if setting in on_top else
              f"{setting} ({why}) is not modelled: the estimate holds it whole on every GPU and overstates the peak"
              for setting, why in not_modelled(facts.config, sharding, facts.arch).items()]
     notes += [f"{setting}: {why}; the estimate ignores the parallel sizes" for setting, why in
