@@ -187,15 +187,23 @@ def _fp8(qc: Mapping[str, Any], method: str, dequantize: bool) -> Prequantized:
     if method == "mxfp8" or qc.get("scale_fmt") not in (None, "float"):
         return Prequantized(method, "", unsized=f"an {method} checkpoint with {qc.get('scale_fmt')} scales, which "
                                                 "axlint does not size")
-    raw_block = qc.get("weight_block_size", list(FP8_DEFAULT_BLOCK))
-    block = (int(raw_block[0]), int(raw_block[1])) if isinstance(raw_block, list) and len(raw_block) == 2 else None
-    skip = qc.get("modules_to_not_convert")
+    block, skip, lm_head = _fp8_storage(qc)
     where = f"{block[0]}x{block[1]} block" if block else "tensor"
     note = (f"FP8 checkpoint (transformers FineGrainedFP8): Linears and routed experts kept in float8_e4m3fn with an "
             f"fp32 scale per {where}; assumes a GPU of compute capability >= 8.9 (H100, L40S, RTX 4090: on an A100 "
             "transformers dequantizes to bf16)")
-    return Prequantized("fp8", note, experts="fp8", linears="fp8", block=block,
-                        skip=tuple(str(p) for p in skip or ()), lm_head=skip is not None)
+    return Prequantized("fp8", note, experts="fp8", linears="fp8", block=block, skip=skip, lm_head=lm_head)
+
+
+def _fp8_storage(qc: Mapping[str, Any]) -> tuple[tuple[int, int] | None, tuple[str, ...], bool]:
+    """What FineGrainedFP8 reads of ``quantization_config``: the scale block (``weight_block_size``, 128x128 by
+    default; None, one scale per tensor, for anything but a pair), the ``modules_to_not_convert`` patterns kept in the
+    load dtype, and whether the output embedding is converted (only when that list is given: otherwise transformers
+    keeps it, ``get_keys_to_not_convert``)."""
+    raw_block = qc.get("weight_block_size", list(FP8_DEFAULT_BLOCK))
+    block = (int(raw_block[0]), int(raw_block[1])) if isinstance(raw_block, list) and len(raw_block) == 2 else None
+    skip = qc.get("modules_to_not_convert")
+    return block, tuple(str(p) for p in skip or ()), skip is not None
 
 
 def _fp8_nvfp4_experts(qc: Mapping[str, Any], model_type: str, mode: str | None, dequantize: bool) -> Prequantized:
@@ -214,16 +222,13 @@ def _fp8_nvfp4_experts(qc: Mapping[str, Any], model_type: str, mode: str | None,
     if mode not in ("float8tensor", "bf16"):
         return Prequantized("fp8", "", unsized=f"a DeepSeek-V4 FP8 + NVFP4 checkpoint under dsv4_fp8_nonexpert_mode: "
                                                f"{mode}, which axlint does not size")
-    raw_block = qc.get("weight_block_size", list(FP8_DEFAULT_BLOCK))
-    block = (int(raw_block[0]), int(raw_block[1])) if isinstance(raw_block, list) and len(raw_block) == 2 else None
-    skip = qc.get("modules_to_not_convert")
+    block, skip, lm_head = _fp8_storage(qc)
     kept = "as Float8Tensor (1 B + an fp32 scale per block)" if mode == "float8tensor" else "dequantized to bf16"
     note = ("DeepSeek-V4 FP8 + NVFP4 checkpoint under the KernelsPlugin's DSV4 adapter: routed experts packed NVFP4 "
             f"(0.5625 B per weight), the other FP8 Linears {kept}, o_a_proj and the compressor / indexer projections "
             "in the load dtype")
     return Prequantized("fp8 + NVFP4", note, experts="nvfp4", linears="fp8" if mode == "float8tensor" else None,
-                        block=block, skip=DSV4_LOAD_DTYPE_LINEARS + tuple(str(p) for p in skip or ()),
-                        lm_head=skip is not None)
+                        block=block, skip=DSV4_LOAD_DTYPE_LINEARS + skip, lm_head=lm_head)
 
 
 def _bitnet(qc: Mapping[str, Any]) -> Prequantized:
