@@ -132,7 +132,7 @@ def quantization_config(raw_config: Mapping[str, Any]) -> Mapping[str, Any] | No
 
 def read_prequantized(raw_config: Mapping[str, Any], model_type: str, *, moe: bool, expert_kernels: tuple[str, ...],
                       nonexpert_quantization: str | None, dequantize: bool,
-                      dsv4_nonexpert_mode: str | None = None) -> Prequantized | None:
+                      dsv4_nonexpert_mode: str | None) -> Prequantized | None:
     """How the checkpoint whose config.json is ``raw_config`` sits on the GPU under Axolotl (module docstring);
     None for a checkpoint that is not quantized. ``dsv4_nonexpert_mode``: how the KernelsPlugin's DeepSeek-V4
     adapter stores FP8 non-expert Linears, None when it does not run (``RunFacts.dsv4_nonexpert_mode``)."""
