@@ -40,8 +40,16 @@ from typing import Any, Callable, Mapping
 from axlint.facts import RunFacts, Sharding, ShardingKind
 from axlint.memory import constants as C
 from axlint.memory.setup import read_setup
-from axlint.memory.sharding import buffer_bytes, gradient_share, gradients_offloaded, optimizer_share, weight_share
-from axlint.memory.states import optimizer_spec
+from axlint.memory.params import trainable as trainable_counts
+from axlint.memory.sharding import (
+    buffer_bytes,
+    gradient_share,
+    gradients_offloaded,
+    mixed_share,
+    optimizer_share,
+    weight_share,
+)
+from axlint.memory.states import expert_trainable_fraction, expert_weight_fraction, optimizer_spec
 from axlint.training.model import (
     build_model,
     count_parameters,
@@ -93,12 +101,18 @@ class SimulationResult:
         }
 
 
-def per_gpu(process: Mapping[str, int], sharding: Sharding) -> dict[str, int]:
+def per_gpu(process: Mapping[str, int], sharding: Sharding, expert_weights: float = 0.0,
+            expert_trainable: float = 0.0) -> dict[str, int]:
     """What one GPU keeps of the one process's states: parameters × ``weight_share``, gradients ×
     ``gradient_share``, optimizer states and fp32 master weights × ``optimizer_share`` (axlint.memory.sharding: ÷ the
-    ranks that shard them, 0 when offloaded to CPU RAM); activations and buffers stay whole."""
-    shares = {"parameters": weight_share(sharding), "gradients": gradient_share(sharding),
-              "optimizer_states": optimizer_share(sharding), "master_weights": optimizer_share(sharding)}
+    ranks that shard them, 0 when offloaded to CPU RAM), each through ``mixed_share`` as the estimate does: of the
+    routed experts (``expert_weights`` of the parameters, ``expert_trainable`` of the trained ones) a GPU keeps its
+    expert-parallel slice; activations and buffers stay whole."""
+    s = sharding
+    shares = {"parameters": mixed_share(s, weight_share(s), expert_weights),
+              "gradients": mixed_share(s, gradient_share(s), expert_trainable),
+              "optimizer_states": mixed_share(s, optimizer_share(s), expert_trainable),
+              "master_weights": mixed_share(s, optimizer_share(s), expert_trainable)}
     return {key: math.ceil(value * shares[key]) if key in shares else value for key, value in process.items()}
 
 
@@ -154,8 +168,10 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
         process["parameters"] -= _quantization_savings(model, QUANTIZED_BYTES[spec.quantization])
         notes.append(f"frozen decoder linears counted in {QUANTIZED_NAMES[spec.quantization]} "
                      "(bitsandbytes is CUDA-only)")
-    gpu = per_gpu(process, facts.sharding)
-    gpu["sharding_buffers"] = int(buffer_bytes(arch, read_setup(facts, arch), gpu["gradients"]))
+    setup = read_setup(facts, arch)
+    gpu = per_gpu(process, facts.sharding, expert_weight_fraction(arch, setup, trainable_counts(arch, setup)),
+                  expert_trainable_fraction(arch, setup))
+    gpu["sharding_buffers"] = int(buffer_bytes(arch, setup, gpu["gradients"]))
     notes += sharding_notes(facts.sharding, gpu["sharding_buffers"])
     return SimulationResult(
         model_type=arch.model_type, parameters=total, trainable_parameters=trainable, tokens=spec.tokens,

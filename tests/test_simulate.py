@@ -8,6 +8,7 @@ import pytest
 
 from axlint.architectures import Architecture
 from axlint.facts import Sharding, ShardingKind
+from axlint.mesh import Mesh
 from axlint.simulate import per_gpu, simulate
 from tests.resolved import facts
 
@@ -136,3 +137,15 @@ def test_gradient_accumulation_keeps_gradients_through_the_next_forward() -> Non
     one, four = run(gradient_accumulation_steps=1), run(gradient_accumulation_steps=4)
     assert four.process_bytes["gradients"] > 0 == one.process_bytes["gradients"]
     assert four.peak_allocated_bytes > one.peak_allocated_bytes
+
+
+def test_expert_parallelism_keeps_a_slice_of_the_experts() -> None:
+    """FSDP shard-grad-op over 8 GPUs as 2 expert-parallel groups of 4: the parameters stay unsharded, yet each GPU
+    holds only its half of the routed experts (here half of the weights), as the estimate's ``mixed_share`` says;
+    the sharded gradients split the experts' slice over dp_shard, the rest over all 8 ranks."""
+    process = {"parameters": 800, "gradients": 800, "optimizer_states": 1600, "master_weights": 800,
+               "activations": 100}
+    fsdp = Sharding(ShardingKind.FSDP, 2, 8, mesh=Mesh(ep=2, dp_shard=4))
+    assert per_gpu(process, fsdp, expert_weights=0.5, expert_trainable=0.5) == {
+        "parameters": 600, "gradients": 100, "optimizer_states": 200, "master_weights": 100, "activations": 100}
+    assert per_gpu(process, fsdp)["parameters"] == 800  # a dense model: the parameters stay whole

@@ -80,7 +80,7 @@ from axlint.memory.states import (
     UNKNOWN_OPTIMIZER,
     embedding_gradient_bytes,
     expert_trainable_fraction,
-    expert_weight_bytes,
+    expert_weight_fraction,
     gradient_bytes,
     master_weight_bytes,
     optimizer_spec,
@@ -179,7 +179,7 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     whole = t if arch is model else trainable(model, setup)  # the model's, all ranks together
     s = setup.sharding
     w_all = weight_bytes(arch, setup, t)
-    w = w_all * mixed_share(s, weight_share(s), expert_weight_bytes(arch, setup) / w_all if w_all else 0.0)
+    w = w_all * mixed_share(s, weight_share(s), expert_weight_fraction(arch, setup, t))
     experts = expert_trainable_fraction(arch, setup)
     g = gradient_bytes(setup, t, spec) * mixed_share(s, gradient_share(s), experts)
     o_share = mixed_share(s, optimizer_share(s), experts)

@@ -237,6 +237,12 @@ def expert_weight_bytes(arch: Architecture, setup: TrainSetup) -> float:
     return arch.expert_params * (_quantized_bytes(setup) if quantized else setup.param_bytes)
 
 
+def expert_weight_fraction(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
+    """The routed experts' part of W (``expert_weight_bytes`` / ``weight_bytes``); 0 for a model without weights."""
+    w = weight_bytes(arch, setup, t)
+    return expert_weight_bytes(arch, setup) / w if w else 0.0
+
+
 def expert_trainable_fraction(arch: Architecture, setup: TrainSetup) -> float:
     """The routed experts' part of the trainable parameters: their share of the model in a full fine-tune; 0 under
     an adapter (PEFT's LoRA wraps nn.Linear modules, which the experts are not) or unfrozen_parameters (counted as
