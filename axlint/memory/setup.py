@@ -131,16 +131,11 @@ def peft_targets(facts: RunFacts, arch: Architecture) -> PeftTargets:
     return convert_targets(arch.model_type, names, facts.lora.target_parameters)
 
 
-def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
-    """The memory-relevant facts of a resolved run (axlint.facts), with the notes the estimate rests on."""
-    notes: list[str] = []
-    if facts.dtype.value == "float32":
-        notes.append("bf16/fp16 off: the model is loaded and trained in fp32")
-    liger = facts.liger and liger_supports(arch.model_type)
-    if facts.loss.value is LossKernel.CCE and not cce_supports(arch.model_type):
-        notes.append(f"Cut Cross-Entropy has no patch for model_type {arch.model_type!r}; "
-                     "Axolotl's generic (experimental) patch assumed to apply")
-    remote_experts = remote_linear_experts(facts, arch)
+def _weights_storage(facts: RunFacts, arch: Architecture, remote_experts: bool,
+                     notes: list[str]) -> tuple[Prequantized | None, str | None, bool]:
+    """How the weights are stored: the checkpoint's own quantization (``read_prequantized``), and the bitsandbytes
+    load with its double quantization (a bitsandbytes checkpoint's own when the run sets none); appends what the
+    estimate assumes of them to ``notes``."""
     if remote_experts:
         notes.append("trust_remote_code: the repository's own modelling code runs (config.json's auto_map), whose "
                      f"routed experts are nn.Linear modules that {facts.quantization.value} quantizes")
@@ -154,9 +149,22 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
                             dsv4_nonexpert_mode=facts.dsv4_nonexpert_mode)
     if pre is not None and pre.note:
         notes.append(pre.note)
-    quantization, double_quant = facts.quantization.value, facts.double_quant
-    if pre is not None and pre.bnb and quantization is None:
-        quantization, double_quant = pre.bnb, pre.bnb_double_quant
+    if pre is not None and pre.bnb and facts.quantization.value is None:
+        return pre, pre.bnb, pre.bnb_double_quant
+    return pre, facts.quantization.value, facts.double_quant
+
+
+def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
+    """The memory-relevant facts of a resolved run (axlint.facts), with the notes the estimate rests on."""
+    notes: list[str] = []
+    if facts.dtype.value == "float32":
+        notes.append("bf16/fp16 off: the model is loaded and trained in fp32")
+    liger = facts.liger and liger_supports(arch.model_type)
+    if facts.loss.value is LossKernel.CCE and not cce_supports(arch.model_type):
+        notes.append(f"Cut Cross-Entropy has no patch for model_type {arch.model_type!r}; "
+                     "Axolotl's generic (experimental) patch assumed to apply")
+    remote_experts = remote_linear_experts(facts, arch)
+    pre, quantization, double_quant = _weights_storage(facts, arch, remote_experts, notes)
     if facts.lora.target_parameters and facts.adapter.value:
         merged = ("the ScatterMoE / SonicMoE kernels' own LoRA buffers are not counted" if facts.expert_kernels else
                   "each layer runs on a merged copy W + BA of the weights it wraps")
