@@ -427,3 +427,13 @@ def test_images_left_out_make_a_lower_bound_that_still_claims_an_oom(tmp_path):
     assert set(found) == {"MEM001", "MEM010"}
     assert "lower bound, so only a predicted OOM is reported" in found["MEM010"].message
     assert "comes on top" in found["MEM001"].message and found["MEM001"].fix is None
+
+
+def test_a_lower_bound_offers_no_fix_that_claims_to_fit(tmp_path):
+    """Qwen2-VL-7B fed images at their own resolution (no image_size): the estimate is a lower bound. 16 packed rows
+    of 2048 tokens are over one H100, so MEM001 stands; a smaller micro batch (MEM005) or ZeRO-3 with offload
+    (MEM007) fits only the lower bound, so neither is claimed to fit."""
+    path = write(tmp_path, "base_model: Qwen/Qwen2-VL-7B-Instruct\nprocessor_type: AutoProcessor\nsequence_len: 2048\n"
+                           "sample_packing: true\nmicro_batch_size: 16\nadapter: lora\nlora_target_linear: true\n"
+                           "bf16: true\ngradient_checkpointing: true\n")
+    assert {d.code for d in lint(path, "1xH100")} == {"MEM001", "MEM010"}

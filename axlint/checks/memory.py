@@ -21,6 +21,7 @@ from axlint.memory.facts import (
     memory_facts,
     modelled_facts,
     oom_facts,
+    oom_fix_facts,
     oom_knob,
 )
 from axlint.memory.knobs import Knob, Saver
@@ -166,8 +167,8 @@ def low_headroom(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                 args=("tokens", "peak", "capacity", "hardware", "new_peak", "effect"), fix=FixAvailability.SOMETIMES)
 def gradient_checkpointing_needed(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Checkpointing off, training over the GPU, and checkpointing alone fits it or the best fix includes it."""
-    facts = oom_facts(run)
-    if facts is None or facts.lower_bound or facts.estimate.setup.gradient_checkpointing:
+    facts = oom_fix_facts(run)
+    if facts is None or facts.estimate.setup.gradient_checkpointing:
         return
     alone = facts.knob_fixes.get(Knob.GRADIENT_CHECKPOINTING)
     best = facts.suggestions[0] if facts.suggestions else None

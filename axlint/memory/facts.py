@@ -243,7 +243,7 @@ def modelled_facts(run: "TrainingRun") -> MemoryFacts | None:
 
 def oom_knob(run: "TrainingRun", knob: "Knob") -> tuple[MemoryFacts, Any] | None:
     """(facts, the solver's fix that turns only `knob`) when training is over the GPU and that knob fits it."""
-    facts = oom_facts(run)
+    facts = oom_fix_facts(run)
     fix_ = facts.knob_fixes.get(knob) if facts is not None else None
     return (facts, fix_) if facts is not None and fix_ is not None else None
 
@@ -255,3 +255,10 @@ def oom_facts(run: "TrainingRun") -> MemoryFacts | None:
     if facts is None or (facts.unknown and not facts.lower_bound):
         return None
     return facts if facts.exact_tokens and not facts.train_fits else None
+
+
+def oom_fix_facts(run: "TrainingRun") -> MemoryFacts | None:
+    """``oom_facts`` when a fix can be sized: not a lower bound (``MemoryFacts.lower_bound``), of which a fix sized
+    without the work left out may not fit."""
+    facts = oom_facts(run)
+    return facts if facts is not None and not facts.lower_bound else None
