@@ -2,8 +2,10 @@
 on `run.hardware`, given or build_run's default assumption, and what the solver says about it).
 
 A rule that claims an OOM needs exact token counts (sample packing or padding to `sequence_len`) and parallelism
-that the model covers; an unpacked run is judged at full length by MEM009 instead, one with context / tensor /
-expert parallelism is skipped (MEM010). The estimator and the solver are imported on first use only.
+that the model covers; an unpacked run is judged at full length by MEM009 instead, one with a setting or a model
+part the model does not cover is skipped (MEM010), except that work left out on top of the estimate (images or
+audio: a lower bound) still lets MEM001 claim an OOM, without a fix. The estimator and the solver are imported on
+first use only.
 """
 from __future__ import annotations
 
@@ -347,7 +349,7 @@ def _longest_fitting(facts: MemoryFacts) -> int:
 @register_check("mem_not_modelled", args=("settings", "effect"))
 def memory_not_modelled(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Tensor parallelism, a parallel layout Axolotl refuses, layer offloading, a part of the model axlint cannot size:
-    the memory rules stand aside."""
+    the memory rules stand aside; images or audio whose work the estimate leaves out: only an OOM is reported."""
     facts = memory_facts(run)
     found = facts.unknown if run.axolotl is not None and facts is not None else {}
     if not found:

@@ -1,8 +1,9 @@
 """The memory facts of one run: the analytic per-GPU estimate on the run's hardware and what the solver says about
 it, computed once per run (`TrainingRun.memory`) and read by the memory rules and by `axlint estimate` alike.
 
-A claim about an OOM needs exact token counts (sample packing or padding to `sequence_len`) and parallelism that
-the model covers (`not_modelled`); the estimator and the solver are imported on first use only.
+A claim about an OOM needs exact token counts (sample packing or padding to `sequence_len`) and a run that the
+model covers (`unknown_parts`), or of which it leaves out only work on top of the estimate (`left_out`: a lower
+bound, for which no fix is sized); the estimator and the solver are imported on first use only.
 """
 from __future__ import annotations
 
@@ -140,8 +141,8 @@ def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Archite
 def left_out(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
     """Work of the run that the estimate leaves out and that only adds to it: audio fed to an audio tower
     (``feeds_audio``), images fed to a tower whose work on them is not sized (``feeds_images``). When nothing else is
-    unknown the estimate is a lower bound (``MemoryFacts.lower_bound``): a predicted OOM stands, a fit does not, as
-    with ``LOWER_BOUND_KEYS``."""
+    unknown the estimate is a lower bound (``MemoryFacts.lower_bound``): a predicted OOM stands, but neither a fix
+    (``oom_fix_facts``) nor a fit."""
     return feeds_audio(config, arch) | feeds_images(config, arch)
 
 
@@ -198,8 +199,8 @@ def layout_problem(config: Mapping[str, Any], sharding: "Sharding") -> dict[str,
 
 
 def unsized_parts(arch: "Architecture", checkpoint: "Prequantized | None" = None) -> dict[str, str]:
-    """Parts of the model the estimate cannot size, `base_model: id` -> which: their memory is left out, so the
-    estimate is a lower bound and the memory rules stand aside. ``checkpoint``: the checkpoint's own quantization
+    """Parts of the model the estimate cannot size, `base_model: id` -> which: their memory is not counted, so the
+    verdict is unknown and the memory rules stand aside (not taken for a lower bound as ``left_out`` is). ``checkpoint``: the checkpoint's own quantization
     (``TrainSetup.prequantized``); one that axlint cannot size is never taken for bf16. A token mixer whose
     activations axlint does not model (``mixers.MIXER_UNSIZED``) is such a part too."""
     key = f"base_model: {arch.model_id}"
