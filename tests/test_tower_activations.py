@@ -219,3 +219,13 @@ def test_a_frozen_tower_layer_saves_nothing() -> None:
     """Pixel values never require grad: a SigLIP layer whose weights are frozen records nothing for backward."""
     vc = {"hidden_size": 128, "num_attention_heads": 4, "intermediate_size": 352, "num_hidden_layers": 1}
     assert one_layer_saved_bytes_per_token("siglip_vision_model", vc, 64, trains=False) == 0
+
+
+def test_the_note_says_what_the_tower_keeps() -> None:
+    """The estimate's note on the tower reads as a sentence: a full fine-tune's tower keeps its layers' activations
+    (their inputs under gradient checkpointing); a tower none of whose weights train is frozen."""
+    assert work(GEMMA3).note.endswith("the tower keeps its layers' activations for backward")
+    assert work(GEMMA3, gradient_checkpointing=True).note.endswith(
+        "the tower keeps its layers' inputs (gradient checkpointing) for backward")
+    assert work(GEMMA3, adapter="lora", lora_target_linear=True, freeze_mm_modules=True).note.endswith(
+        "the tower is frozen: it keeps nothing for backward, one layer's forward temporaries at a time")

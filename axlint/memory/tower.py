@@ -165,9 +165,8 @@ def tower_work(arch: Architecture, setup: TrainSetup) -> TowerWork | None:
     stored = kept + tokens * outside + rows * projector
     backward = stored + (tokens * (_backward_temp_bytes_per_token(vision, setup) + (a_v if checkpointed else 0.0))
                          if keeps else 0.0)
-    how = (f"its layers {'keep their inputs (gradient checkpointing)' if checkpointed else 'keep their activations'} "
-           f"for backward" if keeps else "is frozen: it keeps nothing for backward, one layer's forward temporaries "
-                                          "at a time")
+    how = (f"keeps its layers' {'inputs (gradient checkpointing)' if checkpointed else 'activations'} for backward"
+           if keeps else "is frozen: it keeps nothing for backward, one layer's forward temporaries at a time")
     note = (f"images: 1 per micro-batch row (Axolotl has no setting for more), {n} tokens each inside the "
             f"{tower_type(vision.config)} tower ({_resolution_note(vision, setup)}); the tower {how}")
     return TowerWork(stored=stored, backward=backward, forward=tokens * frozen, eval=eval_tokens * frozen, note=note)
