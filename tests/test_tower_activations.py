@@ -229,3 +229,13 @@ def test_the_note_says_what_the_tower_keeps() -> None:
         "the tower keeps its layers' inputs (gradient checkpointing) for backward")
     assert work(GEMMA3, adapter="lora", lora_target_linear=True, freeze_mm_modules=True).note.endswith(
         "the tower is frozen: it keeps nothing for backward, one layer's forward temporaries at a time")
+
+
+def test_unfrozen_parameters_do_not_train_the_tower_under_an_adapter() -> None:
+    """Under an adapter the base weights are frozen and unfrozen_parameters count for nothing (``params.trainable``):
+    a LoRA on the decoder's q_proj / v_proj alone leaves Qwen2-VL's tower frozen, unfrozen_parameters naming it or
+    not; without the adapter those parameters train and the tower keeps its activations."""
+    lora = {"image_size": 448, "adapter": "lora", "lora_target_modules": ["q_proj", "v_proj"]}
+    assert work(QWEN2_VL, **lora, unfrozen_parameters=["model.visual.*"]) == work(QWEN2_VL, **lora)
+    assert work(QWEN2_VL, **lora).stored == 0
+    assert work(QWEN2_VL, image_size=448, unfrozen_parameters=["model.visual.*"]).stored > 0

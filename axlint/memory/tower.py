@@ -75,14 +75,13 @@ def _linear(lin: VisionLinear) -> Linear:
 
 
 def _trains(setup: TrainSetup, path: str) -> bool:
-    """Whether the weight of the Linear at ``path`` trains: never under freeze_mm_modules; an unfrozen parameter
-    (``params.is_unfrozen``); every weight of a full fine-tune without unfrozen_parameters."""
+    """Whether the weight of the Linear at ``path`` trains itself, as ``params.trainable`` counts it: never under an
+    adapter (which trains its own weights instead: ``_adapted``) or freeze_mm_modules; else an unfrozen parameter
+    (``params.is_unfrozen``), or every weight without unfrozen_parameters."""
     assert setup.images is not None
-    if setup.images.freeze_mm_modules:
+    if setup.adapter or setup.images.freeze_mm_modules:
         return False
-    if setup.unfrozen_parameters:
-        return is_unfrozen(f"{path}.weight", setup.unfrozen_parameters)
-    return not setup.adapter
+    return not setup.unfrozen_parameters or is_unfrozen(f"{path}.weight", setup.unfrozen_parameters)
 
 
 def _adapted(setup: TrainSetup, path: str, lin: Linear) -> bool:
