@@ -48,7 +48,7 @@ def test_token_counts_of_fixed_and_tiled_towers() -> None:
     padded to 1608; InternViT (448 / 14)² + 1 = 1025 (one tile: a square image)."""
     for model, n in ((GEMMA3, 4096), (LLAVA, 577), (MLLAMA, 4 * 1608), ("OpenGVLab/InternVL3_5-8B-HF", 1025)):
         arch, setup = setup_of(model)
-        assert image_tokens(arch.vision_part, setup) == n, model
+        assert image_tokens(arch.vision_part, setup.images) == n, model
 
 
 def test_axolotl_image_size_sizes_a_dynamic_tower() -> None:
@@ -56,11 +56,11 @@ def test_axolotl_image_size_sizes_a_dynamic_tower() -> None:
     46 x 34. Pixtral scales 2048 x 1024 down to its 1024 longest edge: 64 x 32 patches of 16."""
     for size, n in ((448, 1024), ([640, 480], 46 * 34)):
         arch, setup = setup_of(QWEN2_VL, image_size=size)
-        assert image_tokens(arch.vision_part, setup) == n
+        assert image_tokens(arch.vision_part, setup.images) == n
     arch, setup = setup_of("mistral-community/pixtral-12b", image_size=[2048, 1024])
-    assert image_tokens(arch.vision_part, setup) == 64 * 32
+    assert image_tokens(arch.vision_part, setup.images) == 64 * 32
     arch, setup = setup_of("mistral-community/pixtral-12b")
-    assert image_tokens(arch.vision_part, setup) == 64 * 64  # up to vision_config's image_size, 1024
+    assert image_tokens(arch.vision_part, setup.images) == 64 * 64  # up to vision_config's image_size, 1024
 
 
 def test_frozen_siglip_keeps_nothing_and_runs_one_layer_at_a_time() -> None:

@@ -167,13 +167,16 @@ def feeds_images(config: Mapping[str, Any], arch: "Architecture") -> dict[str, s
     dynamic resolution without an image size), which the user can bound with Axolotl's ``image_size`` where the
     tower reads the image at its own size. As with audio (``feeds_audio``), Axolotl's multimodal collator carries the
     images only when ``processor_type`` is set."""
-    feed, part = image_feed(config), arch.vision_part
-    if feed is None or part is None or arch.hears_audio:
+    from axlint.memory.tower import image_tokens, images_vision
+
+    feed = image_feed(config)
+    part = images_vision(arch, feed)
+    if feed is None or part is None:
         return {}
     key, tower = f"processor_type: {feed.processor_type}", tower_type(arch.raw_config)
     if part.tower.image_work:
         return {key: part.tower.image_work}
-    if part.image_tokens(part.image_dims(feed.image_size)) is not None:
+    if image_tokens(part, feed) is not None:
         return {}
     if part.tower.resolution in ("longest_edge", "smart_resize"):
         return {key: f"feeds images to the {tower} tower at their own resolution, which config.json does not bound: "

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from axlint.architectures import Architecture, Linear
 from axlint.architectures.vision import Vision, VisionLinear, tower_type
+from axlint.facts import ImageFeed
 from axlint.memory import constants as C
 from axlint.memory.activations import group_bytes
 from axlint.memory.params import is_unfrozen, targeted
@@ -56,18 +57,18 @@ class TowerWork:
     note: str
 
 
-def images_vision(arch: Architecture, setup: TrainSetup) -> Vision | None:
-    """The vision tower the run feeds images to: a sized tower (not an audio encoder) and ``processor_type`` set."""
-    if setup.images is None or arch.hears_audio:
+def images_vision(arch: Architecture, images: ImageFeed | None) -> Vision | None:
+    """The vision tower the run feeds ``images`` to: a sized tower (not an audio encoder) and ``processor_type``
+    set."""
+    if images is None or arch.hears_audio:
         return None
     return arch.vision_part
 
 
-def image_tokens(vision: Vision, setup: TrainSetup) -> int | None:
+def image_tokens(vision: Vision, images: ImageFeed) -> int | None:
     """n: the tokens of one image inside the tower (``Vision.image_tokens`` of the image as Axolotl resizes it);
     None when nothing bounds them."""
-    assert setup.images is not None
-    return vision.image_tokens(vision.image_dims(setup.images.image_size))
+    return vision.image_tokens(vision.image_dims(images.image_size))
 
 
 def _linear(lin: VisionLinear) -> Linear:
@@ -134,8 +135,8 @@ def _backward_temp_bytes_per_token(vision: Vision, setup: TrainSetup) -> float:
 def tower_work(arch: Architecture, setup: TrainSetup) -> TowerWork | None:
     """The tower's share of the run's memory when it is fed images whose tokens are bounded (module docstring);
     None without images, or when ``image_tokens`` is None (``facts.feeds_images`` then leaves the verdict unknown)."""
-    vision = images_vision(arch, setup)
-    n = image_tokens(vision, setup) if vision is not None else None
+    vision = images_vision(arch, setup.images)
+    n = image_tokens(vision, setup.images) if vision is not None and setup.images is not None else None
     if vision is None or n is None:
         return None
     tokens, eval_tokens = setup.pair_factor * setup.micro_batch_size * n, setup.eval_batch_size * n
