@@ -775,7 +775,11 @@ class Vision:
         """The tower's extra modules and the projector's that the config builds (``Piece.when``), each with the
         path it sits below."""
         pieces = [(self.tower_path, p) for p in self.tower.pieces] + [(self.row.path, p) for p in self.row.pieces]
-        return [(path, p) for path, p in pieces if p.when is None or self.config.get(p.when[0], p.when[1])]
+        return [(path, p) for path, p in pieces if self._built(p)]
+
+    def _built(self, piece: Piece) -> bool:
+        """Whether the config builds a piece: always without ``Piece.when``, else per its top-level key."""
+        return piece.when is None or bool(self.config.get(piece.when[0], piece.when[1]))
 
     def _patch_inputs(self) -> int:
         """Inputs of one patch: channels x patch² (x frames for a 3-D patch, x pool² for merged patches)."""
@@ -789,8 +793,7 @@ class Vision:
         builds (Linears, matrices, convolutions; an audio embedder's excepted), which read the tower's output at one
         row per ``merge_factor`` patches."""
         return tuple((f"{self.row.path}.{p.name}", self._width(p.d_in), p.kind == "linear") for p in self.row.pieces
-                     if p.kind in ("linear", "matrix", "conv") and "audio" not in p.d_in
-                     and (p.when is None or self.config.get(p.when[0], p.when[1])))
+                     if p.kind in ("linear", "matrix", "conv") and "audio" not in p.d_in and self._built(p))
 
     @property
     def merge_factor(self) -> int:
