@@ -58,9 +58,6 @@ from typing import Any, Literal, Mapping
 from axlint.architectures.audio import AUDIO_TOWERS
 from axlint.architectures.linear import VisionLinear
 
-Size = Literal["hidden", "layers", "intermediate", "patch", "pool", "image", "channels", "temporal", "vision_out",
-               "adapter_in", "adapter_out", "heads", "kv_heads", "head_dim", "positions", "mel", "context",
-               "global_layers", "tiles", "pooling"]
 Resolution = Literal["square", "tiles", "longest_edge", "smart_resize", "soft_tokens"]
 
 
@@ -100,12 +97,12 @@ class Tower:
     ``patch_bias``, over ``temporal`` frames when that size is read, over 3 channels when the row reads none), a
     learned position table (``positions``: "grid", one row per patch, plus one for a class token with
     ``class_token``; "table", the "positions" size's rows; "axial", one table of the "positions" size for x and one
-    for y, 2 x positions x h; None without one), ``pre_norm`` / ``post_norm`` when named, and the attention-pooling ``head`` when ``head_key`` is true
-    (SigLIP's ``vision_use_head``). ``patch_linear``: the patch embedding is an ``nn.Linear`` at this path (over
-    channels x patch² inputs, x pool² when the row reads a "pool" size: patches merged before the Linear) instead of a
-    convolution. A row without a "layers" size has no layers (an encoder-free embedder). ``pieces``: further modules of the tower below its path
-    (Llama 4's pixel-shuffle adapter, Voxtral's convolutions), sized as a projector's are, with the tower's ``sizes``
-    as factors too.
+    for y, 2 x positions x h; None without one), ``pre_norm`` / ``post_norm`` when named, and the attention-pooling
+    ``head`` when ``head_key`` is true (SigLIP's ``vision_use_head``). ``patch_linear``: the patch embedding is an
+    ``nn.Linear`` at this path (over channels x patch² inputs, x pool² when the row reads a "pool" size: patches
+    merged before the Linear) instead of a convolution. A row without a "layers" size has no layers (an encoder-free
+    embedder). ``pieces``: further modules of the tower below its path (Llama 4's pixel-shuffle adapter, Voxtral's
+    convolutions), sized as a projector's are, with the tower's ``sizes`` as factors too.
     ``bias_key``: a vision_config key (and its default) that sets the q/k/v biases instead of ``attention_bias``,
     the output projection then biased by ``out_bias``. ``layer_scales``: learned per-channel scales of width h in
     each layer (InternViT's lambda_1 / lambda_2). ``global_stack``: a second stack of the same layers after the
