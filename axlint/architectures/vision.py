@@ -162,6 +162,11 @@ class Tower:
 
 VIT = {"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 12), "intermediate": ("intermediate_size", 3072),
        "channels": ("num_channels", 3)}
+FUSED_BLOCKS: dict[str, Any] = {"path": "model.visual", "layer_path": "blocks.{layer}", "attention": "fused_qkv",
+                                "attention_module": "attn", "attention_names": ("qkv", "proj"),
+                                "resolution": "smart_resize"}
+"""What the towers at model.visual (Qwen2-VL, Qwen2.5-VL, Qwen3.5, GLM-4.1V) share: blocks.N of a fused qkv and a
+proj inside attn, and smart-resized images."""
 
 TOWERS: dict[str, Tower] = {
     "siglip_vision_model": Tower({**VIT, "patch": ("patch_size", 16), "image": ("image_size", 224)},
@@ -179,17 +184,12 @@ TOWERS: dict[str, Tower] = {
     "qwen2_vl": Tower({"hidden": ("embed_dim", 1280), "layers": ("depth", 32), "intermediate": ("mlp_ratio", 4),
                        "channels": ("in_channels", 3), "patch": ("patch_size", 14),
                        "temporal": ("temporal_patch_size", 2)},
-                      path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
-                      attention_module="attn",
-                      attention_names=("qkv", "proj"), patch_bias=False, positions=None, post_norm=None,
-                      resolution="smart_resize", hidden_act="quick_gelu"),
+                      **FUSED_BLOCKS, patch_bias=False, positions=None, post_norm=None, hidden_act="quick_gelu"),
     "qwen2_5_vl": Tower({"hidden": ("hidden_size", 3584), "layers": ("depth", 32),
                          "intermediate": ("intermediate_size", 3420), "channels": ("in_channels", 3),
                          "patch": ("patch_size", 14), "temporal": ("temporal_patch_size", 2)},
-                        path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
-                        attention_module="attn", attention_names=("qkv", "proj"), mlp="gated",
-                        mlp_names=("gate_proj", "up_proj", "down_proj"),
-                        norm="rmsnorm", patch_bias=False, positions=None, post_norm=None, resolution="smart_resize"),
+                        **FUSED_BLOCKS, mlp="gated", mlp_names=("gate_proj", "up_proj", "down_proj"), norm="rmsnorm",
+                        patch_bias=False, positions=None, post_norm=None),
     "smolvlm_vision": Tower({"hidden": ("hidden_size", 1152), "layers": ("num_hidden_layers", 12),
                              "intermediate": ("intermediate_size", 3072), "channels": ("num_channels", 3),
                              "patch": ("patch_size", 32), "image": ("image_size", 224)}, path="model.vision_model"),
@@ -232,10 +232,8 @@ TOWERS: dict[str, Tower] = {
                              "intermediate": ("intermediate_size", 4304), "channels": ("in_channels", 3),
                              "patch": ("patch_size", 16), "temporal": ("temporal_patch_size", 2),
                              "positions": ("num_position_embeddings", 2304)},
-                            path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
-                            attention_module="attn", attention_names=("qkv", "proj"),
-                            mlp_names=("linear_fc1", "linear_fc2"), positions="table", post_norm=None,
-                            resolution="smart_resize"),
+                            **FUSED_BLOCKS, mlp_names=("linear_fc1", "linear_fc2"), positions="table",
+                            post_norm=None),
     # models/paddleocr_vl/modeling_paddleocr_vl.py (transformers 5.24, PaddleOCRVisionModel): SigLIP's embeddings (a
     # biased patch convolution, a position table of (image / patch)² rows resampled to each image's grid), encoder
     # and post_layernorm at model.visual.vision_model, without the pooling head; its rotary positions are buffers.
@@ -251,10 +249,8 @@ TOWERS: dict[str, Tower] = {
     "glm4v": Tower({"hidden": ("hidden_size", 1536), "layers": ("depth", 24), "intermediate": ("out_hidden_size", 4096),
                     "channels": ("in_channels", 3), "patch": ("patch_size", 14), "temporal": ("temporal_patch_size", 2),
                     "image": ("image_size", 336), "context": ("intermediate_size", 13696)},
-                   path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv", attention_module="attn",
-                   attention_names=("qkv", "proj"), bias_key=("attention_bias", False), out_bias=False, mlp="gated",
-                   mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False, norm="rmsnorm",
-                   resolution="smart_resize"),
+                   **FUSED_BLOCKS, bias_key=("attention_bias", False), out_bias=False, mlp="gated",
+                   mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False, norm="rmsnorm"),
     # models/internvl/modeling_internvl.py (transformers 5.24, InternVLVisionModel, InternViT): a class token, a
     # biased patch convolution and a position table of (image / patch)² + 1 rows; layers at encoder.layer.N with
     # q/k/v biased by attention_bias, a biased projection_layer, a plain biased fc1 / fc2 MLP, layernorm_before /
