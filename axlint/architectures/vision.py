@@ -51,7 +51,7 @@ says what of that work the memory model leaves out (``Tower.image_work``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from math import prod
 from typing import Any, Literal, Mapping
 
@@ -400,7 +400,7 @@ _QWEN3_5_MERGER = (Piece("norm", "layernorm", ("vision",)),
                    Piece("linear_fc2", "linear", ("vision", "merge"), ("out",), True))
 PROJECTORS["qwen3_5"] = Projector("model.visual.merger", _QWEN3_5_MERGER, tower="qwen3_5_vision",
                                   merge=("vision", "spatial_merge_size", 2), out=("vision", "out_hidden_size", 3584))
-PROJECTORS["qwen3_5_moe"] = Projector(**{**PROJECTORS["qwen3_5"].__dict__, "tower": "qwen3_5_moe_vision"})
+PROJECTORS["qwen3_5_moe"] = replace(PROJECTORS["qwen3_5"], tower="qwen3_5_moe_vision")
 # models/paddleocr_vl/modeling_paddleocr_vl.py (PaddleOCRProjector): a LayerNorm over the tower's width, then
 # linear_1 over the merge² patches of a token (square) and linear_2 to the decoder's width, both biased.
 PROJECTORS["paddleocr_vl"] = Projector("model.projector",
@@ -450,7 +450,7 @@ PROJECTORS["lfm2_vl"] = Projector("model.multi_modal_projector",
 PROJECTOR_ALIASES = {"lfm2-vl": "lfm2_vl"}
 """Published model_types that transformers 5.24 has no class for, and the row whose modules their own modelling code
 builds (``PROJECTORS`` comments)."""
-PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
+PROJECTORS["idefics3"] = replace(PROJECTORS["smolvlm"], tower="idefics3_vision")
 # models/gemma4/modeling_gemma4.py (Gemma4MultimodalEmbedder): embed_vision.embedding_pre_projection_norm holds no
 # weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden; with an
 # audio_config (E2B / E4B) the audio_tower and embed_audio, the same embedder from the tower's output_proj_dims.
