@@ -329,27 +329,28 @@ class Projector:
 
     Factors of the ``pieces``' widths: "vision" (the tower's hidden size), "text" (the decoder's), "features"
     (how many tower layers are concatenated: the length of a list ``vision_feature_layer``, else 1), "merge" (the
-    square of ``merge``'s size: patches merged into one token), "out" (``out``'s size, the merger's output
-    width), "pixels" (the inputs of one patch) and "audio" (``audio``'s size). ``merge`` / ``out`` / ``audio``:
-    (where: "config", "vision" or "audio", key, default). A row with ``audio`` lays out the model's audio part: the
-    embedder in its pieces (those ``when`` ``audio_config``) and, with ``audio_tower`` (the audio model_type when
-    audio_config names none), the audio encoder of ``AUDIO_TOWERS``; without it an ``audio_config`` leaves the model
-    unsized, and so does an audio model_type other than the row's. ``tower``: the
-    tower's model_type when its config names none; ``tower_key``: the config.json key of the tower's config
-    (``vision_config``, or ``audio_config`` for a speech model whose only encoder is the audio one); ``tower_path``:
-    where the tower sits, when not the row's own; ``decoder_path``: where the decoder sits; ``text_type``: the
-    decoder's model_type when config.json is flat (the decoder fields at the top level, as Qwen2-VL's are published
-    and transformers 5 reads them as ``text_config``). ``merge_inverse``: the ``merge`` key holds a downsample ratio
-    whose inverse is the merge size (InternVL's downsample_ratio 0.5: 2). ``factors``: further named factors, each
-    read as (where, key, default) like ``merge`` (Gemma 3n's audio vocabulary). ``audio_built``: the model builds its
-    audio part from the audio config class's defaults when config.json has no ``audio_config`` (Gemma 3n's
-    sub_configs_defaults); otherwise a missing ``audio_config`` means no audio part."""
+    square of ``merge``'s size: patches merged into one token), "pixels" (the inputs of one patch), "audio"
+    (``audio``'s size) and the named ``factors`` (a merger's output width "out", Gemma 3n's audio vocabulary).
+    ``merge`` / ``audio`` / each factor: (where: "config", "vision" or "audio", key, default). ``merge_inverse``: the
+    ``merge`` key holds a downsample ratio whose inverse is the merge size (InternVL's downsample_ratio 0.5: 2).
+
+    A row with ``audio`` lays out the model's audio part: the embedder in its pieces (those ``when``
+    ``audio_config``) and, with ``audio_tower`` (the audio model_type when audio_config names none), the audio
+    encoder of ``audio.AUDIO_TOWERS``; without it an ``audio_config`` leaves the model unsized, and so does an audio
+    model_type other than the row's. ``audio_built``: the model builds its audio part from the audio config class's
+    defaults when config.json has no ``audio_config`` (Gemma 3n's sub_configs_defaults); otherwise a missing
+    ``audio_config`` means no audio part.
+
+    ``tower``: the tower's model_type when its config names none; ``tower_key``: the config.json key of the tower's
+    config (``vision_config``, or ``audio_config`` for a speech model whose only encoder is the audio one);
+    ``tower_path``: where the tower sits, when not the row's own; ``decoder_path``: where the decoder sits;
+    ``text_type``: the decoder's model_type when config.json is flat (the decoder fields at the top level, as
+    Qwen2-VL's are published and transformers 5 reads them as ``text_config``)."""
 
     path: str
     pieces: tuple[Piece, ...]
     tower: str
     merge: tuple[str, str, float] | None = None
-    out: tuple[str, str, int] | None = None
     audio: tuple[str, str, int] | None = None
     audio_tower: str | None = None
     tower_path: str | None = None
@@ -380,10 +381,10 @@ PROJECTORS: dict[str, Projector] = {
                           tower="pixtral", merge=("config", "spatial_merge_size", 2)),
     "qwen2_vl": Projector("model.visual.merger", (Piece("ln_q", "layernorm", ("vision",)), *QWEN_MERGER),
                           tower="qwen2_vl", merge=("vision", "spatial_merge_size", 2),
-                          out=("vision", "hidden_size", 3584), text_type="qwen2_vl_text"),
+                          factors={"out": ("vision", "hidden_size", 3584)}, text_type="qwen2_vl_text"),
     "qwen2_5_vl": Projector("model.visual.merger", (Piece("ln_q", "rmsnorm", ("vision",)), *QWEN_MERGER),
                             tower="qwen2_5_vl", merge=("vision", "spatial_merge_size", 2),
-                            out=("vision", "out_hidden_size", 3584), text_type="qwen2_5_vl_text"),
+                            factors={"out": ("vision", "out_hidden_size", 3584)}, text_type="qwen2_5_vl_text"),
     "smolvlm": Projector("model.connector", (Piece("modality_projection.proj", "linear", ("vision", "merge"),
                                                    ("text",)),),
                          tower="smolvlm_vision", merge=("config", "scale_factor", 2), decoder_path="model.text_model"),
@@ -399,7 +400,8 @@ _QWEN3_5_MERGER = (Piece("norm", "layernorm", ("vision",)),
                    Piece("linear_fc1", "linear", ("vision", "merge"), ("vision", "merge"), True),
                    Piece("linear_fc2", "linear", ("vision", "merge"), ("out",), True))
 PROJECTORS["qwen3_5"] = Projector("model.visual.merger", _QWEN3_5_MERGER, tower="qwen3_5_vision",
-                                  merge=("vision", "spatial_merge_size", 2), out=("vision", "out_hidden_size", 3584))
+                                  merge=("vision", "spatial_merge_size", 2),
+                                  factors={"out": ("vision", "out_hidden_size", 3584)})
 PROJECTORS["qwen3_5_moe"] = replace(PROJECTORS["qwen3_5"], tower="qwen3_5_moe_vision")
 # models/paddleocr_vl/modeling_paddleocr_vl.py (PaddleOCRProjector): a LayerNorm over the tower's width, then
 # linear_1 over the merge² patches of a token (square) and linear_2 to the decoder's width, both biased.
@@ -421,7 +423,7 @@ PROJECTORS["glm4v"] = Projector("model.visual",
                                  Piece("merger.up_proj", "linear", ("out",), ("context",)),
                                  Piece("merger.down_proj", "linear", ("context",), ("out",))),
                                 tower="glm4v", merge=("vision", "spatial_merge_size", 2),
-                                out=("vision", "out_hidden_size", 4096))
+                                factors={"out": ("vision", "out_hidden_size", 4096)})
 PROJECTORS["glm46v"] = PROJECTORS["glm4v"]
 # models/internvl/modeling_internvl.py (InternVLMultiModalProjector): a LayerNorm over the merge² patches of a token
 # (1 / downsample_ratio per side), then linear_1 to the decoder's width and linear_2 square, both biased.
@@ -446,7 +448,7 @@ PROJECTORS["lfm2_vl"] = Projector("model.multi_modal_projector",
                                    Piece("linear_1", "linear", ("vision", "merge"), ("out",), ("projector_bias", True)),
                                    Piece("linear_2", "linear", ("out",), ("text",), ("projector_bias", True))),
                                   tower="siglip2_vision_model", merge=("config", "downsample_factor", 2),
-                                  out=("config", "projector_hidden_size", 2560))
+                                  factors={"out": ("config", "projector_hidden_size", 2560)})
 PROJECTOR_ALIASES = {"lfm2-vl": "lfm2_vl"}
 """Published model_types that transformers 5.24 has no class for, and the row whose modules their own modelling code
 builds (``PROJECTORS`` comments)."""
@@ -475,7 +477,7 @@ PROJECTORS["voxtral"] = Projector("model.multi_modal_projector",
 PROJECTORS["gemma4_unified"] = Projector(
     "model", (Piece("embed_vision.multimodal_embedder.embedding_projection", "linear", ("out",), ("text",)),
               Piece("embed_audio.embedding_projection", "linear", ("audio",), ("text",), when=("audio_config", False))),
-    tower="gemma4_unified_vision", out=("vision", "output_proj_dims", 3840),
+    tower="gemma4_unified_vision", factors={"out": ("vision", "output_proj_dims", 3840)},
     audio=("audio", "audio_embed_dim", 640))
 
 # models/gemma3n/modeling_gemma3n.py (Gemma3nMultimodalEmbedder, transformers 5.24): embed_vision and embed_audio each
@@ -592,8 +594,6 @@ class Vision:
         if name == "merge":
             side = self._read(self.row.merge)
             return int(1 / side if self.row.merge_inverse else side) ** 2
-        if name == "out":
-            return int(self._read(self.row.out))
         if name == "audio":
             return int(self._read(self.row.audio))
         if name in self.row.factors:
