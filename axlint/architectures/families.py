@@ -447,10 +447,10 @@ FAMILIES: dict[str, Family] = {
     # its sigmoid shared_expert_gate.
     "qwen3_next": Family(qk_norm="head", norm="gemma_rmsnorm", attention_gate=True, layer_plan="qwen3_next",
                          shared_expert_name="shared_expert"),
-    # models/qwen3_5/modeling_qwen3_5.py and models/qwen3_5_moe/modeling_qwen3_5_moe.py (transformers 5.24): Qwen3-Next's
-    # layer with the Gated DeltaNet's in-projections split (mixers.gated_deltanet_split); the dense model's MLP in
-    # every layer, the MoE model's sparse block in every layer. The decoder is the text_config of the multimodal
-    # Qwen3_5(Moe)ForConditionalGeneration (vision.py: the qwen3_5 tower and merger).
+    # models/qwen3_5/modeling_qwen3_5.py and models/qwen3_5_moe/modeling_qwen3_5_moe.py (transformers 5.24):
+    # Qwen3-Next's layer with the Gated DeltaNet's in-projections split (mixers.gated_deltanet_split); the dense
+    # model's MLP in every layer, the MoE model's sparse block in every layer. The decoder is the text_config of the
+    # multimodal Qwen3_5(Moe)ForConditionalGeneration (vision.py: the qwen3_5 tower and merger).
     "qwen3_5_text": _QWEN3_5,
     "qwen3_5_moe_text": _QWEN3_5,
     # models/afmoe/modeling_afmoe.py (transformers 5.24, Arcee's Trinity): q/k/v/o biased by attention_bias, q_norm /
