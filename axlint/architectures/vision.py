@@ -52,6 +52,7 @@ says what of that work the memory model leaves out (``Tower.image_work``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from math import prod
 from typing import Any, Literal, Mapping
 
@@ -542,15 +543,25 @@ def tower_type(config: Mapping[str, Any]) -> str:
     return TOWER_ALIASES.get(kind, kind)
 
 
+def _unsized_audio(config: Mapping[str, Any], row: Projector | None) -> bool:
+    """Whether config.json has an ``audio_config`` beside the laid-out tower that its row does not lay out: the row
+    has no ``audio`` part, or the audio_config names another model_type than the row's ``audio_tower``."""
+    audio = config.get("audio_config")
+    if not isinstance(audio, Mapping) or tower_key(config) == "audio_config":
+        return False
+    if row is None or row.audio is None:
+        return True
+    return row.audio_tower is not None and bool(audio.get("model_type")) and audio["model_type"] != row.audio_tower
+
+
 def unsized_part(config: Mapping[str, Any]) -> str | None:
     """What of a multimodal config axlint cannot lay out: an audio tower beside the laid-out one ("<model_type>
     audio tower"), the tower's model_type, or "<model_type> projector"; None when both have rows (or the config is
     not multimodal)."""
     if not is_multimodal(config):
         return None
-    row, audio = projector_of(config), config.get("audio_config")
-    if isinstance(audio, Mapping) and tower_key(config) != "audio_config" and not (row and row.audio and (
-            row.audio_tower is None or (audio.get("model_type") or row.audio_tower) == row.audio_tower)):
+    row = projector_of(config)
+    if _unsized_audio(config, row):
         return f"{config.get('model_type')} audio tower"
     kind = tower_type(config)
     if kind not in TOWERS:
@@ -740,14 +751,15 @@ class Vision:
                 out.append(VisionLinear(f"{path}.{p.name}", self._width(p.d_in), self._width(p.d_out), self._bias(p)))
         return tuple(out) + self._audio_tower[0]
 
-    @property
+    @cached_property
     def _audio_tower(self) -> tuple[tuple[VisionLinear, ...], int]:
-        """The audio encoder's Linears and other parameters (``AUDIO_TOWERS``); none without one."""
+        """The audio encoder's Linears and other parameters (the row's ``audio_tower`` in ``AUDIO_TOWERS``; an
+        audio_config of another model_type leaves the model unsized, ``unsized_part``); none without one."""
         audio = self.config.get("audio_config")
         audio = {} if audio is None and self.row.audio_built else audio
         if not isinstance(audio, Mapping) or not self.row.audio_tower:
             return (), 0
-        return AUDIO_TOWERS[str(audio.get("model_type") or self.row.audio_tower)](audio)
+        return AUDIO_TOWERS[self.row.audio_tower](audio)
 
     def _bias(self, piece: Piece) -> bool:
         """Whether a piece carries a bias (``Piece.bias``: fixed, or a top-level config.json key and its default)."""
