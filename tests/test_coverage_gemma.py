@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from axlint.architectures import Architecture, catalog_lookup
-from axlint.architectures.vision import gemma4_audio_tower
+from axlint.architectures.audio import gemma4_audio_tower
 from axlint.memory.params import named_parameters
 from axlint.document import load_document
 from axlint.memory.facts import feeds_images

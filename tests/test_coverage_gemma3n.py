@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from axlint.architectures import Architecture, catalog_lookup
-from axlint.architectures.vision import TOWERS, gemma3n_audio_tower
+from axlint.architectures.audio import gemma3n_audio_tower
+from axlint.architectures.vision import TOWERS
 from axlint.memory.params import named_parameters
 from tests.catalog_models import classify, meta_model
 

@@ -100,8 +100,6 @@ class Family:
     ``config_aliases``: (published key, the key the family's config class stores it as) pairs, the published one
     winning when config.json has it (Lfm2Config: block_ff_dim is intermediate_size, tie_embedding is
     tie_word_embeddings).
-    ``attention_gate``: the attention's first projection is twice the query's width, the query and an output gate
-    (the attention output times sigmoid(gate) is the input of the output projection).
     ``attention_gate``: the attention output times sigmoid(gate) is the input of the output projection; the gate is
     made by the query projection, twice the query's width, or by its own bias-free Linear ``gate_linear`` (h ->
     heads x head_dim) inside the attention when the row names one. ``expert_score_bias``: a learned per-expert
@@ -210,7 +208,13 @@ _COHERE = Family(norm="layernorm_nobias", norm_names=NORM_NAMES[:1], tied_defaul
 _MLA = Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False))
 _FUSED_QKV = ("query_key_value", "dense")
 _UP_DOWN = ("up_proj", "down_proj")
-_LFM2_ALIASES = (("block_ff_dim", "intermediate_size"), ("tie_embedding", "tie_word_embeddings"))
+_LFM2 = Family(attention_names=("q_proj", "k_proj", "v_proj", "out_proj"), qk_norm="head",
+              qk_norm_names=("q_layernorm", "k_layernorm"), mlp_module="feed_forward", mlp_names=("w1", "w3", "w2"),
+              norm_names=("operator_norm", "ffn_norm"), final_norm_name="embedding_norm", tied_default=True,
+              ff_dim_adjust_key="block_auto_adjust_ff_dim",
+              config_aliases=(("block_ff_dim", "intermediate_size"), ("tie_embedding", "tie_word_embeddings")),
+              layer_plan="lfm2")
+_QWEN_2 = Family(qkv_bias=True, o_bias=False)
 _QWEN3_5 = Family(qk_norm="head", norm="gemma_rmsnorm", attention_gate=True, layer_plan="qwen3_5",
                   shared_expert_name="shared_expert")
 _GEMMA_4 = Family(norm="gemma_rmsnorm", norm_names=NORM_NAMES, qk_norm="head", tied_default=True,
@@ -220,17 +224,20 @@ _GEMMA_4 = Family(norm="gemma_rmsnorm", norm_names=NORM_NAMES, qk_norm="head", t
                   router_name="router.proj", router_linear=True, router_scales=True,
                   kv_shared_key="num_kv_shared_layers", double_wide_key="use_double_wide_mlp",
                   per_layer_input=("hidden_size_per_layer_input", 256, 262_144))
-_GLM_4_NORMS = ("input_layernorm", "post_attention_layernorm", "post_self_attn_layernorm", "post_mlp_layernorm")
+_GLM_4 = Family(qkv_bias=("attention_bias", True), o_bias=False, mlp="fused_gated",
+                mlp_names=("gate_up_proj", "down_proj"),
+                norm_names=("input_layernorm", "post_attention_layernorm", "post_self_attn_layernorm",
+                            "post_mlp_layernorm"))
 
 FAMILIES: dict[str, Family] = {
     "llama": _LLAMA,
     "mistral": _LLAMA,
     "granite": _LLAMA,
     "mixtral": Family(expert_names=("w1", "w3", "w2")),
-    "qwen2": Family(qkv_bias=True, o_bias=False),
-    "qwen2_moe": Family(qkv_bias=True, o_bias=False),
-    "qwen2_vl_text": Family(qkv_bias=True, o_bias=False),
-    "qwen2_5_vl_text": Family(qkv_bias=True, o_bias=False),
+    "qwen2": _QWEN_2,
+    "qwen2_moe": _QWEN_2,
+    "qwen2_vl_text": _QWEN_2,
+    "qwen2_5_vl_text": _QWEN_2,
     "qwen3": Family(qk_norm="head"),
     "qwen3_moe": Family(qk_norm="head"),
     "phi3": Family(attention="fused_qkv", attention_names=("qkv_proj", "o_proj"), mlp="fused_gated",
@@ -277,8 +284,7 @@ FAMILIES: dict[str, Family] = {
     # q_a_proj, kv_a_proj_with_mqa and o_proj) with the DSA Lightning Indexer in the "full" layers (dsa.py), and
     # DeepSeek's MoE (router weight E x h, e_score_correction_bias a buffer; n_shared_experts shared) after the first
     # first_k_dense_replace dense layers.
-    "glm_moe_dsa": Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False),
-                          layer_plan="glm_moe_dsa"),
+    "glm_moe_dsa": replace(_MLA, layer_plan="glm_moe_dsa"),
     # models/deepseek_v4/modeling_deepseek_v4.py (transformers 5.24, DeepSeek-V4-Flash / -Pro): in every layer the
     # shared-KV attention with its per-layer-type compressor and the two mHC hyper-connections (dsv4.py, layer plan
     # "deepseek_v4"), and a MoE block: router gate (E x h; e_score_correction_bias / tid2eid buffers), fused experts
@@ -292,8 +298,7 @@ FAMILIES: dict[str, Family] = {
                       router_name="router", router_bias=True, expert_bias=True),
     # models/glm4/modeling_glm4.py: q/k/v biased (attention_bias, default on), o not; fused gate_up MLP; four norms
     # per layer (after the attention and after the MLP beside the two usual ones).
-    "glm4": Family(qkv_bias=("attention_bias", True), o_bias=False, mlp="fused_gated",
-                   mlp_names=("gate_up_proj", "down_proj"), norm_names=_GLM_4_NORMS),
+    "glm4": _GLM_4,
     # models/glm4_moe/modeling_glm4_moe.py: q/k/v biased by attention_bias (default off), o not; q/k norms only with
     # use_qk_norm; DeepSeek-style MoE (router weight only, its e_score_correction_bias is a buffer; shared experts
     # n_shared_experts x moe_intermediate_size; the first first_k_dense_replace layers dense).
@@ -426,19 +431,11 @@ FAMILIES: dict[str, Family] = {
     # models/lfm2 Lfm2DecoderLayer: the short conv ("conv") or attention (out_proj; head-wise q_layernorm /
     # k_layernorm), operator_norm and ffn_norm, the gated MLP w1 / w3 / w2 "feed_forward" whose width
     # block_auto_adjust_ff_dim adjusts; the final norm is "embedding_norm"; the output tied by default.
-    "lfm2": Family(attention_names=("q_proj", "k_proj", "v_proj", "out_proj"), qk_norm="head",
-                   qk_norm_names=("q_layernorm", "k_layernorm"), mlp_module="feed_forward",
-                   mlp_names=("w1", "w3", "w2"), norm_names=("operator_norm", "ffn_norm"),
-                   final_norm_name="embedding_norm", tied_default=True, ff_dim_adjust_key="block_auto_adjust_ff_dim",
-                   config_aliases=_LFM2_ALIASES, layer_plan="lfm2"),
+    "lfm2": _LFM2,
     # models/lfm2_moe Lfm2MoeDecoderLayer: LFM2's layer; the first num_dense_layers MLPs dense (intermediate_size,
     # not adjusted), then Lfm2MoeSparseMoeBlock (router "gate", experts moe_intermediate_size wide; its
     # expert_bias is a buffer).
-    "lfm2_moe": Family(attention_names=("q_proj", "k_proj", "v_proj", "out_proj"), qk_norm="head",
-                       qk_norm_names=("q_layernorm", "k_layernorm"), mlp_module="feed_forward",
-                       mlp_names=("w1", "w3", "w2"), norm_names=("operator_norm", "ffn_norm"),
-                       final_norm_name="embedding_norm", tied_default=True, config_aliases=_LFM2_ALIASES,
-                       layer_plan="lfm2_moe"),
+    "lfm2_moe": replace(_LFM2, ff_dim_adjust_key=None, layer_plan="lfm2_moe"),
     # models/mamba MambaBlock: a norm and the Mamba-1 "mixer", nothing else; backbone.embeddings, backbone.norm_f,
     # the output tied by default.
     "mamba": Family(norm_names=("norm",), root="backbone", embed_name="embeddings", final_norm_name="norm_f",
@@ -450,10 +447,10 @@ FAMILIES: dict[str, Family] = {
     # its sigmoid shared_expert_gate.
     "qwen3_next": Family(qk_norm="head", norm="gemma_rmsnorm", attention_gate=True, layer_plan="qwen3_next",
                          shared_expert_name="shared_expert"),
-    # models/qwen3_5/modeling_qwen3_5.py and models/qwen3_5_moe/modeling_qwen3_5_moe.py (transformers 5.24): Qwen3-Next's
-    # layer with the Gated DeltaNet's in-projections split (mixers.gated_deltanet_split); the dense model's MLP in
-    # every layer, the MoE model's sparse block in every layer. The decoder is the text_config of the multimodal
-    # Qwen3_5(Moe)ForConditionalGeneration (vision.py: the qwen3_5 tower and merger).
+    # models/qwen3_5/modeling_qwen3_5.py and models/qwen3_5_moe/modeling_qwen3_5_moe.py (transformers 5.24):
+    # Qwen3-Next's layer with the Gated DeltaNet's in-projections split (mixers.gated_deltanet_split); the dense
+    # model's MLP in every layer, the MoE model's sparse block in every layer. The decoder is the text_config of the
+    # multimodal Qwen3_5(Moe)ForConditionalGeneration (vision.py: the qwen3_5 tower and merger).
     "qwen3_5_text": _QWEN3_5,
     "qwen3_5_moe_text": _QWEN3_5,
     # models/afmoe/modeling_afmoe.py (transformers 5.24, Arcee's Trinity): q/k/v/o biased by attention_bias, q_norm /
@@ -472,8 +469,7 @@ FAMILIES: dict[str, Family] = {
     # moe_intermediate_size wide (gate_up_proj fused, down_proj) and num_shared_experts shared ones.
     # Moonshot's own modeling_kimi.py (the checkpoint's auto_map) builds the experts as an nn.ModuleList of
     # KimiBlockSparseMLP (w1 / w2 / w3 nn.Linear): under trust_remote_code a 4/8-bit load quantizes them.
-    "kimi_linear": Family(attention="mla", qkv_bias=("attention_bias", False), o_bias=("attention_bias", False),
-                          layer_plan="kimi_linear", remote_linear_experts=True),
+    "kimi_linear": replace(_MLA, layer_plan="kimi_linear", remote_linear_experts=True),
     # Qwen (1) (remote code only): the checkpoint's modeling_qwen.py (Qwen/Qwen-7B, auto_map
     # modeling_qwen.QWenLMHeadModel). transformer.wte; transformer.h.N: ln_1 / ln_2 (RMSNorm), attn.c_attn (h -> 3 x
     # kv_channels x heads, nn.Linear's default bias: always biased), attn.c_proj (a bias unless no_bias), mlp.w1 /
@@ -499,13 +495,12 @@ FAMILIES: dict[str, Family] = {
     # Qwen2ForCausalLM over MiMoModel, Qwen2Model (q/k/v biased, o not) plus model.mtp_layers, num_nextn_predict_layers
     # MiMoMTPLayers (Qwen2Attention, Qwen2MLP, input_layernorm / post_attention_layernorm, input_proj 2h -> h without
     # bias, token_layernorm, hidden_layernorm, final_layernorm) that only its speculative-decoding helpers run.
-    "mimo": Family(qkv_bias=True, o_bias=False, remote_code=True,
-                   mtp=MtpLayers("num_nextn_predict_layers", "mtp_layers", "input_proj",
-                                 ("token_layernorm", "hidden_layernorm", "final_layernorm"))),
+    "mimo": replace(_QWEN_2, remote_code=True,
+                    mtp=MtpLayers("num_nextn_predict_layers", "mtp_layers", "input_proj",
+                                  ("token_layernorm", "hidden_layernorm", "final_layernorm"))),
     # models/glm4v/modeling_glm4v.py (transformers 5.24, Glm4vTextAttention / Glm4vTextDecoderLayer: the decoder of
     # GLM-4.1V and GLM-4.6V): q/k/v always biased, o not; fused gate_up MLP; GLM-4's four norms per layer.
-    "glm4v_text": Family(qkv_bias=True, o_bias=False, mlp="fused_gated", mlp_names=("gate_up_proj", "down_proj"),
-                         norm_names=_GLM_4_NORMS),
+    "glm4v_text": replace(_GLM_4, qkv_bias=True),
     # models/mllama/modeling_mllama.py (transformers 5.24, MllamaTextModel: the decoder of Llama 3.2 Vision): the
     # llama layer, and at cross_attention_layers MllamaCrossAttentionDecoderLayer (cross_attention.py); the input
     # embedding vocab_size + 8 rows, the output vocab_size.

@@ -1,5 +1,6 @@
 """``Linear``: one ``nn.Linear`` (or a stack of expert weights) of a decoder layer, the unit every parameter count,
-LoRA target and activation input is built from."""
+LoRA target and activation input is built from; ``VisionLinear``: one ``nn.Linear`` of a vision or audio tower or a
+projector, at its module path."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,3 +23,21 @@ class Linear:
     @property
     def params(self) -> int:
         return self.count * (self.d_in * self.d_out + (self.d_out if self.bias else 0))
+
+
+@dataclass(frozen=True)
+class VisionLinear:
+    """One ``nn.Linear`` of a tower (vision or audio) or projector at module path ``path`` (``d_in -> d_out``)."""
+
+    path: str
+    d_in: int
+    d_out: int
+    bias: bool
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit(".", 1)[-1]
+
+    @property
+    def params(self) -> int:
+        return self.d_in * self.d_out + (self.d_out if self.bias else 0)

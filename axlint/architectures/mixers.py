@@ -50,8 +50,8 @@ class MixerShape:
     names of its Linears that read a tensor the mixer computes (its output projection); the others read the layer's
     normed input. ``trained_per_token``: what it keeps more when the base weights train (a norm's input to its
     weight's gradient). ``no_grad``: its forward runs under ``torch.no_grad`` (GLM-5's DSA indexer), so none of its
-    Linears keeps its input for backward. ``layer_others``: parameter tensors the mixer adds to its layer outside its module, as
-    (name relative to the layer, numel) (Mllama's tanh gates)."""
+    Linears keeps its input for backward. ``layer_others``: parameter tensors the mixer adds to its layer outside its
+    module, as (name relative to the layer, numel) (Mllama's tanh gates)."""
 
     module: str
     linears: tuple[Linear, ...]

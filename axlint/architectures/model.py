@@ -654,18 +654,19 @@ class Architecture:
         bias = f.expert_bias
         beside = self._mlp(False, width) if f.moe_beside_mlp else ()
         latent = int(self.config.get(f.moe_latent_key) or 0) if f.moe_latent_key else 0
-        width = latent or h  # the experts' input and output width
+        outer = latent or h  # the experts' input and output width
         out = [*beside, Linear(f.router_name, h, e, f.router_bias, router=not f.router_linear)]
         if latent:  # models/nemotron_h NemotronHMoE: fc1_latent_proj / fc2_latent_proj, biased by mlp_bias
             latent_bias = flag(f.mlp_bias, self.config)
-            out += [Linear("fc1_latent_proj", h, latent, latent_bias), Linear("fc2_latent_proj", latent, h, latent_bias)]
+            out += [Linear("fc1_latent_proj", h, latent, latent_bias),
+                    Linear("fc2_latent_proj", latent, h, latent_bias)]
         if f.expert_mlp == "plain":
-            out += [Linear(names[0], width, i, bias, count=e, expert=True),
-                    Linear(names[1], i, width, bias, count=e, expert=True)]
+            out += [Linear(names[0], outer, i, bias, count=e, expert=True),
+                    Linear(names[1], i, outer, bias, count=e, expert=True)]
         else:
-            out += [Linear(names[0], width, i, bias, count=e, expert=True),
-                    Linear(names[1], width, i, bias, count=e, expert=True),
-                    Linear(names[2], i, width, bias, count=e, expert=True)]
+            out += [Linear(names[0], outer, i, bias, count=e, expert=True),
+                    Linear(names[1], outer, i, bias, count=e, expert=True),
+                    Linear(names[2], i, outer, bias, count=e, expert=True)]
         si = self.shared_expert_intermediate_size
         if si and f.expert_mlp == "plain":
             out += self._dense_mlp(si, f"{f.shared_expert_name}.", flag(f.mlp_bias, self.config))
@@ -740,9 +741,10 @@ class Architecture:
     def mtp_params(self) -> int:
         """Parameters of the multi-token-prediction layers: each its Linears (``mtp_linears``), layer 0's small
         tensors and ``Family.mtp.norm_names`` more norms."""
-        if not self.mtp_layers:
+        mtp = self.layout.mtp
+        if not mtp or not self.mtp_layers:
             return 0
-        norms = len(self.layout.mtp.norm_names) * self.norm_params  # type: ignore[union-attr]
+        norms = len(mtp.norm_names) * self.norm_params
         return self.mtp_layers * (sum(lin.params for lin in self.mtp_linears) + sum(self.small_params_per_layer(0))
                                   + norms)
 

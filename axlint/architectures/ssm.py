@@ -212,7 +212,8 @@ def mamba_mamba1(config: Mapping[str, Any]) -> Mamba1:
     """models/mamba (5.24) ``MambaMixer`` from MambaConfig's keys: d = ``intermediate_size`` when config.json has
     it, else int(``expand``·h) (MambaConfig.__post_init__ writes that, and a given intermediate_size overrides it)."""
     h = int(_get(config, ("hidden_size", "d_model"), 768))
-    return Mamba1("mixer", h, int(_get(config, ("intermediate_size",), _get(config, ("expand",), 2) * h)), int(_get(config, ("state_size",), 16)),
+    return Mamba1("mixer", h, int(_get(config, ("intermediate_size",), _get(config, ("expand",), 2) * h)),
+                  int(_get(config, ("state_size",), 16)),
                   int(_get(config, ("conv_kernel",), 4)), _rank(config.get("time_step_rank"), h),
                   bool(_get(config, ("use_conv_bias",), True)), bool(_get(config, ("use_bias",), False)),
                   bc_norms=False, fused=True)

@@ -39,9 +39,8 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
   patch Linear over merged patches, x / y position tables; the model's audio embedder is one Linear)
 - ``gemma3n_vision``: models/gemma3n/modeling_gemma3n.py builds it through models/timm_wrapper (TimmWrapperModel):
   timm's MobileNet-V5 encoder, counted whole by its architecture name (``Tower.timm_params``)
-- audio encoders (``AUDIO_TOWERS``, keyed by the audio model_type, beside a projector row with an ``audio`` part):
-  ``gemma4_audio``, models/gemma4/modeling_gemma4.py (Gemma4AudioModel, a conformer at model.audio_tower);
-  ``gemma3n_audio``, models/gemma3n/modeling_gemma3n.py (Gemma3nAudioEncoder, a conformer at model.audio_tower)
+- audio encoders beside the vision tower, named by a projector row with an ``audio`` part: the conformers of
+  ``audio.AUDIO_TOWERS`` (``gemma4_audio``, ``gemma3n_audio``)
 - the Gemma 3n embedders: models/gemma3n/modeling_gemma3n.py (Gemma3nMultimodalEmbedder: embed_vision, embed_audio)
 
 Besides the parameters, a row says how many tokens an image becomes inside the tower (``Tower.resolution``,
@@ -52,13 +51,14 @@ says what of that work the memory model leaves out (``Tower.image_work``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 from math import prod
 from typing import Any, Literal, Mapping
 
-Size = Literal["hidden", "layers", "intermediate", "patch", "pool", "image", "channels", "temporal", "vision_out",
-               "adapter_in", "adapter_out", "heads", "kv_heads", "head_dim", "positions", "mel", "context",
-               "global_layers", "tiles", "pooling"]
+from axlint.architectures.audio import AUDIO_TOWERS
+from axlint.architectures.linear import VisionLinear
+
 Resolution = Literal["square", "tiles", "longest_edge", "smart_resize", "soft_tokens"]
 
 
@@ -98,12 +98,12 @@ class Tower:
     ``patch_bias``, over ``temporal`` frames when that size is read, over 3 channels when the row reads none), a
     learned position table (``positions``: "grid", one row per patch, plus one for a class token with
     ``class_token``; "table", the "positions" size's rows; "axial", one table of the "positions" size for x and one
-    for y, 2 x positions x h; None without one), ``pre_norm`` / ``post_norm`` when named, and the attention-pooling ``head`` when ``head_key`` is true
-    (SigLIP's ``vision_use_head``). ``patch_linear``: the patch embedding is an ``nn.Linear`` at this path (over
-    channels x patch² inputs, x pool² when the row reads a "pool" size: patches merged before the Linear) instead of a
-    convolution. A row without a "layers" size has no layers (an encoder-free embedder). ``pieces``: further modules of the tower below its path
-    (Llama 4's pixel-shuffle adapter, Voxtral's convolutions), sized as a projector's are, with the tower's ``sizes``
-    as factors too.
+    for y, 2 x positions x h; None without one), ``pre_norm`` / ``post_norm`` when named, and the attention-pooling
+    ``head`` when ``head_key`` is true (SigLIP's ``vision_use_head``). ``patch_linear``: the patch embedding is an
+    ``nn.Linear`` at this path (over channels x patch² inputs, x pool² when the row reads a "pool" size: patches
+    merged before the Linear) instead of a convolution. A row without a "layers" size has no layers (an encoder-free
+    embedder). ``pieces``: further modules of the tower below its path (Llama 4's pixel-shuffle adapter, Voxtral's
+    convolutions), sized as a projector's are, with the tower's ``sizes`` as factors too.
     ``bias_key``: a vision_config key (and its default) that sets the q/k/v biases instead of ``attention_bias``,
     the output projection then biased by ``out_bias``. ``layer_scales``: learned per-channel scales of width h in
     each layer (InternViT's lambda_1 / lambda_2). ``global_stack``: a second stack of the same layers after the
@@ -163,6 +163,11 @@ class Tower:
 
 VIT = {"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 12), "intermediate": ("intermediate_size", 3072),
        "channels": ("num_channels", 3)}
+FUSED_BLOCKS: dict[str, Any] = {"path": "model.visual", "layer_path": "blocks.{layer}", "attention": "fused_qkv",
+                                "attention_module": "attn", "attention_names": ("qkv", "proj"),
+                                "resolution": "smart_resize"}
+"""What the towers at model.visual (Qwen2-VL, Qwen2.5-VL, Qwen3.5, GLM-4.1V) share: blocks.N of a fused qkv and a
+proj inside attn, and smart-resized images."""
 
 TOWERS: dict[str, Tower] = {
     "siglip_vision_model": Tower({**VIT, "patch": ("patch_size", 16), "image": ("image_size", 224)},
@@ -180,17 +185,12 @@ TOWERS: dict[str, Tower] = {
     "qwen2_vl": Tower({"hidden": ("embed_dim", 1280), "layers": ("depth", 32), "intermediate": ("mlp_ratio", 4),
                        "channels": ("in_channels", 3), "patch": ("patch_size", 14),
                        "temporal": ("temporal_patch_size", 2)},
-                      path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
-                      attention_module="attn",
-                      attention_names=("qkv", "proj"), patch_bias=False, positions=None, post_norm=None,
-                      resolution="smart_resize", hidden_act="quick_gelu"),
+                      **FUSED_BLOCKS, patch_bias=False, positions=None, post_norm=None, hidden_act="quick_gelu"),
     "qwen2_5_vl": Tower({"hidden": ("hidden_size", 3584), "layers": ("depth", 32),
                          "intermediate": ("intermediate_size", 3420), "channels": ("in_channels", 3),
                          "patch": ("patch_size", 14), "temporal": ("temporal_patch_size", 2)},
-                        path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
-                        attention_module="attn", attention_names=("qkv", "proj"), mlp="gated",
-                        mlp_names=("gate_proj", "up_proj", "down_proj"),
-                        norm="rmsnorm", patch_bias=False, positions=None, post_norm=None, resolution="smart_resize"),
+                        **FUSED_BLOCKS, mlp="gated", mlp_names=("gate_proj", "up_proj", "down_proj"), norm="rmsnorm",
+                        patch_bias=False, positions=None, post_norm=None),
     "smolvlm_vision": Tower({"hidden": ("hidden_size", 1152), "layers": ("num_hidden_layers", 12),
                              "intermediate": ("intermediate_size", 3072), "channels": ("num_channels", 3),
                              "patch": ("patch_size", 32), "image": ("image_size", 224)}, path="model.vision_model"),
@@ -233,10 +233,8 @@ TOWERS: dict[str, Tower] = {
                              "intermediate": ("intermediate_size", 4304), "channels": ("in_channels", 3),
                              "patch": ("patch_size", 16), "temporal": ("temporal_patch_size", 2),
                              "positions": ("num_position_embeddings", 2304)},
-                            path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv",
-                            attention_module="attn", attention_names=("qkv", "proj"),
-                            mlp_names=("linear_fc1", "linear_fc2"), positions="table", post_norm=None,
-                            resolution="smart_resize"),
+                            **FUSED_BLOCKS, mlp_names=("linear_fc1", "linear_fc2"), positions="table",
+                            post_norm=None),
     # models/paddleocr_vl/modeling_paddleocr_vl.py (transformers 5.24, PaddleOCRVisionModel): SigLIP's embeddings (a
     # biased patch convolution, a position table of (image / patch)² rows resampled to each image's grid), encoder
     # and post_layernorm at model.visual.vision_model, without the pooling head; its rotary positions are buffers.
@@ -252,10 +250,8 @@ TOWERS: dict[str, Tower] = {
     "glm4v": Tower({"hidden": ("hidden_size", 1536), "layers": ("depth", 24), "intermediate": ("out_hidden_size", 4096),
                     "channels": ("in_channels", 3), "patch": ("patch_size", 14), "temporal": ("temporal_patch_size", 2),
                     "image": ("image_size", 336), "context": ("intermediate_size", 13696)},
-                   path="model.visual", layer_path="blocks.{layer}", attention="fused_qkv", attention_module="attn",
-                   attention_names=("qkv", "proj"), bias_key=("attention_bias", False), out_bias=False, mlp="gated",
-                   mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False, norm="rmsnorm",
-                   resolution="smart_resize"),
+                   **FUSED_BLOCKS, bias_key=("attention_bias", False), out_bias=False, mlp="gated",
+                   mlp_names=("gate_proj", "up_proj", "down_proj"), mlp_bias=False, norm="rmsnorm"),
     # models/internvl/modeling_internvl.py (transformers 5.24, InternVLVisionModel, InternViT): a class token, a
     # biased patch convolution and a position table of (image / patch)² + 1 rows; layers at encoder.layer.N with
     # q/k/v biased by attention_bias, a biased projection_layer, a plain biased fc1 / fc2 MLP, layernorm_before /
@@ -334,27 +330,28 @@ class Projector:
 
     Factors of the ``pieces``' widths: "vision" (the tower's hidden size), "text" (the decoder's), "features"
     (how many tower layers are concatenated: the length of a list ``vision_feature_layer``, else 1), "merge" (the
-    square of ``merge``'s size: patches merged into one token), "out" (``out``'s size, the merger's output
-    width), "pixels" (the inputs of one patch) and "audio" (``audio``'s size). ``merge`` / ``out`` / ``audio``:
-    (where: "config", "vision" or "audio", key, default). A row with ``audio`` lays out the model's audio part: the
-    embedder in its pieces (those ``when`` ``audio_config``) and, with ``audio_tower`` (the audio model_type when
-    audio_config names none), the audio encoder of ``AUDIO_TOWERS``; without it an ``audio_config`` leaves the model
-    unsized, and so does an audio model_type other than the row's. ``tower``: the
-    tower's model_type when its config names none; ``tower_key``: the config.json key of the tower's config
-    (``vision_config``, or ``audio_config`` for a speech model whose only encoder is the audio one); ``tower_path``:
-    where the tower sits, when not the row's own; ``decoder_path``: where the decoder sits; ``text_type``: the
-    decoder's model_type when config.json is flat (the decoder fields at the top level, as Qwen2-VL's are published
-    and transformers 5 reads them as ``text_config``). ``merge_inverse``: the ``merge`` key holds a downsample ratio
-    whose inverse is the merge size (InternVL's downsample_ratio 0.5: 2). ``factors``: further named factors, each
-    read as (where, key, default) like ``merge`` (Gemma 3n's audio vocabulary). ``audio_built``: the model builds its
-    audio part from the audio config class's defaults when config.json has no ``audio_config`` (Gemma 3n's
-    sub_configs_defaults); otherwise a missing ``audio_config`` means no audio part."""
+    square of ``merge``'s size: patches merged into one token), "pixels" (the inputs of one patch), "audio"
+    (``audio``'s size) and the named ``factors`` (a merger's output width "out", Gemma 3n's audio vocabulary).
+    ``merge`` / ``audio`` / each factor: (where: "config", "vision" or "audio", key, default). ``merge_inverse``: the
+    ``merge`` key holds a downsample ratio whose inverse is the merge size (InternVL's downsample_ratio 0.5: 2).
+
+    A row with ``audio`` lays out the model's audio part: the embedder in its pieces (those ``when``
+    ``audio_config``) and, with ``audio_tower`` (the audio model_type when audio_config names none), the audio
+    encoder of ``audio.AUDIO_TOWERS``; without it an ``audio_config`` leaves the model unsized, and so does an audio
+    model_type other than the row's. ``audio_built``: the model builds its audio part from the audio config class's
+    defaults when config.json has no ``audio_config`` (Gemma 3n's sub_configs_defaults); otherwise a missing
+    ``audio_config`` means no audio part.
+
+    ``tower``: the tower's model_type when its config names none; ``tower_key``: the config.json key of the tower's
+    config (``vision_config``, or ``audio_config`` for a speech model whose only encoder is the audio one);
+    ``tower_path``: where the tower sits, when not the row's own; ``decoder_path``: where the decoder sits;
+    ``text_type``: the decoder's model_type when config.json is flat (the decoder fields at the top level, as
+    Qwen2-VL's are published and transformers 5 reads them as ``text_config``)."""
 
     path: str
     pieces: tuple[Piece, ...]
     tower: str
     merge: tuple[str, str, float] | None = None
-    out: tuple[str, str, int] | None = None
     audio: tuple[str, str, int] | None = None
     audio_tower: str | None = None
     tower_path: str | None = None
@@ -385,10 +382,10 @@ PROJECTORS: dict[str, Projector] = {
                           tower="pixtral", merge=("config", "spatial_merge_size", 2)),
     "qwen2_vl": Projector("model.visual.merger", (Piece("ln_q", "layernorm", ("vision",)), *QWEN_MERGER),
                           tower="qwen2_vl", merge=("vision", "spatial_merge_size", 2),
-                          out=("vision", "hidden_size", 3584), text_type="qwen2_vl_text"),
+                          factors={"out": ("vision", "hidden_size", 3584)}, text_type="qwen2_vl_text"),
     "qwen2_5_vl": Projector("model.visual.merger", (Piece("ln_q", "rmsnorm", ("vision",)), *QWEN_MERGER),
                             tower="qwen2_5_vl", merge=("vision", "spatial_merge_size", 2),
-                            out=("vision", "out_hidden_size", 3584), text_type="qwen2_5_vl_text"),
+                            factors={"out": ("vision", "out_hidden_size", 3584)}, text_type="qwen2_5_vl_text"),
     "smolvlm": Projector("model.connector", (Piece("modality_projection.proj", "linear", ("vision", "merge"),
                                                    ("text",)),),
                          tower="smolvlm_vision", merge=("config", "scale_factor", 2), decoder_path="model.text_model"),
@@ -404,8 +401,9 @@ _QWEN3_5_MERGER = (Piece("norm", "layernorm", ("vision",)),
                    Piece("linear_fc1", "linear", ("vision", "merge"), ("vision", "merge"), True),
                    Piece("linear_fc2", "linear", ("vision", "merge"), ("out",), True))
 PROJECTORS["qwen3_5"] = Projector("model.visual.merger", _QWEN3_5_MERGER, tower="qwen3_5_vision",
-                                  merge=("vision", "spatial_merge_size", 2), out=("vision", "out_hidden_size", 3584))
-PROJECTORS["qwen3_5_moe"] = Projector(**{**PROJECTORS["qwen3_5"].__dict__, "tower": "qwen3_5_moe_vision"})
+                                  merge=("vision", "spatial_merge_size", 2),
+                                  factors={"out": ("vision", "out_hidden_size", 3584)})
+PROJECTORS["qwen3_5_moe"] = replace(PROJECTORS["qwen3_5"], tower="qwen3_5_moe_vision")
 # models/paddleocr_vl/modeling_paddleocr_vl.py (PaddleOCRProjector): a LayerNorm over the tower's width, then
 # linear_1 over the merge² patches of a token (square) and linear_2 to the decoder's width, both biased.
 PROJECTORS["paddleocr_vl"] = Projector("model.projector",
@@ -426,7 +424,7 @@ PROJECTORS["glm4v"] = Projector("model.visual",
                                  Piece("merger.up_proj", "linear", ("out",), ("context",)),
                                  Piece("merger.down_proj", "linear", ("context",), ("out",))),
                                 tower="glm4v", merge=("vision", "spatial_merge_size", 2),
-                                out=("vision", "out_hidden_size", 4096))
+                                factors={"out": ("vision", "out_hidden_size", 4096)})
 PROJECTORS["glm46v"] = PROJECTORS["glm4v"]
 # models/internvl/modeling_internvl.py (InternVLMultiModalProjector): a LayerNorm over the merge² patches of a token
 # (1 / downsample_ratio per side), then linear_1 to the decoder's width and linear_2 square, both biased.
@@ -451,11 +449,11 @@ PROJECTORS["lfm2_vl"] = Projector("model.multi_modal_projector",
                                    Piece("linear_1", "linear", ("vision", "merge"), ("out",), ("projector_bias", True)),
                                    Piece("linear_2", "linear", ("out",), ("text",), ("projector_bias", True))),
                                   tower="siglip2_vision_model", merge=("config", "downsample_factor", 2),
-                                  out=("config", "projector_hidden_size", 2560))
+                                  factors={"out": ("config", "projector_hidden_size", 2560)})
 PROJECTOR_ALIASES = {"lfm2-vl": "lfm2_vl"}
 """Published model_types that transformers 5.24 has no class for, and the row whose modules their own modelling code
 builds (``PROJECTORS`` comments)."""
-PROJECTORS["idefics3"] = Projector(**{**PROJECTORS["smolvlm"].__dict__, "tower": "idefics3_vision"})
+PROJECTORS["idefics3"] = replace(PROJECTORS["smolvlm"], tower="idefics3_vision")
 # models/gemma4/modeling_gemma4.py (Gemma4MultimodalEmbedder): embed_vision.embedding_pre_projection_norm holds no
 # weight (with_scale=False), embedding_projection is one bias-free Linear, vision hidden -> text hidden; with an
 # audio_config (E2B / E4B) the audio_tower and embed_audio, the same embedder from the tower's output_proj_dims.
@@ -480,7 +478,7 @@ PROJECTORS["voxtral"] = Projector("model.multi_modal_projector",
 PROJECTORS["gemma4_unified"] = Projector(
     "model", (Piece("embed_vision.multimodal_embedder.embedding_projection", "linear", ("out",), ("text",)),
               Piece("embed_audio.embedding_projection", "linear", ("audio",), ("text",), when=("audio_config", False))),
-    tower="gemma4_unified_vision", out=("vision", "output_proj_dims", 3840),
+    tower="gemma4_unified_vision", factors={"out": ("vision", "output_proj_dims", 3840)},
     audio=("audio", "audio_embed_dim", 640))
 
 # models/gemma3n/modeling_gemma3n.py (Gemma3nMultimodalEmbedder, transformers 5.24): embed_vision and embed_audio each
@@ -497,103 +495,6 @@ _GEMMA3N_EMBEDDERS = tuple(
 PROJECTORS["gemma3n"] = Projector("model", _GEMMA3N_EMBEDDERS, tower="gemma3n_vision",
                                   audio=("audio", "hidden_size", 1536), audio_tower="gemma3n_audio",
                                   factors={"audio_vocab": ("audio", "vocab_size", 128)}, audio_built=True)
-
-
-@dataclass(frozen=True)
-class VisionLinear:
-    """One ``nn.Linear`` of the tower or projector at module path ``path`` (``d_in -> d_out``)."""
-
-    path: str
-    d_in: int
-    d_out: int
-    bias: bool
-
-    @property
-    def name(self) -> str:
-        return self.path.rsplit(".", 1)[-1]
-
-    @property
-    def params(self) -> int:
-        return self.d_in * self.d_out + (self.d_out if self.bias else 0)
-
-
-def gemma4_audio_tower(ac: Mapping[str, Any]) -> tuple[tuple[VisionLinear, ...], int]:
-    """The Gemma 4 audio encoder (models/gemma4/modeling_gemma4.py, transformers 5.24, Gemma4AudioModel at
-    model.audio_tower), sized from audio_config with Gemma4AudioConfig's defaults: its Linears and the count of its
-    other parameters. H = hidden_size, n heads of d = H / n, channels (c0, c1), kernel k.
-
-    - subsample_conv_projection: layer0 / layer1 a bias-free 3 x 3 Conv2d (1 -> c0, c0 -> c1) and a LayerNorm
-      without bias (c0, c1); input_proj_linear (c0 / 4)·c1 -> H, no bias
-    - each layer: feed_forward1 / feed_forward2 (ffw_layer_1 H -> 4H, ffw_layer_2 4H -> H, pre / post RMSNorms);
-      self_attn q / k / v_proj H -> n·d, post H -> H (inside Gemma4ClippableLinear: ``.linear``, bounds are buffers),
-      relative_k_proj H -> n·d (a plain Linear), per_dim_scale d; lconv1d linear_start H -> 2H, linear_end H -> H,
-      a depthwise causal Conv1d H·k, pre_layer_norm and conv_norm; norm_pre_attn, norm_post_attn, norm_out: 9H + d
-      + H·k besides the Linears
-    - output_proj H -> output_proj_dims with a bias; rel_pos_enc holds a buffer only."""
-    h, layers, heads = int(ac.get("hidden_size", 1024)), int(ac.get("num_hidden_layers", 12)), \
-        int(ac.get("num_attention_heads", 8))
-    c0, c1 = (int(c) for c in ac.get("subsampling_conv_channels") or (128, 32))
-    kernel, out = int(ac.get("conv_kernel_size", 5)), int(ac.get("output_proj_dims", 1536))
-    d, root = h // heads, "model.audio_tower"
-    linears = [VisionLinear(f"{root}.subsample_conv_projection.input_proj_linear", (c0 // 4) * c1, h, False)]
-    for i in range(layers):
-        layer = f"{root}.layers.{i}"
-        for ffw in ("feed_forward1", "feed_forward2"):
-            linears += [VisionLinear(f"{layer}.{ffw}.ffw_layer_1.linear", h, 4 * h, False),
-                        VisionLinear(f"{layer}.{ffw}.ffw_layer_2.linear", 4 * h, h, False)]
-        linears += [VisionLinear(f"{layer}.self_attn.{n}.linear", h, heads * d, False) for n in ("q_proj", "k_proj",
-                                                                                               "v_proj")]
-        linears += [VisionLinear(f"{layer}.self_attn.post.linear", h, h, False),
-                    VisionLinear(f"{layer}.self_attn.relative_k_proj", h, heads * d, False),
-                    VisionLinear(f"{layer}.lconv1d.linear_start.linear", h, 2 * h, False),
-                    VisionLinear(f"{layer}.lconv1d.linear_end.linear", h, h, False)]
-    linears.append(VisionLinear(f"{root}.output_proj", h, out, True))
-    others = c0 * 9 + c0 + c1 * c0 * 9 + c1 + layers * (9 * h + d + h * kernel)
-    return tuple(linears), others
-
-
-def gemma3n_audio_tower(ac: Mapping[str, Any]) -> tuple[tuple[VisionLinear, ...], int]:
-    """The Gemma 3n audio encoder (models/gemma3n/modeling_gemma3n.py, transformers 5.24, Gemma3nAudioEncoder at
-    model.audio_tower), sized from audio_config with Gemma3nAudioConfig's defaults: its Linears and the count of its
-    other parameters. H = hidden_size, n = conf_num_attention_heads of d = H // n, channels (c0, c1), kernels
-    (kh_i, kw_i) and strides (sh_i, sw_i) of the two subsampling convolutions, conformer kernel k.
-
-    - subsample_conv_projection: conv_0 / conv_1, each a bias-free Conv2d (1 -> c0, c0 -> c1; kh_i x kw_i) and a
-      cumulative group norm of its channels (weight only); input_proj_linear (c1 x F) -> H, no bias, F the frequency
-      bins left after both convolutions: F_0 = input_feat_size, F_i+1 = (F_i + 2 - kw_i) // sw_i + 1 (one bin of
-      padding each side)
-    - each conformer.N: ffw_layer_start / ffw_layer_end (ffw_layer_1 H -> 4H, ffw_layer_2 4H -> H, pre / post
-      RMSNorms); attention.attn q / k / v_proj H -> n·d and relative_position_embedding.pos_proj H -> n·d,
-      per_dim_scale d, attention.post H -> H, pre_attn_norm and post_norm; lconv1d linear_start H -> 2H, linear_end
-      H -> H, a depthwise Conv1d H·k without bias, pre_layer_norm and conv_norm; the block's norm: 9H + d + H·k
-      besides the Linears, all Linears bias-free."""
-    h, layers = int(ac.get("hidden_size", 1536)), int(ac.get("conf_num_hidden_layers", 12))
-    heads, kernel = int(ac.get("conf_num_attention_heads", 8)), int(ac.get("conf_conv_kernel_size", 5))
-    c0, c1 = (int(c) for c in ac.get("sscp_conv_channel_size") or (128, 32))
-    kernels = ac.get("sscp_conv_kernel_size") or ((3, 3), (3, 3))
-    strides = ac.get("sscp_conv_stride_size") or ((2, 2), (2, 2))
-    bins = int(ac.get("input_feat_size", 128))
-    for (_, kw), (_, sw) in zip(kernels, strides):
-        bins = (bins + 2 - int(kw)) // int(sw) + 1
-    d, root = h // heads, "model.audio_tower"
-    linears = [VisionLinear(f"{root}.subsample_conv_projection.input_proj_linear", c1 * bins, h, False)]
-    for i in range(layers):
-        layer = f"{root}.conformer.{i}"
-        for ffw in ("ffw_layer_start", "ffw_layer_end"):
-            linears += [VisionLinear(f"{layer}.{ffw}.ffw_layer_1", h, 4 * h, False),
-                        VisionLinear(f"{layer}.{ffw}.ffw_layer_2", 4 * h, h, False)]
-        linears += [VisionLinear(f"{layer}.attention.attn.{n}", h, heads * d, False)
-                    for n in ("relative_position_embedding.pos_proj", "q_proj", "k_proj", "v_proj")]
-        linears += [VisionLinear(f"{layer}.attention.post", h, h, False),
-                    VisionLinear(f"{layer}.lconv1d.linear_start", h, 2 * h, False),
-                    VisionLinear(f"{layer}.lconv1d.linear_end", h, h, False)]
-    (kh0, kw0), (kh1, kw1) = ((int(a), int(b)) for a, b in kernels)
-    others = c0 * kh0 * kw0 + c0 + c1 * c0 * kh1 * kw1 + c1 + layers * (9 * h + d + h * kernel)
-    return tuple(linears), others
-
-
-AUDIO_TOWERS = {"gemma4_audio": gemma4_audio_tower, "gemma3n_audio": gemma3n_audio_tower}
-"""Audio encoders by audio model_type: audio_config -> (its Linears at their module paths, its other parameters)."""
 
 
 def projector_of(config: Mapping[str, Any]) -> Projector | None:
@@ -642,15 +543,25 @@ def tower_type(config: Mapping[str, Any]) -> str:
     return TOWER_ALIASES.get(kind, kind)
 
 
+def _unsized_audio(config: Mapping[str, Any], row: Projector | None) -> bool:
+    """Whether config.json has an ``audio_config`` beside the laid-out tower that its row does not lay out: the row
+    has no ``audio`` part, or the audio_config names another model_type than the row's ``audio_tower``."""
+    audio = config.get("audio_config")
+    if not isinstance(audio, Mapping) or tower_key(config) == "audio_config":
+        return False
+    if row is None or row.audio is None:
+        return True
+    return row.audio_tower is not None and bool(audio.get("model_type")) and audio["model_type"] != row.audio_tower
+
+
 def unsized_part(config: Mapping[str, Any]) -> str | None:
     """What of a multimodal config axlint cannot lay out: an audio tower beside the laid-out one ("<model_type>
     audio tower"), the tower's model_type, or "<model_type> projector"; None when both have rows (or the config is
     not multimodal)."""
     if not is_multimodal(config):
         return None
-    row, audio = projector_of(config), config.get("audio_config")
-    if isinstance(audio, Mapping) and tower_key(config) != "audio_config" and not (row and row.audio and (
-            row.audio_tower is None or (audio.get("model_type") or row.audio_tower) == row.audio_tower)):
+    row = projector_of(config)
+    if _unsized_audio(config, row):
         return f"{config.get('model_type')} audio tower"
     kind = tower_type(config)
     if kind not in TOWERS:
@@ -694,8 +605,6 @@ class Vision:
         if name == "merge":
             side = self._read(self.row.merge)
             return int(1 / side if self.row.merge_inverse else side) ** 2
-        if name == "out":
-            return int(self._read(self.row.out))
         if name == "audio":
             return int(self._read(self.row.audio))
         if name in self.row.factors:
@@ -842,14 +751,15 @@ class Vision:
                 out.append(VisionLinear(f"{path}.{p.name}", self._width(p.d_in), self._width(p.d_out), self._bias(p)))
         return tuple(out) + self._audio_tower[0]
 
-    @property
+    @cached_property
     def _audio_tower(self) -> tuple[tuple[VisionLinear, ...], int]:
-        """The audio encoder's Linears and other parameters (``AUDIO_TOWERS``); none without one."""
+        """The audio encoder's Linears and other parameters (the row's ``audio_tower`` in ``AUDIO_TOWERS``; an
+        audio_config of another model_type leaves the model unsized, ``unsized_part``); none without one."""
         audio = self.config.get("audio_config")
         audio = {} if audio is None and self.row.audio_built else audio
         if not isinstance(audio, Mapping) or not self.row.audio_tower:
             return (), 0
-        return AUDIO_TOWERS[str(audio.get("model_type") or self.row.audio_tower)](audio)
+        return AUDIO_TOWERS[self.row.audio_tower](audio)
 
     def _bias(self, piece: Piece) -> bool:
         """Whether a piece carries a bias (``Piece.bias``: fixed, or a top-level config.json key and its default)."""
@@ -870,7 +780,11 @@ class Vision:
         """The tower's extra modules and the projector's that the config builds (``Piece.when``), each with the
         path it sits below."""
         pieces = [(self.tower_path, p) for p in self.tower.pieces] + [(self.row.path, p) for p in self.row.pieces]
-        return [(path, p) for path, p in pieces if p.when is None or self.config.get(p.when[0], p.when[1])]
+        return [(path, p) for path, p in pieces if self._built(p)]
+
+    def _built(self, piece: Piece) -> bool:
+        """Whether the config builds a piece: always without ``Piece.when``, else per its top-level key."""
+        return piece.when is None or bool(self.config.get(piece.when[0], piece.when[1]))
 
     def _patch_inputs(self) -> int:
         """Inputs of one patch: channels x patch² (x frames for a 3-D patch, x pool² for merged patches)."""
@@ -884,8 +798,7 @@ class Vision:
         builds (Linears, matrices, convolutions; an audio embedder's excepted), which read the tower's output at one
         row per ``merge_factor`` patches."""
         return tuple((f"{self.row.path}.{p.name}", self._width(p.d_in), p.kind == "linear") for p in self.row.pieces
-                     if p.kind in ("linear", "matrix", "conv") and "audio" not in p.d_in
-                     and (p.when is None or self.config.get(p.when[0], p.when[1])))
+                     if p.kind in ("linear", "matrix", "conv") and "audio" not in p.d_in and self._built(p))
 
     @property
     def merge_factor(self) -> int:
