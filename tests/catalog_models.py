@@ -1,21 +1,9 @@
 """Shared by the catalog-coverage tests (tests/test_coverage_*.py): the model transformers builds from a catalog
-entry's config.json on the meta device, and the coverage verdict of one corpus config."""
+entry's config.json on the meta device, and the check that an entry is that model. (The coverage verdict of a corpus
+config is ``benchmarks.memory.coverage.classify``, imported from there.)"""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any, Mapping
-
-from tests.corpus import ROOT
-
-_spec = importlib.util.spec_from_file_location("corpus_coverage", ROOT / "benchmarks" / "memory" / "coverage.py")
-_coverage = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_coverage)  # by its file: the module name ``coverage`` is coverage.py's (the library)
-
-
-def classify(path: Path) -> tuple[str, str, str]:
-    """(model, family, verdict) of one corpus config, as benchmarks/memory/coverage.py counts it for coverage.md."""
-    return _coverage.classify(path)
 
 
 def meta_model(config: Mapping[str, Any]) -> Any:

@@ -11,7 +11,8 @@ import pytest
 from axlint.architectures import Architecture, catalog_lookup
 from axlint.architectures.vision import TOWERS, gemma3n_audio_tower
 from axlint.memory.params import named_parameters
-from tests.catalog_models import classify, meta_model
+from benchmarks.memory.coverage import classify
+from tests.catalog_models import meta_model
 
 ROOT = Path(__file__).resolve().parents[1]
 

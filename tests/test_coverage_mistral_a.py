@@ -5,7 +5,6 @@ device from the entry's config (no memory, no weights) and axlint's total, visio
 paths must be the real ones; the totals are pinned to the published sizes the entries' ``source`` names."""
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +12,7 @@ import pytest
 
 from axlint.architectures import Architecture, load_catalog, resolve_architecture
 from axlint.memory.params import module_paths, named_parameters
+from benchmarks.memory.coverage import classify
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -97,18 +97,11 @@ def test_ministral_3_3b_is_the_published_size() -> None:
     assert len(dict(_meta_model(MINISTRAL_3B).named_parameters())) == 458
 
 
-def _classify() -> Any:
-    spec = importlib.util.spec_from_file_location("coverage", ROOT / "benchmarks" / "memory" / "coverage.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.classify
-
-
 @pytest.mark.parametrize("example", [
     "mistral4/fft-text.yml", "mistral4/fft-vision.yml", "mistral4/qlora-text.yml", "mistral4/qlora-vision.yml",
     "ministral3/ministral3-3b-qlora.yaml", "ministral3/think/ministral3-3b-think-qlora.yaml",
     "ministral3/vision/ministral3-3b-vision-qlora.yml",
 ])
 def test_corpus_configs_are_covered(example: str) -> None:
-    model, _, verdict = _classify()(ROOT / "fixtures" / "axolotl" / "examples" / example)
+    model, _, verdict = classify(ROOT / "fixtures" / "axolotl" / "examples" / example)
     assert model in (SMALL_4, MINISTRAL_3B) and verdict == "covered"

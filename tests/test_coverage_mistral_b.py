@@ -13,7 +13,8 @@ from axlint.hardware import parse_hardware
 from axlint.memory.facts import feeds_audio
 from axlint.memory.params import trainable
 from axlint.memory.setup import read_setup
-from tests.catalog_models import assert_entry_is_the_meta_model, classify, meta_model
+from benchmarks.memory.coverage import classify
+from tests.catalog_models import assert_entry_is_the_meta_model, meta_model
 from tests.corpus import CORPUS
 from tests.resolved import facts
 from tests.test_vision import CASES, TEXT, VOXTRAL_AUDIO

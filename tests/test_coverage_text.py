@@ -13,7 +13,8 @@ import pytest
 
 from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
 from axlint.memory.params import named_parameters, names_checked
-from tests.catalog_models import classify, meta_model
+from benchmarks.memory.coverage import classify
+from tests.catalog_models import meta_model
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -10,7 +10,7 @@ import pytest
 
 from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
 from axlint.architectures.vision import PROJECTOR_ALIASES
-from tests.catalog_models import classify
+from benchmarks.memory.coverage import classify
 
 ROOT = Path(__file__).resolve().parents[1]
 
