@@ -3,8 +3,6 @@ of the model transformers 5.24 builds from the entry's config.json on the meta d
 corpus configs that name them get a memory verdict."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from axlint.architectures import Architecture, catalog_lookup
@@ -14,11 +12,10 @@ from axlint.document import load_document
 from axlint.memory.facts import feeds_images
 from axlint.run import build_run
 from benchmarks.memory.coverage import classify
+from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
-
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "axolotl" / "examples"
 
 TOTALS = {
     "google/gemma-4-12B": 11_959_730_176,  # computed (model card: 11.95B)
@@ -93,14 +90,14 @@ def test_gemma_3n_e2b_decoder_is_the_meta_model() -> None:
 
 @pytest.mark.parametrize("config", ["gemma4-unified/12b-text-lora.yaml", "gemma4-unified/12b-vision-lora.yaml"])
 def test_corpus_configs_are_covered(config: str) -> None:
-    assert classify(CORPUS / config)[2] == "covered"
+    assert classify(CORPUS / "examples" / config)[2] == "covered"
 
 
 def test_gemma_4_e2b_fed_images_is_not_modelled() -> None:
     """The E2B entry's config.json gives no vision_soft_tokens_per_image, so nothing bounds the tokens an image
     becomes in the tower: the run that feeds images is left unknown (tests/test_tower_activations.py sizes the
     bounded towers)."""
-    path = CORPUS / "gemma4/e2b-vision-lora.yaml"
+    path = CORPUS / "examples/gemma4/e2b-vision-lora.yaml"
     assert classify(path)[2] == "not modelled: processor_type: AutoProcessor"
     run = build_run(load_document(path))
     assert "vision_soft_tokens_per_image" in feeds_images(run.config, run.arch)["processor_type: AutoProcessor"]

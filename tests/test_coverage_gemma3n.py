@@ -4,8 +4,6 @@ audio encoder's defaults, and the verdicts of the three corpus configs that name
 the runs that feed images (and audio) not modelled."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from axlint.architectures import Architecture, catalog_lookup
@@ -13,14 +11,12 @@ from axlint.architectures.vision import TOWERS, gemma3n_audio_tower
 from axlint.memory.params import named_parameters
 from benchmarks.memory.coverage import classify
 from tests.catalog_models import meta_model
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 timm = pytest.importorskip("timm")
 
-CORPUS = ROOT / "fixtures" / "axolotl" / "examples" / "gemma3n"
 E2B_TOTAL = 5_418_464_192
 """Computed (no exact published total was read; the Gemma 3n launch post says "5B"), pinned."""
 
@@ -87,7 +83,7 @@ def test_instruct_checkpoint_resolves_to_the_base() -> None:
 def test_corpus_verdicts(name: str, verdict: str) -> None:
     """The text run is estimated; the runs whose processor hands images to MobileNet-V5 are not, since the
     convolutions' activations over 768 x 768 images are not sized (``Tower.image_work``)."""
-    assert classify(CORPUS / name)[2] == verdict
+    assert classify(CORPUS / "examples/gemma3n" / name)[2] == verdict
 
 
 def test_corpus_lora_targets_train_what_peft_trains() -> None:

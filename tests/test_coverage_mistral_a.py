@@ -5,7 +5,6 @@ device from the entry's config (no memory, no weights) and axlint's total, visio
 paths must be the real ones; the totals are pinned to the published sizes the entries' ``source`` names."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,11 +12,11 @@ import pytest
 from axlint.architectures import Architecture, load_catalog, resolve_architecture
 from axlint.memory.params import module_paths, named_parameters
 from benchmarks.memory.coverage import classify
+from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-ROOT = Path(__file__).resolve().parents[1]
 SMALL_4 = "axolotl-ai-co/Mistral-Small-4-119B-2603-BF16"
 MINISTRAL_3B = "mistralai/Ministral-3-3B-Reasoning-2512"
 VISION_ROOTS = ("model.vision_tower", "model.multi_modal_projector")
@@ -103,5 +102,5 @@ def test_ministral_3_3b_is_the_published_size() -> None:
     "ministral3/vision/ministral3-3b-vision-qlora.yml",
 ])
 def test_corpus_configs_are_covered(example: str) -> None:
-    model, _, verdict = classify(ROOT / "fixtures" / "axolotl" / "examples" / example)
+    model, _, verdict = classify(CORPUS / "examples" / example)
     assert model in (SMALL_4, MINISTRAL_3B) and verdict == "covered"

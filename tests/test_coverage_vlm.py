@@ -3,7 +3,6 @@ transformers 5.24 builds from the same config.json on the meta device, and each 
 covered by the memory estimate (benchmarks/memory/coverage.py ``classify``)."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,8 +10,7 @@ import pytest
 from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
 from axlint.architectures.vision import PROJECTOR_ALIASES
 from benchmarks.memory.coverage import classify
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -27,7 +25,7 @@ ENTRIES = [
     ("meta-llama/Llama-3.2-11B-Vision", 10_670_220_835, 895_028_755),
     ("LiquidAI/LFM2-VL-450M", 450_822_656, 96_338_688),
 ]
-CORPUS = {
+CORPUS_CONFIGS = {
     "paddleocr-vl/paddleocr-vl-1_6-qlora.yaml": "PaddlePaddle/PaddleOCR-VL",
     "paddleocr-vl/paddleocr-vl-1_6-full-finetune.yaml": "PaddlePaddle/PaddleOCR-VL",
     "glm46v/glm-4-6v-flash-qlora.yaml": "zai-org/GLM-4.6V-Flash",
@@ -51,9 +49,9 @@ def test_entry_total_equals_the_meta_device_model(model_id: str, total: int, vis
     assert sum(p.numel() for p in model.parameters()) == total
 
 
-@pytest.mark.parametrize("path, model_id", sorted(CORPUS.items()))
+@pytest.mark.parametrize("path, model_id", sorted(CORPUS_CONFIGS.items()))
 def test_corpus_configs_are_covered(path: str, model_id: str) -> None:
-    corpus_model, _, verdict = classify(ROOT / "fixtures" / "axolotl" / "examples" / path)
+    corpus_model, _, verdict = classify(CORPUS / "examples" / path)
     assert catalog_lookup(corpus_model)["id"] == model_id
     assert verdict == "covered"
     assert resolve_architecture(corpus_model).source == "catalog"
@@ -62,7 +60,7 @@ def test_corpus_configs_are_covered(path: str, model_id: str) -> None:
 def test_lfm2_vl_fed_images_is_not_modelled() -> None:
     """LFM2-VL's processor tiles each image by its own settings, which config.json does not give: the corpus run that
     feeds images resolves to its catalog entry and is left unknown."""
-    corpus_model, _, verdict = classify(ROOT / "fixtures" / "axolotl" / "examples" / "LiquidAI/lfm2-vl-lora.yaml")
+    corpus_model, _, verdict = classify(CORPUS / "examples/LiquidAI/lfm2-vl-lora.yaml")
     assert catalog_lookup(corpus_model)["id"] == "LiquidAI/LFM2-VL-450M"
     assert verdict == "not modelled: processor_type: AutoProcessor"
 
