@@ -9,14 +9,18 @@ from typing import Any, Mapping
 def meta_model(config: Mapping[str, Any]) -> Any:
     """The model transformers 5.24 builds from a config.json dict on the meta device: a multimodal model (one with a
     ``text_config``) through ``AutoModelForMultimodalLM``, which maps the image and the audio models alike, else the
-    causal LM."""
+    causal LM. A published ``model_type`` transformers spells otherwise is read as its config class
+    (``PROJECTOR_ALIASES``: LFM2-VL's "lfm2-vl"); ``auto_map`` is left out, so the repository's own code never runs."""
     import torch
     import transformers
 
-    fields = {k: v for k, v in config.items() if k != "model_type"}
+    from axlint.architectures.vision import PROJECTOR_ALIASES
+
+    kind = config["model_type"]
+    fields = {k: v for k, v in config.items() if k not in ("model_type", "auto_map")}
     auto = transformers.AutoModelForMultimodalLM if "text_config" in config else transformers.AutoModelForCausalLM
     with torch.device("meta"):
-        return auto.from_config(transformers.AutoConfig.for_model(config["model_type"], **fields))
+        return auto.from_config(transformers.AutoConfig.for_model(PROJECTOR_ALIASES.get(kind, kind), **fields))
 
 
 def assert_entry_is_the_meta_model(model_id: str, total: int, tower: int, tower_roots: tuple[str, ...]) -> None:

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from axlint.architectures import Architecture, load_catalog, resolve_architecture
+from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
 from axlint.memory.params import module_paths, named_parameters
 from benchmarks.memory.coverage import classify
+from tests.catalog_models import meta_model
 from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")
@@ -22,16 +23,9 @@ MINISTRAL_3B = "mistralai/Ministral-3-3B-Reasoning-2512"
 VISION_ROOTS = ("model.vision_tower", "model.multi_modal_projector")
 
 
-def _entry(model_id: str) -> dict[str, Any]:
-    return next(e for e in load_catalog() if e["id"] == model_id)
-
-
 def _meta_model(model_id: str) -> Any:
     """Mistral3ForConditionalGeneration of the entry's config.json, built by transformers on the meta device."""
-    fields = dict(_entry(model_id)["config"])
-    config = transformers.AutoConfig.for_model(fields.pop("model_type"), **fields)
-    with torch.device("meta"):
-        return transformers.AutoModelForImageTextToText.from_config(config)
+    return meta_model(catalog_lookup(model_id)["config"])
 
 
 @pytest.fixture(scope="module", params=[SMALL_4, MINISTRAL_3B])
@@ -79,7 +73,7 @@ def test_mistral_small_4_is_the_published_bf16_checkpoint() -> None:
     output projection untied. Active per token (4 of 128 routed experts, the shared expert, attention, both
     embeddings and the vision tower) computed: the model card's 6.5B counts neither the tower nor the embeddings."""
     arch = resolve_architecture(SMALL_4)
-    assert arch.total_params == _entry(SMALL_4)["published_parameters"] == 238_802_597_888 // 2
+    assert arch.total_params == catalog_lookup(SMALL_4)["published_parameters"] == 238_802_597_888 // 2
     assert len(dict(_meta_model(SMALL_4).named_parameters())) == 765
     assert arch.extra_parameters == 428_472_320 and not arch.tie_word_embeddings
     assert arch.num_experts == 128 and arch.experts_per_token == 4 and arch.first_dense_layers == 0
