@@ -1,6 +1,7 @@
 """Shared by the catalog-coverage tests (tests/test_coverage_*.py): the model transformers builds from a catalog
-entry's config.json on the meta device, and the check that an entry is that model. (The coverage verdict of a corpus
-config is ``benchmarks.memory.coverage.classify``, imported from there.)"""
+entry's config.json on the meta device, the check that an entry is that model, and the LoRA adapter counts of PEFT and
+of axlint for the same targets. (The coverage verdict of a corpus config is ``benchmarks.memory.coverage.classify``,
+imported from there.)"""
 from __future__ import annotations
 
 from typing import Any, Mapping
@@ -40,3 +41,23 @@ def assert_entry_is_the_meta_model(model_id: str, total: int, tower: int, tower_
     real = {p for p, m in modules.items() if isinstance(m, torch.nn.Linear) and p.startswith(tower_roots)}
     assert real == {lin.path for lin in arch.vision_linears()}
     assert f"{arch.decoder_path}.layers.{arch.num_layers - 1}.self_attn.q_proj" in modules
+
+
+def peft_adapter_params(model: Any, targets: Any) -> int:
+    """The LoRA parameters PEFT adds to ``model`` at rank 4 for ``target_modules=targets`` (its name and regex matching
+    over every module path of the model)."""
+    import peft
+
+    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=targets))
+    return sum(p.numel() for name, p in wrapped.named_parameters() if "lora_" in name)
+
+
+def axlint_adapter_params(arch: Any, lora: Mapping[str, Any]) -> int:
+    """The adapter parameters axlint counts for ``arch`` under the Axolotl LoRA keys ``lora`` (rank 4, one H100)."""
+    from axlint.hardware import parse_hardware
+    from axlint.memory.params import trainable
+    from axlint.memory.setup import read_setup
+    from tests.resolved import facts
+
+    run = {"base_model": "t", "adapter": "lora", "lora_r": 4, **lora}
+    return trainable(arch, read_setup(facts(run, None, arch, parse_hardware("1xH100")), arch)).adapter
