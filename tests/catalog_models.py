@@ -6,6 +6,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from axlint.architectures import catalog_lookup, resolve_architecture
+from axlint.architectures.vision import PROJECTOR_ALIASES
+from axlint.hardware import parse_hardware
+from axlint.memory.params import trainable
+from axlint.memory.setup import read_setup
+from tests.resolved import facts
+
 
 def meta_model(config: Mapping[str, Any]) -> Any:
     """The model transformers 5.24 builds from a config.json dict on the meta device: a multimodal model (one with a
@@ -14,8 +21,6 @@ def meta_model(config: Mapping[str, Any]) -> Any:
     (``PROJECTOR_ALIASES``: LFM2-VL's "lfm2-vl"); ``auto_map`` is left out, so the repository's own code never runs."""
     import torch
     import transformers
-
-    from axlint.architectures.vision import PROJECTOR_ALIASES
 
     kind = config["model_type"]
     fields = {k: v for k, v in config.items() if k not in ("model_type", "auto_map")}
@@ -29,8 +34,6 @@ def assert_entry_is_the_meta_model(model_id: str, total: int, tower: int, tower_
     model transformers builds from its config.json has that total, the Linears axlint lays out below
     ``tower_roots`` are the model's, and the decoder sits where axlint says."""
     import torch
-
-    from axlint.architectures import catalog_lookup, resolve_architecture
 
     arch = resolve_architecture(model_id)
     assert arch.source == "catalog" and arch.unsized_vision is None and arch.unsized_decoder is None
@@ -54,10 +57,5 @@ def peft_adapter_params(model: Any, targets: Any) -> int:
 
 def axlint_adapter_params(arch: Any, lora: Mapping[str, Any]) -> int:
     """The adapter parameters axlint counts for ``arch`` under the Axolotl LoRA keys ``lora`` (rank 4, one H100)."""
-    from axlint.hardware import parse_hardware
-    from axlint.memory.params import trainable
-    from axlint.memory.setup import read_setup
-    from tests.resolved import facts
-
     run = {"base_model": "t", "adapter": "lora", "lora_r": 4, **lora}
     return trainable(arch, read_setup(facts(run, None, arch, parse_hardware("1xH100")), arch)).adapter
