@@ -32,7 +32,7 @@ def meta_model(config: Mapping[str, Any]) -> Any:
 def assert_entry_is_the_meta_model(model_id: str, total: int, tower: int, tower_roots: tuple[str, ...]) -> None:
     """A catalog entry resolves in full, its total and tower + projector parameters are ``total`` / ``tower``, the
     model transformers builds from its config.json has that total, the Linears axlint lays out below
-    ``tower_roots`` are the model's, and the decoder sits where axlint says."""
+    ``tower_roots`` are the model's, and the decoder sits where axlint says (its last attention layer's q_proj)."""
     import torch
 
     arch = resolve_architecture(model_id)
@@ -43,7 +43,8 @@ def assert_entry_is_the_meta_model(model_id: str, total: int, tower: int, tower_
     modules = dict(model.named_modules())
     real = {p for p, m in modules.items() if isinstance(m, torch.nn.Linear) and p.startswith(tower_roots)}
     assert real == {lin.path for lin in arch.vision_linears()}
-    assert f"{arch.decoder_path}.layers.{arch.num_layers - 1}.self_attn.q_proj" in modules
+    last = max(i for i in range(arch.num_layers) if arch.has_attention(i))
+    assert f"{arch.decoder_path}.layers.{last}.self_attn.q_proj" in modules
 
 
 def peft_adapter_params(model: Any, targets: Any) -> int:

@@ -9,8 +9,9 @@ import pytest
 
 from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
 from benchmarks.memory.coverage import classify
-from tests.catalog_models import axlint_adapter_params, meta_model, peft_adapter_params
+from tests.catalog_models import assert_entry_is_the_meta_model, axlint_adapter_params, peft_adapter_params
 from tests.corpus import CORPUS
+from tests.test_vision import CASES, VISION_ROOTS, _build
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -37,11 +38,7 @@ CORPUS_CONFIGS = {
 
 @pytest.mark.parametrize("model_id, total, vision", ENTRIES, ids=[e[0] for e in ENTRIES])
 def test_entry_total_equals_the_meta_device_model(model_id: str, total: int, vision: int) -> None:
-    entry = catalog_lookup(model_id)
-    arch = Architecture.from_config(model_id, "catalog", entry["config"])
-    assert arch.unsized_vision is None and arch.unsized_decoder is None
-    assert (arch.total_params, arch.extra_parameters) == (total, vision)
-    assert sum(p.numel() for p in meta_model(entry["config"]).parameters()) == total
+    assert_entry_is_the_meta_model(model_id, total, vision, VISION_ROOTS)
 
 
 @pytest.mark.parametrize("path, model_id", sorted(CORPUS_CONFIGS.items()))
@@ -82,8 +79,6 @@ PADDLE_REGEX = (r"(model\.language_model\.layers\.\d+\.(mlp\.(gate|up|down)_proj
                                                  ("internvl", DECODER_REGEX), ("lfm2_vl", DECODER_REGEX),
                                                  ("paddleocr_vl", PADDLE_REGEX)])
 def test_the_corpus_lora_targets_train_what_peft_trains(model_type: str, targets: Any) -> None:
-    from tests.test_vision import CASES, _build
-
     pytest.importorskip("peft")
     model, written = _build(model_type, CASES[model_type][0])
     arch = Architecture.from_config("t", "model-config", written)
