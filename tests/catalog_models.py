@@ -1,43 +1,39 @@
 """Shared by the catalog-coverage tests (tests/test_coverage_*.py): the model transformers builds from a catalog
-entry's config.json on the meta device, and the coverage verdict of one corpus config."""
+entry's config.json on the meta device, the check that an entry is that model, and the LoRA adapter counts of PEFT and
+of axlint for the same targets. (The coverage verdict of a corpus config is ``benchmarks.memory.coverage.classify``,
+imported from there.)"""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any, Mapping
 
-from tests.corpus import ROOT
-
-_spec = importlib.util.spec_from_file_location("corpus_coverage", ROOT / "benchmarks" / "memory" / "coverage.py")
-_coverage = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_coverage)  # by its file: the module name ``coverage`` is coverage.py's (the library)
-
-
-def classify(path: Path) -> tuple[str, str, str]:
-    """(model, family, verdict) of one corpus config, as benchmarks/memory/coverage.py counts it for coverage.md."""
-    return _coverage.classify(path)
+from axlint.architectures import catalog_lookup, resolve_architecture
+from axlint.architectures.vision import PROJECTOR_ALIASES
+from axlint.hardware import parse_hardware
+from axlint.memory.params import trainable
+from axlint.memory.setup import read_setup
+from tests.resolved import facts
 
 
 def meta_model(config: Mapping[str, Any]) -> Any:
     """The model transformers 5.24 builds from a config.json dict on the meta device: a multimodal model (one with a
     ``text_config``) through ``AutoModelForMultimodalLM``, which maps the image and the audio models alike, else the
-    causal LM."""
+    causal LM. A published ``model_type`` transformers spells otherwise is read as its config class
+    (``PROJECTOR_ALIASES``: LFM2-VL's "lfm2-vl"); ``auto_map`` is left out, so the repository's own code never runs."""
     import torch
     import transformers
 
-    fields = {k: v for k, v in config.items() if k != "model_type"}
+    kind = config["model_type"]
+    fields = {k: v for k, v in config.items() if k not in ("model_type", "auto_map")}
     auto = transformers.AutoModelForMultimodalLM if "text_config" in config else transformers.AutoModelForCausalLM
     with torch.device("meta"):
-        return auto.from_config(transformers.AutoConfig.for_model(config["model_type"], **fields))
+        return auto.from_config(transformers.AutoConfig.for_model(PROJECTOR_ALIASES.get(kind, kind), **fields))
 
 
 def assert_entry_is_the_meta_model(model_id: str, total: int, tower: int, tower_roots: tuple[str, ...]) -> None:
     """A catalog entry resolves in full, its total and tower + projector parameters are ``total`` / ``tower``, the
     model transformers builds from its config.json has that total, the Linears axlint lays out below
-    ``tower_roots`` are the model's, and the decoder sits where axlint says."""
+    ``tower_roots`` are the model's, and the decoder sits where axlint says (its last attention layer's q_proj)."""
     import torch
-
-    from axlint.architectures import catalog_lookup, resolve_architecture
 
     arch = resolve_architecture(model_id)
     assert arch.source == "catalog" and arch.unsized_vision is None and arch.unsized_decoder is None
@@ -47,4 +43,20 @@ def assert_entry_is_the_meta_model(model_id: str, total: int, tower: int, tower_
     modules = dict(model.named_modules())
     real = {p for p, m in modules.items() if isinstance(m, torch.nn.Linear) and p.startswith(tower_roots)}
     assert real == {lin.path for lin in arch.vision_linears()}
-    assert f"{arch.decoder_path}.layers.{arch.num_layers - 1}.self_attn.q_proj" in modules
+    last = max(i for i in range(arch.num_layers) if arch.has_attention(i))
+    assert f"{arch.decoder_path}.layers.{last}.self_attn.q_proj" in modules
+
+
+def peft_adapter_params(model: Any, targets: Any) -> int:
+    """The LoRA parameters PEFT adds to ``model`` at rank 4 for ``target_modules=targets`` (its name and regex matching
+    over every module path of the model)."""
+    import peft
+
+    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=targets))
+    return sum(p.numel() for name, p in wrapped.named_parameters() if "lora_" in name)
+
+
+def axlint_adapter_params(arch: Any, lora: Mapping[str, Any]) -> int:
+    """The adapter parameters axlint counts for ``arch`` under the Axolotl LoRA keys ``lora`` (rank 4, one H100)."""
+    run = {"base_model": "t", "adapter": "lora", "lora_r": 4, **lora}
+    return trainable(arch, read_setup(facts(run, None, arch, parse_hardware("1xH100")), arch)).adapter

@@ -13,6 +13,7 @@ from axlint.memory.facts import memory_facts, unsized_parts
 from axlint.memory.params import trainable
 from axlint.memory.states import weight_bytes
 from axlint.run import build_run
+from tests.catalog_models import meta_model
 from tests.corpus import CORPUS
 
 MAVERICK_QLORA = CORPUS / "examples/llama-4/do-no-use-fa2/maverick-qlora-fsdp1.yaml"
@@ -44,12 +45,9 @@ GLM_5_2_PARAMS = 743_377_000_704
 def test_glm_5_2_total_equals_transformers_model():
     """The catalog entry read by transformers 5.24 (GlmMoeDsaConfig derives indexer_types from index_topk_freq /
     index_skip_topk_offset) and built on the meta device has axlint's total."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    config = transformers.GlmMoeDsaConfig(**{k: v for k, v in catalog_lookup("zai-org/GLM-5.2")["config"].items()
-                                             if k not in ("model_type", "architectures")})
-    with torch.device("meta"):
-        model = transformers.GlmMoeDsaForCausalLM(config)
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    model = meta_model(catalog_lookup("zai-org/GLM-5.2")["config"])
     arch = resolve_architecture("zai-org/GLM-5.2")
     assert sum(p.numel() for p in model.parameters()) == arch.total_params == GLM_5_2_PARAMS
 

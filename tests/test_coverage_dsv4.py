@@ -17,6 +17,7 @@ from axlint.memory.params import layer_modules, named_parameters
 from axlint.memory.prequantized import nvfp4_tensor_bytes
 from axlint.memory.states import prequantized_bytes
 from axlint.run import build_run
+from tests.catalog_models import meta_model
 from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")
@@ -48,19 +49,14 @@ types with other rates and 2 streams, the config class's default (two HCA layers
 stream (the hyper-connections and hc_head are built all the same)."""
 
 
-def _meta_model(fields: dict[str, Any]) -> Any:
-    config = transformers.AutoConfig.for_model("deepseek_v4", **fields)
-    with torch.device("meta"):
-        return config, transformers.AutoModelForCausalLM.from_config(config)
-
-
 @pytest.mark.parametrize("fields", VARIANTS, ids=["published-ratios", "layer-types", "default", "one-stream"])
 @pytest.mark.parametrize("written", [True, False], ids=["saved", "published"])
 def test_layout_matches_transformers(fields: dict[str, Any], written: bool) -> None:
     """Every parameter name and size but the routed experts' (transformers 5 fuses them into gate_up_proj /
     down_proj, which ``named_parameters`` lists as three Linears of the same total), from the config as
     save_pretrained writes it and as published."""
-    config, model = _meta_model(fields)
+    model = meta_model({"model_type": "deepseek_v4", **fields})
+    config = model.config
     real = {name: p.numel() for name, p in model.named_parameters()}
     arch = Architecture.from_config("test/dsv4", "model-config",
                                     config.to_dict() if written else {"model_type": "deepseek_v4", **fields})
@@ -75,9 +71,7 @@ def test_layout_matches_transformers(fields: dict[str, Any], written: bool) -> N
 def test_flash_entry_is_the_transformers_model() -> None:
     entry = catalog_lookup("deepseek-ai/DeepSeek-V4-Flash")
     arch = resolve_architecture("deepseek-ai/DeepSeek-V4-Flash")
-    fields = {k: v for k, v in entry["config"].items()
-              if k not in ("architectures", "model_type", "quantization_config")}
-    _, model = _meta_model(fields)
+    model = meta_model(entry["config"])
     assert arch.total_params == sum(p.numel() for p in model.parameters()) == FLASH_PARAMS
     assert round(arch.active_params / 1e9) == 14  # the model card's "13B activated", counted with the embeddings
     assert layer_types(arch.config, 43).count("compressed_sparse_attention") == 21

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from axlint.architectures import catalog_lookup, resolve_architecture
-from tests.catalog_models import assert_entry_is_the_meta_model, classify, meta_model
+from benchmarks.memory.coverage import classify
+from tests.catalog_models import assert_entry_is_the_meta_model, meta_model
 from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")

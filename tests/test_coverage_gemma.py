@@ -3,8 +3,6 @@ of the model transformers 5.24 builds from the entry's config.json on the meta d
 corpus configs that name them get a memory verdict."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from axlint.architectures import Architecture, catalog_lookup
@@ -14,11 +12,11 @@ from axlint.document import load_document
 from axlint.memory.facts import feeds_images
 from axlint.run import build_run
 from benchmarks.memory.coverage import classify
+from tests.catalog_models import meta_model
+from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
-
-CORPUS = Path(__file__).resolve().parents[1] / "fixtures" / "axolotl" / "examples"
 
 TOTALS = {
     "google/gemma-4-12B": 11_959_730_176,  # computed (model card: 11.95B)
@@ -32,11 +30,7 @@ def test_entry_total_is_the_meta_model_numel(model_id: str, params: int) -> None
     arch = Architecture.from_config(model_id, "catalog", entry["config"])
     assert arch.unsized_decoder is None and arch.unsized_vision is None
     assert arch.total_params == params
-    fields = {k: v for k, v in entry["config"].items() if k != "model_type"}
-    config = transformers.AutoConfig.for_model(entry["config"]["model_type"], **fields)
-    with torch.device("meta"):
-        model = transformers.AutoModelForImageTextToText.from_config(config)
-    assert sum(p.numel() for p in model.parameters()) == params
+    assert sum(p.numel() for p in meta_model(entry["config"]).parameters()) == params
 
 
 @pytest.mark.parametrize("alias, canonical", [("google/gemma-4-12B-it", "google/gemma-4-12B"),
@@ -80,11 +74,8 @@ GEMMA_3N_E2B_TEXT = catalog_lookup("google/gemma-3n-E2B")["config"]["text_config
 def test_gemma_3n_e2b_decoder_is_the_meta_model() -> None:
     """The whole Gemma 3n E2B decoder (AltUp, LAuReL, per-layer embeddings, 10 kv-shared layers) against the
     Gemma3nForCausalLM transformers builds from the same text_config on the meta device: totals and names."""
-    fields = {k: v for k, v in GEMMA_3N_E2B_TEXT.items() if k != "model_type"}
-    config = transformers.AutoConfig.for_model("gemma3n_text", **fields)
-    with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(config)
-    arch = Architecture.from_config("google/gemma-3n-E2B-it", "model-config", config.to_dict())
+    model = meta_model(GEMMA_3N_E2B_TEXT)
+    arch = Architecture.from_config("google/gemma-3n-E2B-it", "model-config", model.config.to_dict())
     real = {name: p.numel() for name, p in model.named_parameters()}
     assert arch.total_params == sum(real.values()) == 4_435_182_688
     assert dict(named_parameters(arch)) == real
@@ -93,14 +84,14 @@ def test_gemma_3n_e2b_decoder_is_the_meta_model() -> None:
 
 @pytest.mark.parametrize("config", ["gemma4-unified/12b-text-lora.yaml", "gemma4-unified/12b-vision-lora.yaml"])
 def test_corpus_configs_are_covered(config: str) -> None:
-    assert classify(CORPUS / config)[2] == "covered"
+    assert classify(CORPUS / "examples" / config)[2] == "covered"
 
 
 def test_gemma_4_e2b_fed_images_is_not_modelled() -> None:
     """The E2B entry's config.json gives no vision_soft_tokens_per_image, so nothing bounds the tokens an image
     becomes in the tower: the run that feeds images is left unknown (tests/test_tower_activations.py sizes the
     bounded towers)."""
-    path = CORPUS / "gemma4/e2b-vision-lora.yaml"
+    path = CORPUS / "examples/gemma4/e2b-vision-lora.yaml"
     assert classify(path)[2] == "not modelled: processor_type: AutoProcessor"
     run = build_run(load_document(path))
     assert "vision_soft_tokens_per_image" in feeds_images(run.config, run.arch)["processor_type: AutoProcessor"]

@@ -4,23 +4,20 @@ audio encoder's defaults, and the verdicts of the three corpus configs that name
 the runs that feed images (and audio) not modelled."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from axlint.architectures import Architecture, catalog_lookup
 from axlint.architectures.audio import gemma3n_audio_tower
 from axlint.architectures.vision import TOWERS
 from axlint.memory.params import named_parameters
-from tests.catalog_models import classify, meta_model
-
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.memory.coverage import classify
+from tests.catalog_models import axlint_adapter_params, meta_model, peft_adapter_params
+from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 timm = pytest.importorskip("timm")
 
-CORPUS = ROOT / "fixtures" / "axolotl" / "examples" / "gemma3n"
 E2B_TOTAL = 5_418_464_192
 """Computed (no exact published total was read; the Gemma 3n launch post says "5B"), pinned."""
 
@@ -87,26 +84,19 @@ def test_instruct_checkpoint_resolves_to_the_base() -> None:
 def test_corpus_verdicts(name: str, verdict: str) -> None:
     """The text run is estimated; the runs whose processor hands images to MobileNet-V5 are not, since the
     convolutions' activations over 768 x 768 images are not sized (``Tower.image_work``)."""
-    assert classify(CORPUS / name)[2] == verdict
+    assert classify(CORPUS / "examples/gemma3n" / name)[2] == verdict
 
 
 def test_corpus_lora_targets_train_what_peft_trains() -> None:
     """The corpus regex (the decoder's attention and MLP projections) on a tiny Gemma 3n with kv-shared layers:
     axlint's adapter count is the one PEFT builds over every module path (kv-shared layers keep k_proj / v_proj)."""
-    from axlint.hardware import parse_hardware
-    from axlint.memory.params import trainable
-    from axlint.memory.setup import read_setup
-    from tests.resolved import facts
     from tests.test_vision import GEMMA3N_AUDIO, GEMMA3N_TEXT
 
-    peft = pytest.importorskip("peft")
+    pytest.importorskip("peft")
     targets = r"model.language_model.layers.[\d]+.(mlp|self_attn).(up|down|gate|q|k|v|o)_proj"
     config = {"model_type": "gemma3n", "text_config": {**GEMMA3N_TEXT, "num_kv_shared_layers": 1, "num_hidden_layers": 3,
                                                        "layer_types": ["sliding_attention", "full_attention", "sliding_attention"]},
               "vision_config": {"model_type": "gemma3n_vision"}, "audio_config": GEMMA3N_AUDIO}
-    model = meta_model(config)
-    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=targets))
-    real = sum(p.numel() for name, p in wrapped.named_parameters() if "lora_" in name)
     arch = Architecture.from_config("t", "model-config", config)
-    run = {"base_model": "t", "adapter": "lora", "lora_r": 4, "lora_target_modules": targets}
-    assert trainable(arch, read_setup(facts(run, None, arch, parse_hardware("1xH100")), arch)).adapter == real > 0
+    assert axlint_adapter_params(arch, {"lora_target_modules": targets}) == \
+        peft_adapter_params(meta_model(config), targets) > 0

@@ -5,34 +5,27 @@ device from the entry's config (no memory, no weights) and axlint's total, visio
 paths must be the real ones; the totals are pinned to the published sizes the entries' ``source`` names."""
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from axlint.architectures import Architecture, load_catalog, resolve_architecture
+from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
 from axlint.memory.params import module_paths, named_parameters
+from benchmarks.memory.coverage import classify
+from tests.catalog_models import meta_model
+from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-ROOT = Path(__file__).resolve().parents[1]
 SMALL_4 = "axolotl-ai-co/Mistral-Small-4-119B-2603-BF16"
 MINISTRAL_3B = "mistralai/Ministral-3-3B-Reasoning-2512"
 VISION_ROOTS = ("model.vision_tower", "model.multi_modal_projector")
 
 
-def _entry(model_id: str) -> dict[str, Any]:
-    return next(e for e in load_catalog() if e["id"] == model_id)
-
-
 def _meta_model(model_id: str) -> Any:
     """Mistral3ForConditionalGeneration of the entry's config.json, built by transformers on the meta device."""
-    fields = dict(_entry(model_id)["config"])
-    config = transformers.AutoConfig.for_model(fields.pop("model_type"), **fields)
-    with torch.device("meta"):
-        return transformers.AutoModelForImageTextToText.from_config(config)
+    return meta_model(catalog_lookup(model_id)["config"])
 
 
 @pytest.fixture(scope="module", params=[SMALL_4, MINISTRAL_3B])
@@ -80,7 +73,7 @@ def test_mistral_small_4_is_the_published_bf16_checkpoint() -> None:
     output projection untied. Active per token (4 of 128 routed experts, the shared expert, attention, both
     embeddings and the vision tower) computed: the model card's 6.5B counts neither the tower nor the embeddings."""
     arch = resolve_architecture(SMALL_4)
-    assert arch.total_params == _entry(SMALL_4)["published_parameters"] == 238_802_597_888 // 2
+    assert arch.total_params == catalog_lookup(SMALL_4)["published_parameters"] == 238_802_597_888 // 2
     assert len(dict(_meta_model(SMALL_4).named_parameters())) == 765
     assert arch.extra_parameters == 428_472_320 and not arch.tie_word_embeddings
     assert arch.num_experts == 128 and arch.experts_per_token == 4 and arch.first_dense_layers == 0
@@ -97,18 +90,11 @@ def test_ministral_3_3b_is_the_published_size() -> None:
     assert len(dict(_meta_model(MINISTRAL_3B).named_parameters())) == 458
 
 
-def _classify() -> Any:
-    spec = importlib.util.spec_from_file_location("coverage", ROOT / "benchmarks" / "memory" / "coverage.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.classify
-
-
 @pytest.mark.parametrize("example", [
     "mistral4/fft-text.yml", "mistral4/fft-vision.yml", "mistral4/qlora-text.yml", "mistral4/qlora-vision.yml",
     "ministral3/ministral3-3b-qlora.yaml", "ministral3/think/ministral3-3b-think-qlora.yaml",
     "ministral3/vision/ministral3-3b-vision-qlora.yml",
 ])
 def test_corpus_configs_are_covered(example: str) -> None:
-    model, _, verdict = _classify()(ROOT / "fixtures" / "axolotl" / "examples" / example)
+    model, _, verdict = classify(CORPUS / "examples" / example)
     assert model in (SMALL_4, MINISTRAL_3B) and verdict == "covered"

@@ -9,13 +9,10 @@ from typing import Any
 import pytest
 
 from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
-from axlint.hardware import parse_hardware
 from axlint.memory.facts import feeds_audio
-from axlint.memory.params import trainable
-from axlint.memory.setup import read_setup
-from tests.catalog_models import assert_entry_is_the_meta_model, classify, meta_model
+from benchmarks.memory.coverage import classify
+from tests.catalog_models import assert_entry_is_the_meta_model, axlint_adapter_params, meta_model, peft_adapter_params
 from tests.corpus import CORPUS
-from tests.resolved import facts
 from tests.test_vision import CASES, TEXT, VOXTRAL_AUDIO
 
 torch = pytest.importorskip("torch")
@@ -77,11 +74,9 @@ def _axolotl_linear_names(model: Any) -> list[str]:
 def test_lora_target_linear_adapts_the_audio_tower_as_peft_does(fields: dict[str, Any]) -> None:
     config = {"model_type": "voxtral", **fields}
     model = meta_model(config)
-    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=_axolotl_linear_names(model)))
-    real = sum(p.numel() for name, p in wrapped.named_parameters() if "lora_" in name)
-    arch = Architecture.from_config("t", "model-config", meta_model(config).config.to_dict())
-    run = {"base_model": "t", "adapter": "lora", "lora_r": 4, "lora_target_linear": True}
-    assert trainable(arch, read_setup(facts(run, None, arch, parse_hardware("1xH100")), arch)).adapter == real
+    arch = Architecture.from_config("t", "model-config", model.config.to_dict())
+    assert axlint_adapter_params(arch, {"lora_target_linear": True}) == \
+        peft_adapter_params(model, _axolotl_linear_names(model))
 
 
 def test_audio_fed_to_the_audio_tower_is_not_modelled() -> None:

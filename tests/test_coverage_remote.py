@@ -13,14 +13,12 @@ import pytest
 
 from axlint.architectures import Architecture, resolve_architecture
 from axlint.architectures.families import FAMILIES
-from axlint.hardware import parse_hardware
 from axlint.lint import LintOptions, lint_text
-from axlint.memory.params import linear_names, named_parameters, trainable
-from axlint.memory.setup import read_setup
+from axlint.memory.params import linear_names, named_parameters
 from axlint.packs import load_rules, select_rules
 from benchmarks.memory.coverage import classify
+from tests.catalog_models import axlint_adapter_params, peft_adapter_params
 from tests.corpus import CORPUS
-from tests.resolved import facts
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -175,12 +173,9 @@ def test_mimo_lora_reaches_the_mtp_layer_as_peft_does(targets):
     """PEFT matches a listed name in every module path ending with it, the MTP layer's too (lora_target_linear hands it
     every Linear name, input_proj included)."""
     fields = {**MIMO_SMALL, "num_nextn_predict_layers": 1}
-    wrapped = peft.get_peft_model(_mimo_on_meta(fields), peft.LoraConfig(r=4, target_modules=targets))
-    real = sum(p.numel() for name, p in wrapped.named_parameters() if "lora_" in name)
     arch = Architecture.from_config("t", "model-config", fields)
-    run = {"base_model": "t", "adapter": "lora", "lora_r": 4, "lora_target_modules": targets}
-    setup = read_setup(facts(run, None, arch, parse_hardware("1xH100-80GB")), arch)
-    assert trainable(arch, setup).adapter == real
+    assert axlint_adapter_params(arch, {"lora_target_modules": targets}) == \
+        peft_adapter_params(_mimo_on_meta(fields), targets)
 
 
 def test_mimo_mtp_layer_is_quantized_and_adapted_but_holds_no_activations():

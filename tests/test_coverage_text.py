@@ -7,19 +7,16 @@ published total is known it is pinned too. The corpus configs that name these mo
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
 from axlint.memory.params import named_parameters, names_checked
-from tests.catalog_models import classify, meta_model
+from benchmarks.memory.coverage import classify
+from tests.catalog_models import meta_model
+from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
-
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = ROOT / "fixtures" / "axolotl" / "examples"
 
 TOTALS = [
     # nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-BF16: published BF16 safetensors weights less the MTP block, which
@@ -102,4 +99,4 @@ def test_plano_orchestrator_is_qwen3_4b_instruct_2507() -> None:
 def test_corpus_configs_are_covered(config: str) -> None:
     """The vendored Axolotl examples that name these models get a full memory verdict
     (benchmarks/memory/coverage.py ``classify``)."""
-    assert classify(CORPUS / config)[2] == "covered"
+    assert classify(CORPUS / "examples" / config)[2] == "covered"

@@ -3,16 +3,15 @@ transformers 5.24 builds from the same config.json on the meta device, and each 
 covered by the memory estimate (benchmarks/memory/coverage.py ``classify``)."""
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
-from axlint.architectures.vision import PROJECTOR_ALIASES
-from tests.catalog_models import classify
-
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.memory.coverage import classify
+from tests.catalog_models import assert_entry_is_the_meta_model, axlint_adapter_params, peft_adapter_params
+from tests.corpus import CORPUS
+from tests.test_vision import CASES, VISION_ROOTS, _build
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -27,7 +26,7 @@ ENTRIES = [
     ("meta-llama/Llama-3.2-11B-Vision", 10_670_220_835, 895_028_755),
     ("LiquidAI/LFM2-VL-450M", 450_822_656, 96_338_688),
 ]
-CORPUS = {
+CORPUS_CONFIGS = {
     "paddleocr-vl/paddleocr-vl-1_6-qlora.yaml": "PaddlePaddle/PaddleOCR-VL",
     "paddleocr-vl/paddleocr-vl-1_6-full-finetune.yaml": "PaddlePaddle/PaddleOCR-VL",
     "glm46v/glm-4-6v-flash-qlora.yaml": "zai-org/GLM-4.6V-Flash",
@@ -39,21 +38,12 @@ CORPUS = {
 
 @pytest.mark.parametrize("model_id, total, vision", ENTRIES, ids=[e[0] for e in ENTRIES])
 def test_entry_total_equals_the_meta_device_model(model_id: str, total: int, vision: int) -> None:
-    entry = catalog_lookup(model_id)
-    arch = Architecture.from_config(model_id, "catalog", entry["config"])
-    assert arch.unsized_vision is None and arch.unsized_decoder is None
-    assert (arch.total_params, arch.extra_parameters) == (total, vision)
-    fields = {k: v for k, v in entry["config"].items() if k not in ("model_type", "auto_map")}
-    kind = entry["config"]["model_type"]  # a published name transformers has no class for: the class of its row
-    config = transformers.AutoConfig.for_model(PROJECTOR_ALIASES.get(kind, kind), **fields)
-    with torch.device("meta"):
-        model = transformers.AutoModelForImageTextToText.from_config(config)
-    assert sum(p.numel() for p in model.parameters()) == total
+    assert_entry_is_the_meta_model(model_id, total, vision, VISION_ROOTS)
 
 
-@pytest.mark.parametrize("path, model_id", sorted(CORPUS.items()))
+@pytest.mark.parametrize("path, model_id", sorted(CORPUS_CONFIGS.items()))
 def test_corpus_configs_are_covered(path: str, model_id: str) -> None:
-    corpus_model, _, verdict = classify(ROOT / "fixtures" / "axolotl" / "examples" / path)
+    corpus_model, _, verdict = classify(CORPUS / "examples" / path)
     assert catalog_lookup(corpus_model)["id"] == model_id
     assert verdict == "covered"
     assert resolve_architecture(corpus_model).source == "catalog"
@@ -62,7 +52,7 @@ def test_corpus_configs_are_covered(path: str, model_id: str) -> None:
 def test_lfm2_vl_fed_images_is_not_modelled() -> None:
     """LFM2-VL's processor tiles each image by its own settings, which config.json does not give: the corpus run that
     feeds images resolves to its catalog entry and is left unknown."""
-    corpus_model, _, verdict = classify(ROOT / "fixtures" / "axolotl" / "examples" / "LiquidAI/lfm2-vl-lora.yaml")
+    corpus_model, _, verdict = classify(CORPUS / "examples/LiquidAI/lfm2-vl-lora.yaml")
     assert catalog_lookup(corpus_model)["id"] == "LiquidAI/LFM2-VL-450M"
     assert verdict == "not modelled: processor_type: AutoProcessor"
 
@@ -89,17 +79,7 @@ PADDLE_REGEX = (r"(model\.language_model\.layers\.\d+\.(mlp\.(gate|up|down)_proj
                                                  ("internvl", DECODER_REGEX), ("lfm2_vl", DECODER_REGEX),
                                                  ("paddleocr_vl", PADDLE_REGEX)])
 def test_the_corpus_lora_targets_train_what_peft_trains(model_type: str, targets: Any) -> None:
-    from axlint.hardware import parse_hardware
-    from axlint.memory.params import trainable
-    from axlint.memory.setup import read_setup
-    from tests.resolved import facts
-    from tests.test_vision import CASES, _build
-
-    peft = pytest.importorskip("peft")
+    pytest.importorskip("peft")
     model, written = _build(model_type, CASES[model_type][0])
-    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=targets))
-    real = sum(p.numel() for name, p in wrapped.named_parameters() if "lora_" in name)
     arch = Architecture.from_config("t", "model-config", written)
-    run = {"base_model": "t", "adapter": "lora", "lora_r": 4, "lora_target_modules": targets}
-    hardware = parse_hardware("1xH100")
-    assert trainable(arch, read_setup(facts(run, None, arch, hardware), arch)).adapter == real > 0
+    assert axlint_adapter_params(arch, {"lora_target_modules": targets}) == peft_adapter_params(model, targets) > 0

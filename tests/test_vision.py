@@ -11,6 +11,7 @@ import pytest
 
 from axlint.architectures import Architecture
 from axlint.architectures.vision import PROJECTORS, TOWER_ALIASES, TOWERS
+from tests.catalog_models import meta_model
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -168,10 +169,9 @@ VISION_ROOTS = ("model.vision_tower", "model.visual", "model.vision_model", "mod
 
 
 def _build(model_type: str, fields: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    config = transformers.AutoConfig.for_model(model_type, **fields)
-    with torch.device("meta"):
-        model = transformers.AutoModelForMultimodalLM.from_config(config)
-    return model, config.to_dict()
+    """The multimodal model of ``fields`` on the meta device, and its config as save_pretrained writes it."""
+    model = meta_model({"model_type": model_type, **fields})
+    return model, model.config.to_dict()
 
 
 def _cases() -> list[tuple[str, dict[str, Any]]]:

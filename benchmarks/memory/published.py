@@ -59,7 +59,7 @@ class Result:
     estimate: Any
 
     @property
-    def old_stack_bytes(self) -> float:
+    def old_loss_bytes(self) -> float:
         """The pre-4.46 loss's shifted fp32 logits copy, for a ``stack: "transformers<4.46"`` row on the HF loss."""
         e = self.estimate
         if self.row.get("stack") != OLD_LOSS or e.components["logits"] == 0:
@@ -69,12 +69,12 @@ class Result:
     @property
     def fits(self) -> bool:
         e = self.estimate
-        return resident_bytes(e.peak_allocated + self.old_stack_bytes, e.components["cuda_context"]) <= e.capacity
+        return resident_bytes(e.peak_allocated + self.old_loss_bytes, e.components["cuda_context"]) <= e.capacity
 
     @property
     def estimate_gib(self) -> float | None:
         attr = METRICS.get(self.row["metric"])
-        return (getattr(self.estimate, attr) + self.old_stack_bytes) / GIB if attr else None
+        return (getattr(self.estimate, attr) + self.old_loss_bytes) / GIB if attr else None
 
     @property
     def error(self) -> float | None:
