@@ -1,14 +1,22 @@
 """Pure parts of `axlint validate`: scaling, the probe search, the train spec, launch commands, the report."""
 from __future__ import annotations
 
+import importlib.util
+import os
+import sys
+import types
 from pathlib import Path
+
+import pytest
 
 from axlint.validate.launch import choose_launcher, launch_command
 from axlint.validate.probe import largest_fitting
 from axlint.validate.report import ValidationReport
 from axlint.validate.scaling import scale_down
 from axlint.facts import resolve_facts
-from axlint.training.spec import cpu_attention, train_spec
+from axlint.training.model import effective_attention
+from axlint.training.spec import TrainSpec, cpu_attention, train_spec
+from axlint.validate.measure import Meter, _physical_index, process_device_bytes
 
 LLAMA_8B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
             "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256, "bos_token_id": 128000,
@@ -85,3 +93,83 @@ def test_report_compares_measured_and_estimated() -> None:
     assert report.status == "oom"
     text = report.render_text()
     assert "out of memory at step 1 during optimizer" in text and "+10.0%" in text
+
+
+def _spec(attn: str) -> TrainSpec:
+    return TrainSpec(micro_batch_size=1, sequence_len=2048, gradient_accumulation_steps=1, dtype="bfloat16",
+                     attn_implementation=attn, gradient_checkpointing=False, gradient_checkpointing_kwargs={},
+                     adapter=None, quantization=None, lora_r=8, lora_alpha=16, lora_dropout=0.0,
+                     lora_target_modules=[], learning_rate=1e-4, optimizer="adamw_torch")
+
+
+def test_flash_attention_without_the_package_runs_sdpa_and_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "flash_attn" else real_find_spec(name, *a))
+    impl, note = effective_attention(_spec("flash_attention_2"), on_cuda=True)
+    assert impl == "sdpa" and note is not None and "flash-attn package, which is not installed" in note
+    assert effective_attention(_spec("sdpa"), on_cuda=True) == ("sdpa", None)
+    impl, note = effective_attention(_spec("flash_attention_2"), on_cuda=False)
+    assert impl == "sdpa" and note is not None and "not available on CPU" in note
+
+
+def test_flash_attention_with_the_package_runs_as_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    assert effective_attention(_spec("flash_attention_2"), on_cuda=True) == ("flash_attention_2", None)
+
+
+class _Process:
+    def __init__(self, pid: int, used: int | None) -> None:
+        self.pid, self.usedGpuMemory = pid, used
+
+
+def _fake_nvml(processes: list[_Process], fail: bool = False) -> types.ModuleType:
+    nvml = types.ModuleType("pynvml")
+
+    class NVMLError(Exception):
+        pass
+
+    def init() -> None:
+        if fail:
+            raise NVMLError("driver not loaded")
+
+    nvml.NVMLError = NVMLError  # type: ignore[attr-defined]
+    nvml.nvmlInit = init  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetHandleByIndex = lambda index: ("gpu", index)  # type: ignore[attr-defined]
+    nvml.nvmlDeviceGetComputeRunningProcesses = lambda handle: processes  # type: ignore[attr-defined]
+    return nvml
+
+
+def test_device_memory_is_this_process_nvml_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    others = [_Process(os.getpid() + 1, 50 * 2**30), _Process(os.getpid(), 3 * 2**30)]
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml(others))
+    assert process_device_bytes() == 3 * 2**30
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml(others[:1]))
+    assert process_device_bytes() is None  # this process is not listed (a container hiding PIDs)
+    monkeypatch.setitem(sys.modules, "pynvml", _fake_nvml(others, fail=True))
+    assert process_device_bytes() is None
+
+
+def test_meter_falls_back_to_the_whole_gpu_when_nvml_cannot_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    import axlint.validate.measure as measure
+
+    monkeypatch.setattr(measure, "process_device_bytes", lambda: None)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda: (70 * 2**30, 80 * 2**30))
+    meter = Meter(on_cuda=True)
+    meter.sample()
+    assert (meter.peak_device, meter.source) == (10 * 2**30, "device")
+    monkeypatch.setattr(measure, "process_device_bytes", lambda: 4 * 2**30)
+    fresh = Meter(on_cuda=True)
+    fresh.sample()
+    assert (fresh.peak_device, fresh.source) == (4 * 2**30, "process")
+
+
+def test_nvml_numbers_the_gpus_that_cuda_visible_devices_renumbers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert _physical_index(1) == 5 and _physical_index(0) == 3
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert _physical_index(1) == 1

@@ -1,6 +1,7 @@
 """Build the HF causal LM for a TrainSpec with random weights (no download). Imports torch lazily."""
 from __future__ import annotations
 
+import importlib.util
 from typing import Any, Mapping
 
 from axlint.training.spec import TrainSpec, cpu_attention
@@ -25,20 +26,31 @@ def preload(model_type: str, config: Mapping[str, Any]) -> None:
 
 def effective_attention(spec: TrainSpec, on_cuda: bool) -> tuple[str, str | None]:
     """The attention implementation to run and a note when it differs from the configured one."""
-    impl = spec.attn_implementation if on_cuda else cpu_attention(spec.attn_implementation)
-    if impl != spec.attn_implementation:
-        return impl, f"attn_implementation {spec.attn_implementation} is not available on CPU; ran {impl} instead"
-    return impl, None
+    wanted = spec.attn_implementation
+    if not on_cuda:
+        impl = cpu_attention(wanted)
+        if impl != wanted:
+            return impl, f"attn_implementation {wanted} is not available on CPU; ran {impl} instead"
+        return impl, None
+    if wanted.startswith("flash_attention") and importlib.util.find_spec("flash_attn") is None:
+        return "sdpa", (f"attn_implementation {wanted} needs the flash-attn package, which is not installed; ran sdpa "
+                        "(PyTorch's own flash kernel keeps the same per-token memory)")
+    return wanted, None
 
 
-def build_model(model_type: str, config: Mapping[str, Any], spec: TrainSpec, *, attn: str) -> Any:
-    """A randomly initialised `AutoModelForCausalLM` in the spec's dtype."""
+def build_model(model_type: str, config: Mapping[str, Any], spec: TrainSpec, *, attn: str,
+                device: Any = None) -> Any:
+    """A randomly initialised `AutoModelForCausalLM` in the spec's dtype, created on `device` (default: where
+    torch creates tensors; a GPU initialises an 8B model in a second where the CPU takes most of a minute)."""
+    import contextlib
+
     import torch
     from transformers import AutoModelForCausalLM
 
     cfg = hf_config(model_type, config)
     cfg.use_cache = False
-    return AutoModelForCausalLM.from_config(cfg, dtype=getattr(torch, spec.dtype), attn_implementation=attn)
+    with torch.device(device) if device is not None else contextlib.nullcontext():
+        return AutoModelForCausalLM.from_config(cfg, dtype=getattr(torch, spec.dtype), attn_implementation=attn)
 
 
 def prepare_for_training(model: Any, spec: TrainSpec) -> Any:

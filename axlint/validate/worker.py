@@ -71,8 +71,12 @@ def run_rank(job: dict[str, Any]) -> dict[str, Any]:
     zero3 = ds is not None and facts.zero_stage.value == 3
     if zero3:
         preload(job["model_type"], job["model_config"])
+    # Weights are created where they will live, on the GPU (a CPU takes minutes to initialise an 8B model), except
+    # under ZeRO-3, where zero.Init places the shards.
+    on_gpu = on_cuda and not zero3
     with _zero3_init(ds) if zero3 else contextlib.nullcontext():
-        model = build_model(job["model_type"], job["model_config"], spec, attn=attn)
+        model = build_model(job["model_type"], job["model_config"], spec, attn=attn,
+                            device=torch.device("cuda", local_rank) if on_gpu else None)
     if zero3:
         _init_partitioned(model)
     model = prepare_for_training(model, spec)
@@ -260,7 +264,9 @@ def _apply_liger(model: Any, model_type: str, spec: TrainSpec, on_cuda: bool) ->
 
 
 def _quantize_frozen_linears(model: Any) -> None:
-    """QLoRA on CUDA: store the frozen decoder linears as bitsandbytes NF4 (double quantization)."""
+    """QLoRA on CUDA: store the frozen decoder linears as bitsandbytes NF4 (double quantization), then hand the
+    bf16 originals' memory back to the driver: a real QLoRA load quantizes each weight as it arrives, so its
+    allocator never holds a full-precision copy of the model."""
     import bitsandbytes as bnb
     import torch
 
@@ -269,11 +275,12 @@ def _quantize_frozen_linears(model: Any) -> None:
             if type(child) is torch.nn.Linear and not child.weight.requires_grad and name != "lm_head":
                 q = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
                                       compute_dtype=child.weight.dtype, quant_type="nf4", compress_statistics=True)
-                q.weight = bnb.nn.Params4bit(child.weight.data.cpu(), requires_grad=False, quant_type="nf4",
+                q.weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False, quant_type="nf4",
                                              compress_statistics=True)
                 if child.bias is not None:
                     q.bias = child.bias
                 setattr(parent, name, q.cuda())
+    torch.cuda.empty_cache()
 
 
 if __name__ == "__main__":

@@ -1,10 +1,18 @@
 """Run the `axlint validate` CLI on every config of matrix.yaml (one process per config) and write the results.
 
     python benchmarks/memory/run_matrix.py [--device cuda|cpu] [--steps 3] [--only NAME ...] [--out DIR]
+        [--jobs N --budget-gib GIB] [--deadline SECONDS]
 
-Writes results-<gpu>-<date>.json and .md next to this file (or in --out): per config the estimate, the measured
-peaks (allocated, reserved, device; RSS on CPU), the error in percent, the GPU, driver, torch and deepspeed
-versions and the date, plus a summary (median and max absolute error of the peak-device estimate).
+Writes results-<gpu>-<date>.json and .md next to this file (or in --out), again after every config, so a run cut
+short keeps what it measured: per config the estimate, the measured peaks (allocated, reserved, device; RSS on CPU),
+the error in percent, the GPU, driver, torch and deepspeed versions and the date, plus a summary (median and max
+absolute error of the peak-device estimate).
+
+`--jobs N` runs up to N configs at once on one GPU while the estimates of those running add up to at most
+`--budget-gib` (a config estimated above the budget runs alone). Each process's allocator counters are its own, and
+its device figure is its own NVML entry; a row whose device figure could only be read for the whole GPU
+(`device_measure: device`) while others ran beside it has that figure dropped. `--deadline` starts no config after
+that many seconds; those left are listed as "not run".
 """
 from __future__ import annotations
 
@@ -14,6 +22,8 @@ import json
 import statistics
 import subprocess
 import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +52,9 @@ def measure(entry: dict[str, Any], device: str, steps: int, timeout: float) -> d
     return json.loads(proc.stdout)
 
 
-def summarise(name: str, report: dict[str, Any]) -> dict[str, Any]:
-    """The row of one config: estimate vs measured peaks (max over ranks) and the error of the estimate."""
+def summarise(name: str, report: dict[str, Any], shared: bool = False) -> dict[str, Any]:
+    """The row of one config: estimate vs measured peaks (max over ranks) and the error of the estimate. With
+    `shared` (other configs ran on the GPU beside it) a device figure read for the whole GPU is dropped."""
     ranks = report.get("ranks") or []
     mem = [r.get("memory") or {} for r in ranks]
     env = next((r.get("environment") for r in ranks if r.get("environment")), {}) or {}
@@ -54,42 +65,130 @@ def summarise(name: str, report: dict[str, Any]) -> dict[str, Any]:
         return round(max(values) / GIB, 3) if values else None
 
     measured = {"allocated_gib": peak("peak_allocated_bytes"), "reserved_gib": peak("peak_reserved_bytes"),
-                "device_gib": peak("peak_device_bytes"), "rss_gib": peak("peak_rss_bytes")}
-    reference = measured["device_gib"] or measured["rss_gib"]
+                "device_gib": peak("peak_device_bytes"), "rss_gib": peak("peak_rss_bytes"),
+                "device_measure": next((m["device_measure"] for m in mem if m.get("device_measure")), None)}
+    if shared and measured["device_measure"] == "device":
+        measured["device_gib"] = None
+    # A run that ran out of memory stopped short of its peak: its figures are no measurement of the estimate.
+    ran = report.get("status") == "ok"
+    reference = (measured["device_gib"] or measured["rss_gib"]) if ran else None
     estimate = est.get("peak_device_gib")
-    error = round(100 * (estimate - reference) / reference, 1) if reference and estimate is not None else None
-    return {"name": name, "status": report.get("status"), "estimate": est, "measured": measured,
-            "error_percent": error, "gpu": env.get("gpu"), "driver": env.get("driver"), "torch": env.get("torch"),
-            "deepspeed": env.get("deepspeed"), "comparison": report.get("comparison"),
-            **({"log": report["log"]} if report.get("log") else {})}
+    return {"name": name, "status": report.get("status"), "estimate": est,
+            "estimate_fits": (report.get("estimate") or {}).get("fits"), "measured": measured,
+            "error_percent": _error(estimate, reference),
+            "allocated_error_percent": _error(est.get("peak_allocated_gib"), measured["allocated_gib"] if ran else None),
+            "ran_beside_others": shared, "gpu": env.get("gpu"), "driver": env.get("driver"), "versions": env.get("versions") or {
+                "torch": env.get("torch"), "deepspeed": env.get("deepspeed")}, "comparison": report.get("comparison"),
+            "notes": list(dict.fromkeys((report.get("notes") or []) + [n for r in ranks for n in r.get("notes", [])])),
+            **({"oom": ranks[0]["oom"]} if ranks and ranks[0].get("oom") else {}),
+            **({"log": log} if (log := report.get("log") or next((r["log"] for r in ranks if r.get("log")), None))
+               else {})}
 
 
-def write_results(rows: list[dict[str, Any]], out: Path, device: str) -> tuple[Path, Path]:
+def _error(estimate: float | None, measured: float | None) -> float | None:
+    """The estimate's error in percent of the measured value."""
+    if estimate is None or not measured:
+        return None
+    return round(100 * (estimate - measured) / measured, 1)
+
+
+def write_results(rows: list[dict[str, Any]], out: Path, device: str, how: dict[str, Any]) -> tuple[Path, Path]:
+    """results-<gpu>-<date>.json and .md in `out`: the rows, their summary, and `how` they ran (steps, jobs,
+    budget_gib)."""
     gpu = next((r["gpu"] for r in rows if r.get("gpu")), None) or ("cpu" if device == "cpu" else "unknown-gpu")
     date = dt.date.today().isoformat()
     errors = [abs(r["error_percent"]) for r in rows if r.get("error_percent") is not None]
+    allocated = [abs(r["allocated_error_percent"]) for r in rows if r.get("allocated_error_percent") is not None]
+    calls = [(r["estimate_fits"], r["status"] == "ok") for r in rows
+             if device == "cuda" and r.get("estimate_fits") is not None and r["status"] in ("ok", "oom")]
     summary = {"configs": len(rows), "ok": sum(r["status"] == "ok" for r in rows),
                "median_abs_error_percent": round(statistics.median(errors), 1) if errors else None,
-               "max_abs_error_percent": max(errors) if errors else None}
+               "max_abs_error_percent": max(errors) if errors else None,
+               "median_abs_allocated_error_percent": round(statistics.median(allocated), 1) if allocated else None,
+               "max_abs_allocated_error_percent": max(allocated) if allocated else None,
+               "fit_calls_right": sum(fits == ran for fits, ran in calls), "fit_calls": len(calls)}
     stem = out / f"results-{gpu.replace(' ', '_')}-{date}"
-    payload = {"date": date, "device": device, "summary": summary, "results": rows}
+    payload = {"date": date, "device": device, "how": how, "summary": summary, "results": rows}
     stem.with_suffix(".json").write_text(json.dumps(payload, indent=1) + "\n")
     lines = [f"# axlint memory accuracy — {gpu}, {date}", "",
-             f"median |error| {summary['median_abs_error_percent']} %, max {summary['max_abs_error_percent']} % "
-             f"({summary['ok']}/{summary['configs']} runs ok). Error = estimated peak device vs measured "
-             "(RSS on CPU).", "",
-             "| config | status | est. device GiB | meas. allocated | meas. reserved | meas. device | RSS | error % |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"Peak device: median |error| {summary['median_abs_error_percent']} %, max "
+             f"{summary['max_abs_error_percent']} %; peak allocated: median "
+             f"{summary['median_abs_allocated_error_percent']} %, max {summary['max_abs_allocated_error_percent']} %; "
+             f"fit calls right {summary['fit_calls_right']} / {summary['fit_calls']} "
+             f"({summary['ok']}/{summary['configs']} runs ok). Error = (estimate − measured) / measured; device is "
+             "the process's own GPU memory (RSS on CPU).", "",
+             f"Each config ran `axlint validate --steps {how['steps']}` in its own process: the architecture from "
+             "axlint's catalog with random weights, random token ids filling micro_batch_size × sequence_len (a packed "
+             f"batch), one warm-up step, then {how['steps']} measured steps; up to {how['jobs']} configs at once on "
+             f"the GPU while their estimates added up to at most {how['budget_gib']} GiB. Allocated and reserved are "
+             "PyTorch's peak counters, device is the process's NVML entry (CUDA context, allocator segments and "
+             "library workspaces).", "",
+             "| config | status | estimate fits | est. allocated | meas. allocated | alloc. error % | est. reserved | "
+             "meas. reserved | est. device | meas. device | device error % |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        m = r["measured"]
-        lines.append(f"| {r['name']} | {r['status']} | {r['estimate'].get('peak_device_gib', '-')} | "
-                     f"{m['allocated_gib'] or '-'} | {m['reserved_gib'] or '-'} | {m['device_gib'] or '-'} | "
-                     f"{m['rss_gib'] or '-'} | {r['error_percent'] if r['error_percent'] is not None else '-'} |")
-    first = rows[0] if rows else {}
-    lines += ["", f"GPU {first.get('gpu')}, driver {first.get('driver')}, torch {first.get('torch')}, "
-                  f"deepspeed {first.get('deepspeed')}."]
+        m, e = r["measured"], r["estimate"]
+
+        def cell(value: Any) -> str:
+            return "-" if value is None else str(value)
+
+        lines.append(f"| {r['name']} | {r['status']} | {cell(r.get('estimate_fits'))} | "
+                     f"{cell(e.get('peak_allocated_gib'))} | {cell(m['allocated_gib'])} | "
+                     f"{cell(r.get('allocated_error_percent'))} | {cell(e.get('peak_reserved_gib'))} | "
+                     f"{cell(m['reserved_gib'])} | {cell(e.get('peak_device_gib'))} | "
+                     f"{cell(m['device_gib'] or m['rss_gib'])} | {cell(r['error_percent'])} |")
+    first = next((r for r in rows if r.get("gpu")), rows[0] if rows else {})
+    versions = ", ".join(f"{k} {v}" for k, v in (first.get("versions") or {}).items())
+    lines += ["", f"GPU {first.get('gpu')}, driver {first.get('driver')}; {versions}."]
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     return stem.with_suffix(".json"), stem.with_suffix(".md")
+
+
+def estimated_peak_gib(entry: dict[str, Any]) -> float | None:
+    """The estimate's peak device GiB of one entry on one GPU of this machine (`axlint estimate --hardware local`),
+    which decides what may run beside it."""
+    cmd = [sys.executable, "-m", "axlint", "estimate", str(HERE / entry["config"]), "--hardware", "local",
+           "--format", "json"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    try:
+        return float(json.loads(proc.stdout)["per_gpu"]["peak_device_gib"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def schedule(entries: list[dict[str, Any]], run: Any, *, jobs: int, budget_gib: float, deadline: float,
+             done: Any) -> None:
+    """Run `run(entry)` for each entry, up to `jobs` at once while the running entries' `estimate_gib` add up to
+    at most `budget_gib` (an entry over the budget, or without an estimate, runs alone); in the order given, starting
+    none after `deadline` (time.monotonic()). `done(entry, result, shared)` gets each result as it ends, `shared`
+    saying whether another config ran beside it at any time."""
+    pending = list(entries)
+    running: dict[Future[Any], dict[str, Any]] = {}
+    shared: dict[str, bool] = {}
+
+    def load() -> float:
+        return sum(e["estimate_gib"] if e.get("estimate_gib") is not None else budget_gib for e in running.values())
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        while pending or running:
+            while pending and time.monotonic() < deadline and len(running) < jobs:
+                need = pending[0].get("estimate_gib")
+                alone = need is None or need > budget_gib
+                if running and (alone or load() + need > budget_gib):
+                    break
+                entry = pending.pop(0)
+                running[pool.submit(run, entry)] = entry
+                if len(running) > 1:
+                    for e in running.values():
+                        shared[e["name"]] = True
+            if not running:
+                break
+            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for future in finished:
+                entry = running.pop(future)
+                done(entry, future.result(), shared.get(entry["name"], False))
+    for entry in pending:
+        done(entry, {"status": "not run"}, False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,15 +198,34 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", help="names from matrix.yaml")
     ap.add_argument("--out", type=Path, default=HERE)
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per config")
+    ap.add_argument("--jobs", type=int, default=1, help="configs run at once on one GPU")
+    ap.add_argument("--budget-gib", type=float, default=0.0,
+                    help="with --jobs: the most GiB the estimates of the configs running at once may add up to")
+    ap.add_argument("--deadline", type=float, default=None, help="start no config after this many seconds")
     args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
     entries = yaml.safe_load((HERE / "matrix.yaml").read_text())["configs"]
     entries = [e for e in entries if not args.only or e["name"] in args.only]
-    rows = []
-    for entry in entries:
-        row = summarise(entry["name"], measure(entry, args.device, args.steps, args.timeout))
-        print(f"{row['name']}: {row['status']}, error {row['error_percent']} %", flush=True)
+    if args.jobs > 1:
+        for entry in entries:
+            entry["estimate_gib"] = estimated_peak_gib(entry)
+    start = time.monotonic()
+    deadline = start + args.deadline if args.deadline is not None else float("inf")
+    order = {e["name"]: i for i, e in enumerate(entries)}
+    rows: list[dict[str, Any]] = []
+    how = {"steps": args.steps, "jobs": args.jobs, "budget_gib": args.budget_gib}
+
+    def done(entry: dict[str, Any], report: dict[str, Any], shared: bool) -> None:
+        row = summarise(entry["name"], report, shared)
         rows.append(row)
-    for path in write_results(rows, args.out, args.device):
+        rows.sort(key=lambda r: order[r["name"]])
+        print(f"{time.monotonic() - start:6.0f}s {row['name']}: {row['status']}, error {row['error_percent']} %",
+              flush=True)
+        write_results(rows, args.out, args.device, how)
+
+    schedule(entries, lambda e: measure(e, args.device, args.steps, args.timeout), jobs=args.jobs,
+             budget_gib=args.budget_gib, deadline=deadline, done=done)
+    for path in write_results(rows, args.out, args.device, how):
         print(path)
     return 0
 

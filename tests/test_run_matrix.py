@@ -1,0 +1,112 @@
+"""benchmarks/memory/run_matrix.py: how configs share one GPU, and how a report becomes a row of the table."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.memory.run_matrix import schedule, summarise, write_results
+
+GIB = 2**30
+
+
+def _entries(*sizes: float | None) -> list[dict[str, Any]]:
+    return [{"name": f"c{i}", "estimate_gib": size} for i, size in enumerate(sizes)]
+
+
+def _run_all(entries: list[dict[str, Any]], *, jobs: int, budget: float, deadline: float = float("inf"),
+             seconds: float = 0.05) -> tuple[list[tuple[str, dict[str, Any], bool]], list[set[str]]]:
+    """Schedule fake runs that each take `seconds`; return what `done` got and every set of configs that ran at
+    once."""
+    lock = threading.Lock()
+    running: set[str] = set()
+    together: list[set[str]] = []
+    finished: list[tuple[str, dict[str, Any], bool]] = []
+
+    def run(entry: dict[str, Any]) -> dict[str, Any]:
+        with lock:
+            running.add(entry["name"])
+            together.append(set(running))
+        time.sleep(seconds)
+        with lock:
+            running.discard(entry["name"])
+        return {"status": "ok", "name": entry["name"]}
+
+    schedule(entries, run, jobs=jobs, budget_gib=budget, deadline=deadline,
+             done=lambda entry, result, shared: finished.append((entry["name"], result, shared)))
+    return finished, together
+
+
+def test_configs_share_the_gpu_while_their_estimates_fit_the_budget() -> None:
+    entries = _entries(40, 40, 40, 30)
+    finished, together = _run_all(entries, jobs=3, budget=100)
+    assert sorted(name for name, _, _ in finished) == ["c0", "c1", "c2", "c3"]
+    sizes = {e["name"]: e["estimate_gib"] for e in entries}
+    assert max(len(group) for group in together) == 2  # a third 40 GiB config would pass 100 GiB
+    assert all(sum(sizes[n] for n in group) <= 100 for group in together)
+    assert all(shared for _, _, shared in finished)  # c0 beside c1, then c2 beside c3
+
+
+def test_a_config_over_the_budget_or_without_an_estimate_runs_alone() -> None:
+    finished, together = _run_all(_entries(10, 10, 150, 10, 10, None), jobs=3, budget=100)
+    assert {name for name, _, shared in finished if not shared} == {"c2", "c5"}
+    assert all(len(group) == 1 for group in together if group & {"c2", "c5"})
+    assert {"c0", "c1"} in together and {"c3", "c4"} in together
+
+
+def test_no_config_starts_after_the_deadline() -> None:
+    finished, _ = _run_all(_entries(10, 10, 10), jobs=1, budget=100, deadline=time.monotonic() + 0.02,
+                           seconds=0.05)
+    assert [(name, result["status"]) for name, result, _ in finished] == [("c0", "ok"), ("c1", "not run"),
+                                                                          ("c2", "not run")]
+
+
+def _report(status: str, allocated: float, device: float, measure: str = "process") -> dict[str, Any]:
+    memory = {"peak_allocated_bytes": int(allocated * GIB), "peak_reserved_bytes": int((allocated + 1) * GIB),
+              "peak_device_bytes": int(device * GIB), "device_measure": measure,
+              "model_states_bytes": int(2 * GIB)}
+    rank = {"rank": 0, "status": status, "memory": memory, "notes": ["ran sdpa"],
+            "environment": {"gpu": "NVIDIA H200", "driver": "580", "versions": {"torch": "2.11.0"}}}
+    if status == "oom":
+        rank["oom"] = {"step": 0, "phase": "forward", "message": "CUDA out of memory"}
+    return {"status": status, "ranks": [rank], "notes": [],
+            "estimate": {"fits": status == "ok", "per_gpu": {"peak_allocated_gib": 11.0, "peak_reserved_gib": 12.0,
+                                                             "peak_device_gib": 13.0}}}
+
+
+def test_a_row_gives_the_estimate_error_against_what_was_measured() -> None:
+    row = summarise("a", _report("ok", allocated=10.0, device=12.5))
+    assert row["allocated_error_percent"] == 10.0 and row["error_percent"] == 4.0
+    assert row["measured"]["device_measure"] == "process" and row["estimate_fits"] is True
+    assert row["notes"] == ["ran sdpa"] and row["versions"] == {"torch": "2.11.0"}
+
+
+def test_an_out_of_memory_run_is_a_fit_call_not_an_error_figure() -> None:
+    row = summarise("a", _report("oom", allocated=130.0, device=138.0))
+    assert row["status"] == "oom" and row["oom"]["phase"] == "forward"
+    assert row["error_percent"] is None and row["allocated_error_percent"] is None
+
+
+def test_a_whole_gpu_device_figure_is_dropped_when_others_ran_beside_it() -> None:
+    shared = summarise("a", _report("ok", allocated=10.0, device=40.0, measure="device"), shared=True)
+    assert shared["measured"]["device_gib"] is None and shared["error_percent"] is None
+    assert shared["allocated_error_percent"] == 10.0  # the allocator's counters are the process's own
+    alone = summarise("a", _report("ok", allocated=10.0, device=12.5, measure="device"), shared=False)
+    assert alone["error_percent"] == 4.0
+
+
+def test_the_table_counts_fit_calls_and_leaves_out_runs_that_stopped(tmp_path: Path) -> None:
+    rows = [summarise("fits", _report("ok", allocated=10.0, device=12.5)),
+            summarise("ooms", _report("oom", allocated=130.0, device=138.0)),
+            summarise("late", {"status": "not run"})]
+    json_path, md_path = write_results(rows, tmp_path, "cuda", {"steps": 2, "jobs": 3, "budget_gib": 115.0})
+    summary = json.loads(json_path.read_text())["summary"]
+    assert summary == {"configs": 3, "ok": 1, "median_abs_error_percent": 4.0, "max_abs_error_percent": 4.0,
+                       "median_abs_allocated_error_percent": 10.0, "max_abs_allocated_error_percent": 10.0,
+                       "fit_calls_right": 2, "fit_calls": 2}
+    assert json_path.name == "results-NVIDIA_H200-" + json_path.name.split("NVIDIA_H200-")[1]
+    text = md_path.read_text()
+    assert "| ooms | oom | False | 11.0 | 130.0 | - |" in text and "| late | not run | - |" in text
+    assert "fit calls right 2 / 2" in text and "torch 2.11.0" in text
