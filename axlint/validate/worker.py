@@ -87,10 +87,15 @@ def run_rank(job: dict[str, Any]) -> dict[str, Any]:
     engine, step_fn = _wrap(model, spec, ds, world, on_cuda, local_rank, result["notes"])
     vocab = int(model.config.get_text_config().vocab_size)
     meter.reset_peaks()
+    history = os.environ.get(HISTORY_ENV) if on_cuda else None
+    if history:
+        _record_history(result)
     try:
         _train(engine, step_fn, spec, vocab, job["steps"], on_cuda, meter, result)
     except OutOfMemory as oom:
         result.update(status="oom", oom={"step": oom.step, "phase": oom.phase, "message": oom.message[:500]})
+    if history:
+        _dump_history(Path(history) / f"memory-rank{rank}.pickle")
     result["memory"] = {**meter.peaks(), "model_states_bytes": result.pop("_model_states", None)}
     return result
 
@@ -116,6 +121,26 @@ def _train(engine: Any, step_fn: Any, spec: TrainSpec, vocab: int, steps: int, o
     tokens = spec.tokens * spec.gradient_accumulation_steps
     result["tokens_per_second"] = tokens / mean if mean > 0 else 0.0
     result["loss_finite"] = all(math.isfinite(x) for x in result["losses"])
+
+
+HISTORY_ENV = "AXLINT_MEMORY_HISTORY"
+"""A folder: record every CUDA allocation of the training steps (PyTorch's memory history, Python stacks) and write
+`memory-rank<N>.pickle` there for `benchmarks/memory/peak_breakdown.py`. Slows the steps; for diagnosis only."""
+
+
+def _record_history(result: dict[str, Any]) -> None:
+    """Start PyTorch's allocation history; what is allocated already (weights, adapters) is noted as the base."""
+    import torch
+
+    result["history_base_bytes"] = int(torch.cuda.memory_allocated())
+    torch.cuda.memory._record_memory_history(enabled="all", context="all", stacks="python", max_entries=2_000_000)
+
+
+def _dump_history(path: Path) -> None:
+    import torch
+
+    torch.cuda.memory._dump_snapshot(str(path))
+    torch.cuda.memory._record_memory_history(enabled=None)
 
 
 @contextlib.contextmanager
@@ -160,7 +185,7 @@ def torch_step(engine: Any, spec: TrainSpec, vocab: int, device: Any, step: int,
     losses = []
     for _ in range(spec.gradient_accumulation_steps):
         ids = _batch(spec, vocab, device)
-        with _phase(step, "forward"):
+        with _phase(step, "forward"), _autocast(spec, device):
             loss = model(input_ids=ids, labels=ids).loss / spec.gradient_accumulation_steps
         meter.sample()
         with _phase(step, "backward"):
@@ -172,6 +197,18 @@ def torch_step(engine: Any, spec: TrainSpec, vocab: int, device: Any, step: int,
         optimizer.zero_grad(set_to_none=True)
     meter.sample()
     return sum(losses) / len(losses)
+
+
+def _autocast(spec: TrainSpec, device: Any) -> Any:
+    """The forward's autocast as the HF Trainer runs it without DeepSpeed: Accelerate wraps the model's forward in
+    `torch.autocast` for bf16 / fp16 mixed precision (accelerate 1.15 `Accelerator.prepare_model`, `native_amp`),
+    so PEFT's fp32 adapters compute in half precision and keep half-precision inputs for backward. Under DeepSpeed
+    Accelerate leaves precision to the engine (no autocast). CUDA only: the CPU run checks the plumbing."""
+    import torch
+
+    if device.type != "cuda" or spec.dtype not in ("bfloat16", "float16"):
+        return contextlib.nullcontext()
+    return torch.autocast("cuda", dtype=getattr(torch, spec.dtype))
 
 
 def _init_distributed(ds: dict[str, Any] | None, world: int, on_cuda: bool) -> None:

@@ -8,10 +8,7 @@
 # Make .whl/ beforehand (README.md of this folder, "On a GPU").
 set -u
 OUT=${OUT:-/tmp/axlint-gpu}
-mkdir -p "$OUT"
-python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  > "$OUT/install.log" 2>&1 || { cat "$OUT/install.log"; exit 1; }
-export PYTHONPATH=/tmp/site PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
+source benchmarks/memory/gpu_install.sh
 nvidia-smi > "$OUT/machine.txt" 2>&1
 { python3 --version; nproc; free -g; } >> "$OUT/machine.txt" 2>&1
 python3 benchmarks/memory/run_matrix.py --device cuda --steps 2 --jobs 3 --budget-gib 115 \
