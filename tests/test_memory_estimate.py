@@ -230,7 +230,7 @@ def test_zero2_gradient_buckets_live_in_backward_only():
         assert e.phase == "forward-backward"
         assert e.components["sharding_buffers"] == pytest.approx(copies * 2 * 4096**2)
         assert e.phases["optimizer-step"] == pytest.approx(
-            (2 + (2 + 4 + 4 + 8) / 8) * L8B.total_params)  # W; bf16 G, fp32 G, master, states sharded
+            (2 + (2 + 2 + 4 + 4 + 8) / 8) * L8B.total_params)  # W; bf16 G, its flat copy, fp32 G, master, states
     off = est(config, {"zero_optimization": {"stage": 2, "reduce_bucket_size": 4096**2,
                                              "offload_optimizer": {"device": "cpu"}}, "bf16": {"enabled": True}}, hw)
     embed = 2 * L8B.embedding_params
@@ -351,3 +351,16 @@ def est_without_copy(config):
 
     with mock.patch("axlint.memory.estimate.dequantized_weight_bytes", return_value=0.0):
         return est(config)
+
+
+def test_zero2_step_flattens_the_gradients_before_the_fp32_copy():
+    # DeepSpeed's ZeRO-1/2 step holds the 16-bit gradient partition, a flat 16-bit copy of it and its fp32 copy at
+    # once (measured: SmolLM2-1.7B / Llama-3.2-3B full fine-tunes under ZeRO-2 on an H200); an fp32 model's flat copy
+    # is already fp32, so nothing more
+    ds = {"zero_optimization": {"stage": 2, "reduce_bucket_size": 4096**2}, "bf16": {"enabled": True}}
+    e = est({"gradient_checkpointing": True}, ds)
+    assert e.phase == "optimizer-step"
+    assert e.components["gradients"] == pytest.approx((2 + 2 + 4) * L8B.total_params)
+    fp32 = est({"gradient_checkpointing": True, "bf16": False}, {"zero_optimization": {"stage": 2}})
+    # W 4, G 4, the flat copy 4 (already fp32: `.to(fp32)` returns it), AdamW 8; no separate master copy counted
+    assert fp32.phases["optimizer-step"] == pytest.approx((4 + 4 + 4 + 8) * L8B.total_params)

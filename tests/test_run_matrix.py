@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.memory.run_matrix import schedule, summarise, write_results
+from benchmarks.memory.run_matrix import rescore, schedule, summarise, write_results
 
 GIB = 2**30
 
@@ -110,3 +110,18 @@ def test_the_table_counts_fit_calls_and_leaves_out_runs_that_stopped(tmp_path: P
     text = md_path.read_text()
     assert "| ooms | oom | False | 11.0 | 130.0 | - |" in text and "| late | not run | - |" in text
     assert "fit calls right 2 / 2" in text and "torch 2.11.0" in text
+
+
+def test_rescoring_keeps_the_measurement_and_replaces_the_estimate(tmp_path: Path) -> None:
+    row = summarise("a", _report("ok", allocated=10.0, device=12.5))
+    new = rescore(row, {"fits": True, "per_gpu": {"peak_allocated_gib": 9.5, "peak_reserved_gib": 11.0,
+                                                   "peak_device_gib": 12.0}})
+    assert new["measured"] == row["measured"] and new["allocated_error_percent"] == -5.0
+    assert new["error_percent"] == -4.0 and "comparison" not in new
+    oom = rescore(summarise("b", _report("oom", allocated=130.0, device=138.0)), {"fits": False, "per_gpu": {}})
+    assert oom["estimate_fits"] is False and oom["error_percent"] is None
+    _, md_path = write_results([new], tmp_path, "cuda", {"steps": 2, "jobs": 3, "budget_gib": 115.0,
+                                                        "rescored_on": "1xH200", "notes": ["First note.", "Second."]})
+    text = md_path.read_text()
+    assert "recomputed after the measurement (`run_matrix.py --rescore` on 1xH200)" in text
+    assert "\n\nFirst note.\n\nSecond.\n" in text

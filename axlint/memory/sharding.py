@@ -161,13 +161,22 @@ def step_buffer_bytes(arch: Architecture, setup: TrainSetup, buffers: float) -> 
 
 
 def step_temp_bytes(setup: TrainSetup, trainable: int, largest_module: int) -> float:
-    """fp32 gradients DeepSpeed builds for the optimizer step (on the GPU unless the optimizer is offloaded)."""
+    """fp32 gradients DeepSpeed builds for the optimizer step (on the GPU unless the optimizer is offloaded).
+
+    ZeRO-1/2 first flattens the rank's gradient partition into one 16-bit tensor, then copies that to fp32 before
+    it frees the flat copy, so at that moment the partition's gradients are there three times: in the gradient
+    buffer, flat, and in fp32 (4 + 2 bytes here per trainable element of the partition; the buffer is the step's
+    gradients) [SRC DeepSpeed 0.19.8 runtime/zero/stage_1_and_2.py `step`: `flatten_dense_tensors_aligned(...)`,
+    `.to(fp32)`, `del flat_grad_partition`]. Measured on an H200: SmolLM2-1.7B and Llama-3.2-3B full fine-tunes
+    under ZeRO-2 peak there at 35.1 and 65.9 GiB allocated, the flat copy included
+    (benchmarks/memory/results-NVIDIA_H200-2026-11-26.md). An fp32 model's `.to(fp32)` is the flat tensor itself."""
     s = setup.sharding
     if s.kind != "deepspeed" or s.stage == 0 or s.offload_optimizer:
         return 0.0
     partition = trainable / s.world
     if s.stage < 3:
-        return C.FP32 * partition
+        flat = setup.param_bytes * partition if setup.param_bytes < C.FP32 else 0.0
+        return C.FP32 * partition + flat
     group = max(s.sub_group_size, largest_module / s.world)
     return C.FP32 * min(group, partition)
 

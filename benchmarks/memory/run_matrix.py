@@ -122,7 +122,10 @@ def write_results(rows: list[dict[str, Any]], out: Path, device: str, how: dict[
              f"batch), one warm-up step, then {how['steps']} measured steps; up to {how['jobs']} configs at once on "
              f"the GPU while their estimates added up to at most {how['budget_gib']} GiB. Allocated and reserved are "
              "PyTorch's peak counters, device is the process's NVML entry (CUDA context, allocator segments and "
-             "library workspaces).", "",
+             "library workspaces)."
+             + (f" The estimates were recomputed after the measurement (`run_matrix.py --rescore` on "
+                f"{how['rescored_on']}) with the axlint of the commit that wrote this file." if how.get("rescored_on")
+                else ""), "",
              "| config | status | estimate fits | est. allocated | meas. allocated | alloc. error % | est. reserved | "
              "meas. reserved | est. device | meas. device | device error % |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -137,6 +140,8 @@ def write_results(rows: list[dict[str, Any]], out: Path, device: str, how: dict[
                      f"{cell(r.get('allocated_error_percent'))} | {cell(e.get('peak_reserved_gib'))} | "
                      f"{cell(m['reserved_gib'])} | {cell(e.get('peak_device_gib'))} | "
                      f"{cell(m['device_gib'] or m['rss_gib'])} | {cell(r['error_percent'])} |")
+    for note in how.get("notes", []):
+        lines += ["", note]
     first = next((r for r in rows if r.get("gpu")), rows[0] if rows else {})
     versions = ", ".join(f"{k} {v}" for k, v in (first.get("versions") or {}).items())
     lines += ["", f"GPU {first.get('gpu')}, driver {first.get('driver')}; {versions}."]
@@ -144,16 +149,38 @@ def write_results(rows: list[dict[str, Any]], out: Path, device: str, how: dict[
     return stem.with_suffix(".json"), stem.with_suffix(".md")
 
 
-def estimated_peak_gib(entry: dict[str, Any]) -> float | None:
-    """The estimate's peak device GiB of one entry on one GPU of this machine (`axlint estimate --hardware local`),
-    which decides what may run beside it."""
-    cmd = [sys.executable, "-m", "axlint", "estimate", str(HERE / entry["config"]), "--hardware", "local",
+def estimate_json(entry: dict[str, Any], hardware: str = "local") -> dict[str, Any] | None:
+    """`axlint estimate --format json` of one entry on `hardware` (default: this machine's GPU), or None."""
+    cmd = [sys.executable, "-m", "axlint", "estimate", str(HERE / entry["config"]), "--hardware", hardware,
            "--format", "json"]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     try:
-        return float(json.loads(proc.stdout)["per_gpu"]["peak_device_gib"])
-    except (ValueError, KeyError, TypeError):
+        return dict(json.loads(proc.stdout))
+    except ValueError:
         return None
+
+
+def estimated_peak_gib(entry: dict[str, Any]) -> float | None:
+    """The estimate's peak device GiB of one entry on one GPU of this machine, which decides what may run beside
+    it."""
+    try:
+        return float((estimate_json(entry) or {})["per_gpu"]["peak_device_gib"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def rescore(row: dict[str, Any], estimate: dict[str, Any]) -> dict[str, Any]:
+    """The row with this checkout's estimate in place of the one made when it was measured; the measured figures
+    stay. The validate comparison of the time is dropped (it compared the old estimate)."""
+    est = estimate.get("per_gpu") or {}
+    measured = row["measured"]
+    ran = row["status"] == "ok"
+    reference = (measured.get("device_gib") or measured.get("rss_gib")) if ran else None
+    out = {**row, "estimate": est, "estimate_fits": estimate.get("fits"),
+           "error_percent": _error(est.get("peak_device_gib"), reference),
+           "allocated_error_percent": _error(est.get("peak_allocated_gib"), measured.get("allocated_gib") if ran else None)}
+    out.pop("comparison", None)
+    return out
 
 
 def schedule(entries: list[dict[str, Any]], run: Any, *, jobs: int, budget_gib: float, deadline: float,
@@ -202,9 +229,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget-gib", type=float, default=0.0,
                     help="with --jobs: the most GiB the estimates of the configs running at once may add up to")
     ap.add_argument("--deadline", type=float, default=None, help="start no config after this many seconds")
+    ap.add_argument("--rescore", type=Path, metavar="RESULTS_JSON",
+                    help="measure nothing: give each row of RESULTS_JSON this checkout's estimate and rewrite it")
+    ap.add_argument("--hardware", default="local", help="with --rescore: the GPU the results were measured on")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     entries = yaml.safe_load((HERE / "matrix.yaml").read_text())["configs"]
+    if args.rescore:
+        payload = json.loads(args.rescore.read_text())
+        by_name = {e["name"]: e for e in entries}
+        rows = [rescore(r, estimate_json(by_name[r["name"]], args.hardware) or {}) for r in payload["results"]]
+        for path in write_results(rows, args.rescore.parent, payload["device"],
+                                  {**payload["how"], "rescored_on": args.hardware}):
+            print(path)
+        return 0
     entries = [e for e in entries if not args.only or e["name"] in args.only]
     if args.jobs > 1:
         for entry in entries:
