@@ -1,6 +1,7 @@
 """Pure parts of `axlint validate`: scaling, the probe search, the train spec, launch commands, the report."""
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -173,3 +174,17 @@ def test_nvml_numbers_the_gpus_that_cuda_visible_devices_renumbers(monkeypatch: 
     assert _physical_index(1) == 5 and _physical_index(0) == 3
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert _physical_index(1) == 1
+
+
+def test_the_forward_autocasts_as_accelerate_does_without_deepspeed() -> None:
+    import torch
+
+    from axlint.validate.worker import _autocast
+
+    cuda = torch.device("cuda", 0)
+    with pytest.warns(UserWarning) if not torch.cuda.is_available() else contextlib.nullcontext():
+        context = _autocast(_spec("sdpa"), cuda)  # bf16 on a GPU: half-precision autocast
+    assert isinstance(context, torch.autocast) and context.fast_dtype == torch.bfloat16
+    assert isinstance(_autocast(_spec("sdpa"), torch.device("cpu")), contextlib.nullcontext)
+    fp32 = TrainSpec(**{**_spec("sdpa").to_json(), "dtype": "float32"})
+    assert isinstance(_autocast(fp32, cuda), contextlib.nullcontext)
