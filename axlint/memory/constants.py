@@ -107,7 +107,10 @@ DS_OVERLAP_EXTRA_COPIES = 1
 DS_ZERO12_BUCKET_COPIES = 1
 
 # ---- overheads [SRC Stas Bekman ml-engineering] ----------------------------------------
-CUDA_CONTEXT_GIB = 1.0   # 0.5–1.0 GiB context on current torch (lazy loading) + cuBLAS/cuDNN workspaces, kernels
+# CUDA context + cuBLAS/cuDNN workspaces and kernels (lazy loading), outside PyTorch's allocator: 0.74 GiB per
+# process measured by NVML after the training steps of all 13 runs without DeepSpeed of
+# benchmarks/memory/results-NVIDIA_H200-2026-11-26.md (torch 2.11, CUDA 13, driver 580); 0.5–1.0 GiB elsewhere
+CUDA_CONTEXT_GIB = 0.75
 NCCL_GIB = 1.0           # 0.5–1.5 GiB per rank once torch.distributed + NCCL is up
 # caching-allocator reserved/allocated − 1 near capacity: gpjt 1.14 near full, "typically 10–20 %" [CAL]
 ALLOCATOR_SLACK = 0.15
