@@ -4,6 +4,7 @@
 # run at once; writes $OUT/<name>.txt (the breakdown) and $OUT/<name>.json (the validate report).
 #
 #   OUT=DIR bash benchmarks/memory/gpu_peaks.sh NAME...   # names of benchmarks/memory/configs/*.yml
+# Make .whl/ beforehand (README.md of this folder, "Run on an offline GPU machine").
 set -u
 OUT=${OUT:-/tmp/axlint-gpu}
 source benchmarks/memory/gpu_install.sh

@@ -5,7 +5,7 @@
 #
 #   OUT=DIR bash benchmarks/memory/gpu_session.sh [SECONDS [RUN_MATRIX OPTIONS]]   # from the repository root;
 #       SECONDS: start no config after this long (default 330); e.g. `--only NAME ...` picks configs
-# Make .whl/ beforehand (README.md of this folder, "On a GPU").
+# Make .whl/ beforehand (README.md of this folder, "Run on an offline GPU machine").
 set -u
 OUT=${OUT:-/tmp/axlint-gpu}
 source benchmarks/memory/gpu_install.sh
