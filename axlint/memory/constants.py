@@ -112,6 +112,9 @@ DS_ZERO12_BUCKET_COPIES = 1
 # benchmarks/memory/results-NVIDIA_H200-2026-11-26.md (torch 2.11, CUDA 13, driver 580); 0.5–1.0 GiB elsewhere
 CUDA_CONTEXT_GIB = 0.75
 NCCL_GIB = 1.0           # 0.5–1.5 GiB per rank once torch.distributed + NCCL is up
+# DeepSpeed starts an NCCL process group on one GPU too: the 6 DeepSpeed runs of
+# benchmarks/memory/results-NVIDIA_H200-2026-11-26.md held 1.29 GiB outside PyTorch's allocator, the others 0.74
+NCCL_SINGLE_GIB = 0.55
 # caching-allocator reserved/allocated − 1 near capacity: gpjt 1.14 near full, "typically 10–20 %" [CAL]
 ALLOCATOR_SLACK = 0.15
 ALLOCATOR_SLACK_EXPANDABLE = 0.05  # expandable_segments:True maps pages instead of splitting blocks [CAL]

@@ -206,7 +206,7 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     slack = allocator_slack_bytes(allocated, expandable_segments)
     if phase == "forward-backward" and comps["logits"] > 0:
         slack += loss_unreused_bytes(arch, setup, setup.tokens)
-    ctx = context_bytes(s.world)
+    ctx = context_bytes(s.world, s.kind)
     p_eval = resident + o - paged + persistent_g \
         + max(eval_activation_bytes(setup.eval_tokens, layers), tower.eval if tower else 0.0) \
         + logits_bytes(arch, setup, setup.eval_tokens, training=False)

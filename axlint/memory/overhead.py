@@ -3,7 +3,8 @@ allocator notes, `docs/source/notes/cuda.rst`; Stas Bekman, ml-engineering).
 
   peak_reserved = peak_allocated × (1 + slack)      slack 0.15, 0.05 with expandable_segments:True
                   + the loss's cached-unreused block when the peak is the loss moment (loss_unreused_bytes)
-  peak_device   = peak_reserved + CUDA context (1.0 GiB) + NCCL (1.0 GiB when world > 1)
+  peak_device   = peak_reserved + CUDA context (0.75 GiB) + NCCL (1.0 GiB when world > 1; 0.55 GiB for DeepSpeed
+                  on one GPU)
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import os
 from typing import Mapping
 
 from axlint.architectures import Architecture
-from axlint.facts import LossKernel
+from axlint.facts import LossKernel, ShardingKind
 from axlint.memory import constants as C
 from axlint.memory.setup import TrainSetup
 
@@ -35,9 +36,16 @@ def resident_bytes(allocated: float, context: float) -> float:
     return allocated * (1 + C.RESIDENT_FRAGMENTATION) + context
 
 
-def context_bytes(world: int) -> float:
-    """CUDA context + kernels, plus NCCL communicators for a distributed run."""
-    return (C.CUDA_CONTEXT_GIB + (C.NCCL_GIB if world > 1 else 0.0)) * C.GIB
+def context_bytes(world: int, sharding: ShardingKind = ShardingKind.SINGLE) -> float:
+    """CUDA context + kernels, plus NCCL's communicator and buffers where a process group runs on NCCL: every
+    run of several GPUs, and DeepSpeed on one GPU too (``deepspeed.init_distributed``: NCCL_SINGLE_GIB, measured)."""
+    if world > 1:
+        nccl = C.NCCL_GIB
+    elif sharding is ShardingKind.DEEPSPEED:
+        nccl = C.NCCL_SINGLE_GIB
+    else:
+        nccl = 0.0
+    return (C.CUDA_CONTEXT_GIB + nccl) * C.GIB
 
 
 def loss_unreused_bytes(arch: Architecture, setup: TrainSetup, tokens: int) -> float:
