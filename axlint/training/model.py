@@ -41,7 +41,7 @@ def effective_attention(spec: TrainSpec, on_cuda: bool) -> tuple[str, str | None
 def build_model(model_type: str, config: Mapping[str, Any], spec: TrainSpec, *, attn: str,
                 device: Any = None) -> Any:
     """A randomly initialised `AutoModelForCausalLM` in the spec's dtype, created on `device` (default: where
-    torch creates tensors; a GPU initialises an 8B model in a second where the CPU takes most of a minute)."""
+    torch creates tensors; a GPU initialises an 8B model in seconds, a shared CPU took minutes)."""
     import contextlib
 
     import torch
