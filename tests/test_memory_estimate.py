@@ -373,3 +373,19 @@ def test_deepspeed_on_one_gpu_holds_an_nccl_communicator():
     assert gib(plain, "cuda_context") == 0.75 and gib(deepspeed, "cuda_context") == 1.3
     eight = est({"gradient_checkpointing": True}, ds, parse_hardware("8xH100"))
     assert gib(eight, "cuda_context") == 1.75
+
+
+def test_a_4bit_base_layer_keeps_no_input_an_8bit_one_does():
+    # bitsandbytes >= 0.43.2 MatMul4Bit saves only the packed weight; MatMul8bitLt saves its input A. Per layer and
+    # token the 8-bit load keeps the attention input h, the MLP input h and the down projection's input I once more
+    # (2 bytes each); the o_proj input is the attention kernel's own output either way
+    from axlint.memory.activations import input_bytes
+    from axlint.memory.params import lora_targets
+
+    qlora = {**LORA, "adapter": "qlora", "load_in_4bit": True, "lora_dropout": 0.05}
+    nf4 = read_setup(facts({**BASE, **qlora}, None, L8B, H100), L8B)
+    int8 = read_setup(facts({**BASE, **LORA, "load_in_8bit": True, "lora_dropout": 0.05}, None, L8B, H100), L8B)
+    assert (nf4.quantization, int8.quantization) == ("nf4", "int8")
+    h, i = L8B.hidden_size, L8B.config["intermediate_size"]
+    kept = input_bytes(L8B, int8, 0, lora_targets(L8B, int8)[0]) - input_bytes(L8B, nf4, 0, lora_targets(L8B, nf4)[0])
+    assert kept == 2 * h + 2 * h + 2 * i

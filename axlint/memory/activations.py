@@ -15,8 +15,11 @@ k experts per token, r LoRA rank, d the width of a Linear's input:
               MoE: router 4E + 38 per choice; per choice gate|up 4I, activation 2I, down output 2h; trained experts
               add the gathered input 2h and the product 2I per choice
   inputs      a Linear input tensor of width d (norm output, product, eager attention output) is kept once, 2d,
-              when a consumer needs it: a trained weight, a bitsandbytes base layer, a LoRA adapter in the
-              activation dtype (DeepSpeed casts adapters to bf16; QLoRA skips PEFT's cast under autocast)
+              when a consumer needs it: a trained weight, an 8-bit bitsandbytes base layer (MatMul8bitLt keeps its
+              input; the 4-bit MatMul4Bit keeps only the packed weight since bitsandbytes 0.43.2, 0.50.2
+              autograd/_functions.py: measured on an H200, Llama-3.1-8B QLoRA at 2k tokens without checkpointing
+              allocates 24.6 GiB, as a fake-tensor run of the same code does), a LoRA adapter in the activation
+              dtype (DeepSpeed casts adapters to bf16; QLoRA skips PEFT's cast under autocast)
   LoRA        fp32 adapters under autocast (every non-DeepSpeed bf16/fp16 run: accelerate wraps the forward):
               PEFT casts x to fp32 and autocast casts it back for lora_A, so every adapted Linear keeps its own
               2d copy; dropout (p > 0) adds a 1d mask (and a 2d dropped copy where the input is shared);
@@ -137,7 +140,7 @@ def input_groups(arch: Architecture, layer: int) -> list[tuple[int, tuple[Linear
 
 def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear, ...], kept: bool,
                 setup: TrainSetup, trains: bool, quantized: bool) -> float:
-    """One input tensor: kept once (2·width) when a trained weight (``trains``), a bitsandbytes base layer
+    """One input tensor: kept once (2·width) when a trained weight (``trains``), an 8-bit bitsandbytes base layer
     (``quantized``) or an adapter in the activation dtype reads it (``kept``: the attention kernel keeps it anyway);
     per adapted reader its own copy 2·width (fp32 adapters under autocast) or, with dropout, a dropped copy 2·width
     + a mask 1·width."""
@@ -156,7 +159,7 @@ def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tupl
     ``attention_gate`` family, a product of its own)."""
     kernel_keeps_output = setup.attention != "eager" and not arch.layout.attention_gate
     return sum(group_bytes(width, consumers, adapted, kernel_keeps_output and consumers[0].name in _O_NAMES, setup,
-                           base_trains(setup), setup.quantization is not None)
+                           base_trains(setup), setup.quantization == "int8")
                for width, consumers in input_groups(arch, layer)
                if consumers and (only is None or set(consumers) <= only))
 
