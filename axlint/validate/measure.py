@@ -98,14 +98,13 @@ def device_name(on_cuda: bool) -> dict[str, Any]:
 
     import torch
 
-    info: dict[str, Any] = {"torch": torch.__version__}
-    versions = {}
+    versions: dict[str, str | None] = {}
     for package in ("torch", "transformers", "peft", "accelerate", "deepspeed", "liger-kernel", "bitsandbytes"):
         try:
             versions[package] = metadata.version(package)  # without importing: a DDP run does not need DeepSpeed
         except metadata.PackageNotFoundError:
             versions[package] = None
-    info["deepspeed"], info["versions"] = versions["deepspeed"], versions
+    info: dict[str, Any] = {"versions": versions}
     if on_cuda:
         info["gpu"] = torch.cuda.get_device_name()
         info["memory_bytes"] = int(torch.cuda.get_device_properties(0).total_memory)

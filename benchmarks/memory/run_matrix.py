@@ -58,7 +58,6 @@ def summarise(name: str, report: dict[str, Any], shared: bool = False) -> dict[s
     ranks = report.get("ranks") or []
     mem = [r.get("memory") or {} for r in ranks]
     env = next((r.get("environment") for r in ranks if r.get("environment")), {}) or {}
-    est = ((report.get("estimate") or {}).get("per_gpu")) or {}
 
     def peak(key: str) -> float | None:
         values = [m[key] for m in mem if m.get(key)]
@@ -69,20 +68,25 @@ def summarise(name: str, report: dict[str, Any], shared: bool = False) -> dict[s
                 "device_measure": next((m["device_measure"] for m in mem if m.get("device_measure")), None)}
     if shared and measured["device_measure"] == "device":
         measured["device_gib"] = None
-    # A run that ran out of memory stopped short of its peak: its figures are no measurement of the estimate.
-    ran = report.get("status") == "ok"
-    reference = (measured["device_gib"] or measured["rss_gib"]) if ran else None
-    estimate = est.get("peak_device_gib")
-    return {"name": name, "status": report.get("status"), "estimate": est,
-            "estimate_fits": (report.get("estimate") or {}).get("fits"), "measured": measured,
-            "error_percent": _error(estimate, reference),
-            "allocated_error_percent": _error(est.get("peak_allocated_gib"), measured["allocated_gib"] if ran else None),
-            "ran_beside_others": shared, "gpu": env.get("gpu"), "driver": env.get("driver"), "versions": env.get("versions") or {
-                "torch": env.get("torch"), "deepspeed": env.get("deepspeed")}, "comparison": report.get("comparison"),
+    return {"name": name, "status": report.get("status"), "measured": measured,
+            **_scored(report.get("status"), report.get("estimate") or {}, measured),
+            "ran_beside_others": shared, "gpu": env.get("gpu"), "driver": env.get("driver"),
+            "versions": env.get("versions") or {}, "comparison": report.get("comparison"),
             "notes": list(dict.fromkeys((report.get("notes") or []) + [n for r in ranks for n in r.get("notes", [])])),
             **({"oom": ranks[0]["oom"]} if ranks and ranks[0].get("oom") else {}),
             **({"log": log} if (log := report.get("log") or next((r["log"] for r in ranks if r.get("log")), None))
                else {})}
+
+
+def _scored(status: str | None, estimate: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
+    """The estimate's fields of a row (`axlint estimate --format json`'s per-GPU figures and fit call) and its errors
+    against `measured`. A run that ran out of memory stopped short of its peak: it scores a fit call, no error."""
+    est = estimate.get("per_gpu") or {}
+    ran = status == "ok"
+    reference = (measured.get("device_gib") or measured.get("rss_gib")) if ran else None
+    return {"estimate": est, "estimate_fits": estimate.get("fits"),
+            "error_percent": _error(est.get("peak_device_gib"), reference),
+            "allocated_error_percent": _error(est.get("peak_allocated_gib"), measured.get("allocated_gib") if ran else None)}
 
 
 def _error(estimate: float | None, measured: float | None) -> float | None:
@@ -172,13 +176,7 @@ def estimated_peak_gib(entry: dict[str, Any]) -> float | None:
 def rescore(row: dict[str, Any], estimate: dict[str, Any]) -> dict[str, Any]:
     """The row with this checkout's estimate in place of the one made when it was measured; the measured figures
     stay. The validate comparison of the time is dropped (it compared the old estimate)."""
-    est = estimate.get("per_gpu") or {}
-    measured = row["measured"]
-    ran = row["status"] == "ok"
-    reference = (measured.get("device_gib") or measured.get("rss_gib")) if ran else None
-    out = {**row, "estimate": est, "estimate_fits": estimate.get("fits"),
-           "error_percent": _error(est.get("peak_device_gib"), reference),
-           "allocated_error_percent": _error(est.get("peak_allocated_gib"), measured.get("allocated_gib") if ran else None)}
+    out = {**row, **_scored(row["status"], estimate, row["measured"])}
     out.pop("comparison", None)
     return out
 
