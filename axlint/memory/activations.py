@@ -139,14 +139,14 @@ def input_groups(arch: Architecture, layer: int) -> list[tuple[int, tuple[Linear
 
 
 def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear, ...], kept: bool,
-                setup: TrainSetup, trains: bool, quantized: bool) -> float:
+                setup: TrainSetup, trains: bool, int8_base: bool) -> float:
     """One input tensor: kept once (2·width) when a trained weight (``trains``), an 8-bit bitsandbytes base layer
-    (``quantized``) or an adapter in the activation dtype reads it (``kept``: the attention kernel keeps it anyway);
+    (``int8_base``) or an adapter in the activation dtype reads it (``kept``: the attention kernel keeps it anyway);
     per adapted reader its own copy 2·width (fp32 adapters under autocast) or, with dropout, a dropped copy 2·width
     + a mask 1·width."""
     mine = [lin for lin in consumers if lin in adapted]
     copies, dropout = adapter_input_copies(setup), setup.lora_dropout > 0
-    shared_reader = trains or quantized or (mine and not copies and not dropout)
+    shared_reader = trains or int8_base or (mine and not copies and not dropout)
     once = 0 if kept or not shared_reader else C.LINEAR_INPUT_BYTES * width
     per_reader = (C.LORA_DROPPED_COPY_BYTES if copies or dropout else 0) + (C.LORA_DROPOUT_MASK_BYTES if dropout else 0)
     return once + len(mine) * per_reader * width + len(mine) * C.BF16 * setup.lora_r
