@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.memory.peak_breakdown import NO_FRAME, breakdown, label, main
+from benchmarks.memory.peak_breakdown import NO_FRAME, breakdown, label, largest_blocks, main
 
 MODEL = {"filename": "venv/site-packages/transformers/models/llama/modeling_llama.py", "line": 90, "name": "forward"}
 LINEAR = {"filename": "venv/site-packages/torch/nn/modules/linear.py", "line": 125, "name": "forward"}
@@ -48,3 +48,17 @@ def test_the_command_reads_a_snapshot(tmp_path: Path, capsys: pytest.CaptureFixt
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "peak allocated 0.000 GiB" and "modeling_llama.py:90 forward" in out[1]
     assert out[2].endswith("(2 more)")
+
+
+def test_an_environment_folder_named_torch_is_not_torch() -> None:
+    peft = {"filename": "envs/torch/lib/python3.12/site-packages/peft/tuners/lora/layer.py", "line": 7, "name": "f"}
+    torch = {"filename": "envs/torch/lib/python3.12/site-packages/torch/nn/functional.py", "line": 3, "name": "g"}
+    assert label([torch, peft]) == "tuners/lora/layer.py:7 f [g]"
+
+
+def test_the_largest_blocks_at_the_peak_with_their_stacks() -> None:
+    lines = largest_blocks(_events(), 2)
+    assert lines[0] == "peak after event 6 of 8"
+    assert lines[1] == "    0.000 GiB  transformers/models/llama/modeling_llama.py:90 forward"
+    assert lines[2] == ("    0.000 GiB  peft/tuners/lora/layer.py:700 forward"
+                        " < transformers/models/llama/modeling_llama.py:90 forward")

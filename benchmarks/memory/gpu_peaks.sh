@@ -16,7 +16,7 @@ for name in "$@"; do
       --device cuda --steps 1 --format json > "$OUT/$name.json" 2> "$dir/stderr.txt"
     base=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['ranks'][0].get('history_base_bytes', 0))" \
       "$OUT/$name.json" 2>/dev/null || echo 0)
-    python3 benchmarks/memory/peak_breakdown.py "$dir/memory-rank0.pickle" --base-bytes "$base" --top 40 \
+    python3 benchmarks/memory/peak_breakdown.py "$dir/memory-rank0.pickle" --base-bytes "$base" --top 40 --blocks 40 \
       > "$OUT/$name.txt" 2>&1 || tail -20 "$dir/stderr.txt" >> "$OUT/$name.txt"
   ) &
 done

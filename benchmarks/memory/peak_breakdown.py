@@ -56,12 +56,26 @@ def live_at(events: list[dict[str, Any]], index: int) -> list[dict[str, Any]]:
     return list(live.values())
 
 
+def package_path(filename: str) -> str:
+    """The part of a frame's file name below its installation folder (``site-packages`` / ``dist-packages``), so
+    that an environment whose own path has a folder named torch does not read as torch."""
+    for marker in ("site-packages/", "dist-packages/"):
+        if marker in filename:
+            return filename.rsplit(marker, 1)[1]
+    return filename
+
+
+def in_torch(frame: dict[str, Any]) -> bool:
+    path = package_path(frame.get("filename", ""))
+    return path.startswith("torch/") or "/torch/" in path
+
+
 def label(frames: Iterable[dict[str, Any]]) -> str:
     """`file:line function [innermost function]`, the file being the first frame outside torch (innermost first)."""
     frames = list(frames)
     if not frames:
         return NO_FRAME
-    outside = next((f for f in frames if "/torch/" not in f.get("filename", "")), frames[-1])
+    outside = next((f for f in frames if not in_torch(f)), frames[-1])
     where = "/".join(Path(outside.get("filename", "?")).parts[-3:])
     inner = frames[0].get("name", "?")
     text = f"{where}:{outside.get('line')} {outside.get('name')}"
@@ -82,6 +96,22 @@ def breakdown(events: list[dict[str, Any]], base_bytes: int = 0) -> tuple[int, l
     return peak + base_bytes, rows
 
 
+def stack(frames: Iterable[dict[str, Any]], depth: int = 8) -> str:
+    """The frames outside torch of one allocation, innermost first: ``package/path:line function`` joined by `` < ``."""
+    outside = [f for f in frames if not in_torch(f)]
+    return " < ".join(f"{package_path(f.get('filename', '?'))}:{f.get('line')} {f.get('name')}"
+                      for f in outside[:depth]) or NO_FRAME
+
+
+def largest_blocks(events: list[dict[str, Any]], count: int) -> list[str]:
+    """The ``count`` largest blocks alive at the peak, each with its size and stack (``stack``), and where in the
+    history the peak falls."""
+    index, _ = peak_index(events)
+    blocks = sorted(live_at(events, index), key=lambda b: -b["size"])[:count]
+    head = f"peak after event {index + 1} of {len(events)}"
+    return [head] + [f"{b['size'] / GIB:9.3f} GiB  {stack(b.get('frames') or [])}" for b in blocks]
+
+
 def render(peak: int, rows: list[tuple[str, int, int]], top: int) -> str:
     lines = [f"peak allocated {peak / GIB:.3f} GiB"]
     lines += [f"{size / GIB:9.3f} GiB {count:6d}  {name}" for name, size, count in rows[:top]]
@@ -96,10 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("snapshot", type=Path)
     ap.add_argument("--base-bytes", type=int, default=0)
     ap.add_argument("--top", type=int, default=30)
+    ap.add_argument("--blocks", type=int, default=0, help="also list this many of the largest blocks, with stacks")
     args = ap.parse_args(argv)
     snapshot = pickle.loads(args.snapshot.read_bytes())
     events = [e for trace in snapshot.get("device_traces", []) for e in trace]
     print(render(*breakdown(events, args.base_bytes), args.top))
+    if args.blocks:
+        print("\n".join(largest_blocks(events, args.blocks)))
     return 0
 
 
