@@ -79,10 +79,10 @@ def run_rank(job: dict[str, Any]) -> dict[str, Any]:
                             device=torch.device("cuda", local_rank) if on_gpu else None)
     if zero3:
         _init_partitioned(model)
+    if spec.quantized:
+        _quantize_linears(model)
     model = prepare_for_training(model, spec)
     result["notes"] += _apply_liger(model, job["model_type"], spec, on_cuda)
-    if spec.quantized:
-        _quantize_frozen_linears(model)
     result["parameters"], result["trainable_parameters"] = count_parameters(model)
     engine, step_fn = _wrap(model, spec, ds, world, on_cuda, local_rank, result["notes"])
     vocab = int(model.config.get_text_config().vocab_size)
@@ -300,16 +300,20 @@ def _apply_liger(model: Any, model_type: str, spec: TrainSpec, on_cuda: bool) ->
     return [f"Liger kernels applied to {model_type}: {', '.join(sorted(spec.liger))}"]
 
 
-def _quantize_frozen_linears(model: Any) -> None:
-    """QLoRA on CUDA: store the frozen decoder linears as bitsandbytes NF4 (double quantization), then hand the
-    bf16 originals' memory back to the driver: a real QLoRA load quantizes each weight as it arrives, so its
-    allocator never holds a full-precision copy of the model."""
+def _quantize_linears(model: Any) -> None:
+    """QLoRA on CUDA: store the decoder's linears (every ``nn.Linear`` but lm_head, which transformers' bitsandbytes
+    loader keeps in full precision) as bitsandbytes NF4 with double quantization, before PEFT wraps them, as a real
+    4-bit load does: PEFT then dispatches its bitsandbytes LoRA layer, which under autocast runs the adapters on the
+    half-precision input (peft tuners/lora/bnb.py ``Linear4bit.forward``; chosen when the model has
+    ``is_loaded_in_4bit``, peft tuners/lora/model.py) where its generic layer would first cast the input to the
+    adapters' fp32. The bf16 originals' memory goes back to the driver: a real load quantizes each
+    weight as it arrives, so its allocator never holds a full-precision copy of the model."""
     import bitsandbytes as bnb
     import torch
 
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
-            if type(child) is torch.nn.Linear and not child.weight.requires_grad and name != "lm_head":
+            if type(child) is torch.nn.Linear and name != "lm_head":
                 q = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
                                       compute_dtype=child.weight.dtype, quant_type="nf4", compress_statistics=True)
                 q.weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False, quant_type="nf4",
@@ -317,6 +321,7 @@ def _quantize_frozen_linears(model: Any) -> None:
                 if child.bias is not None:
                     q.bias = child.bias
                 setattr(parent, name, q.cuda())
+    model.is_loaded_in_4bit = True  # as transformers' 4-bit quantizer marks it: PEFT dispatches on this flag
     torch.cuda.empty_cache()
 
 
