@@ -4,7 +4,11 @@ Cut Cross-Entropy kernels).
   HF ForCausalLMLoss   14·T·V  bf16 logits 2 + fp32 upcast 4 + log_softmax 4, + grads at backward start
   Liger CE (unfused)    4·T·V  bf16 logits + in-place grad
   chunked CE           (2 + 12/n)·T·V  bf16 logits whole, fp32 work per chunk
-  Liger FLCE           13·T·h  logits never materialised (Liger benchmark slope 0.054 MB/token at h=4096)
+  Liger FLCE           13·T·h  logits never materialised (Liger benchmark slope 0.054 MB/token at h=4096),
+                       + V·h·b when lm_head trains: the kernel computes the weight's gradient in the forward into
+                       a buffer of the weight's dtype, kept until backward hands it on (liger-kernel 0.8.5
+                       ops/fused_linear_cross_entropy.py ``grad_weight = torch.zeros_like(weight)``; measured on an
+                       H200: Llama-3.2-1B full fine-tune, 8k tokens, a second 0.49 GiB lm_head gradient at the peak)
   Cut Cross-Entropy     4·T·h  grad of the input + recomputed blocks
   eval (no backward)   10·T·V  (Liger FLCE only fuses when training: eval materialises logits); CCE as training
 
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 from axlint.architectures import Architecture
 from axlint.memory import constants as C
+from axlint.memory.params import head_trains
 from axlint.memory.setup import TrainSetup
 
 
@@ -27,7 +32,8 @@ def logits_bytes(arch: Architecture, setup: TrainSetup, tokens: int, training: b
     if not training:
         return C.LOGITS_EVAL * v * tokens
     if setup.loss == "liger_flce":
-        return C.FLCE_BYTES_PER_HIDDEN * h * tokens
+        grad_weight = setup.param_bytes * v * h if head_trains(arch, setup) else 0.0
+        return C.FLCE_BYTES_PER_HIDDEN * h * tokens + grad_weight
     if setup.loss == "liger_ce":
         return C.LOGITS_LIGER_CE * v * tokens
     if setup.loss == "chunked":

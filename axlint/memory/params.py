@@ -496,6 +496,19 @@ def _suffixes(paths: Iterable[str]) -> set[str]:
     return {".".join(parts[i:]) for parts in (p.split(".") for p in paths) for i in range(len(parts))}
 
 
+def head_trains(arch: Architecture, setup: TrainSetup) -> bool:
+    """The output head's weight gets a gradient: a full fine-tune, an adapter that lists the head in
+    ``modules_to_save`` (a classification head's score always trains), or an ``unfrozen_parameters`` pattern that
+    matches the head's weight (the embedding's, when they are tied)."""
+    if setup.adapter in ("lora", "qlora"):
+        return bool(arch.num_labels) or arch.head_name in setup.modules_to_save
+    if setup.unfrozen_parameters:
+        tied = f"{arch.decoder_path}.{arch.layout.embed_name}.weight"
+        names = [f"{arch.head_name}.weight"] + ([tied] if arch.tie_word_embeddings else [])
+        return any(is_unfrozen(name, setup.unfrozen_parameters) for name in names)
+    return True
+
+
 def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
     """Under a classification head Axolotl gives PEFT ``task_type`` SEQ_CLS / TOKEN_CLS (0.18.0
     loaders/adapter.py ``_get_peft_task_type``), and PEFT's PeftModelFor{Sequence,Token}Classification add
