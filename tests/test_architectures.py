@@ -198,6 +198,8 @@ def test_added_aliases_resolve(alias, canonical):
     ("stabilityai/stablelm-2-1_6b", 1_644_515_328),  # computed
     ("CohereForAI/c4ai-command-r7b-12-2024", 8_028_033_024),  # computed (tied embedding)
     ("deepcogito/cogito-v1-preview-qwen-14B", 14_765_947_904),  # computed (vocab 151665)
+    # Ollama's GGUF of it counts 3,606,752,320 with the 64 rope_freqs values HF does not store: untied lm_head
+    ("deepcogito/cogito-v1-preview-llama-3B", 3_606_752_256),
     ("google/gemma-3-270m", 268_098_176),  # computed, equal to the 268,098,176 a shape-checked loader prints
 ])
 def test_family_row_entries_total(model_id, params):
