@@ -4,15 +4,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 if TYPE_CHECKING:
     from axlint.fixes import Fix
 
 
-@dataclass(frozen=True)
-class Span:
-    """A region of a file: 1-based line/col (end exclusive col), 0-based character offsets."""
+class Span(NamedTuple):
+    """A region of a file: 1-based line/col (end exclusive col), 0-based character offsets. A named tuple: a
+    document makes one per node, and a tuple is made in a third of a frozen dataclass's time."""
 
     line: int
     col: int
