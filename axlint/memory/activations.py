@@ -152,13 +152,19 @@ def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear
     return once + len(mine) * per_reader * width + len(mine) * C.BF16 * setup.lora_r
 
 
+def kept_by_attention(arch: Architecture, setup: TrainSetup, consumers: tuple[Linear, ...]) -> bool:
+    """The input group is the attention output, which sdpa / flash keep for their own backward (not eager's, nor
+    the gated output of an ``attention_gate`` family, a product of its own)."""
+    return (setup.attention != "eager" and not arch.layout.attention_gate and bool(consumers)
+            and consumers[0].name in _O_NAMES)
+
+
 def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tuple[Linear, ...] = (),
                 only: frozenset[Linear] | None = None) -> float:
     """Σ over the layer's input groups (see ``group_bytes``), or over those read by the Linears of ``only`` alone;
     the attention output of sdpa / flash is kept by the kernel itself (not so the gated output of an
     ``attention_gate`` family, a product of its own)."""
-    kernel_keeps_output = setup.attention != "eager" and not arch.layout.attention_gate
-    return sum(group_bytes(width, consumers, adapted, kernel_keeps_output and consumers[0].name in _O_NAMES, setup,
+    return sum(group_bytes(width, consumers, adapted, kept_by_attention(arch, setup, consumers), setup,
                            base_trains(setup), setup.quantization == "int8")
                for width, consumers in input_groups(arch, layer)
                if consumers and (only is None or set(consumers) <= only))
@@ -270,10 +276,9 @@ def adapter_transient_bytes_per_token(arch: Architecture, setup: TrainSetup, lay
     if not adapter_input_copies(setup):
         return 0.0
     adapted = set(lora_targets(arch, setup).get(layer, ()))
-    kernel_keeps_output = setup.attention != "eager" and not arch.layout.attention_gate
     dropped = C.FP32 if setup.lora_dropout > 0 else 0
     return max((C.BF16 * lin.d_out + (C.FP32 + dropped) * width
-                + (0 if kernel_keeps_output and lin.name in _O_NAMES else C.LINEAR_INPUT_BYTES * width)
+                + (0 if kept_by_attention(arch, setup, consumers) else C.LINEAR_INPUT_BYTES * width)
                 for width, consumers in input_groups(arch, layer) for lin in consumers if lin in adapted),
                default=0.0) * setup.param_bytes / C.BF16
 
