@@ -5,8 +5,9 @@
 Every example YAML with a ``base_model`` is linted as `axlint check` would (no network). A config is *covered*
 when its model resolves to an architecture axlint can size in full and the run uses nothing the estimate leaves out
 (no MEM008 "unknown model", no MEM010 for a part it cannot size or a setting it does not model, such as context or
-tensor parallelism); the configs that resolve, whatever their settings, are counted too. Prints the figure, the configs per model family, and the models that do not resolve with
-how many configs name each; writes the same as Markdown.
+tensor parallelism); the configs that resolve, whatever their settings, are counted too. Prints the figures, the
+configs per model family, and the models that are not covered with how many configs name each and why; writes the
+same as Markdown.
 """
 from __future__ import annotations
 
