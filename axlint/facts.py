@@ -183,6 +183,20 @@ class ImageFeed:
     freeze_mm_modules: bool
 
 
+def keeps_fp32_embeddings(adapter: str | None, half: bool, sharding: ShardingKind, attn_implementation: str | None,
+                          cce: bool) -> bool:
+    """Whether Axolotl trains with the input and output embeddings in fp32 while the rest of the model is in half
+    precision (``half``). Its loader casts them (``embed_tokens``/``lm_head`` and the model type's own names) and the
+    norms to fp32 unless FSDP runs, and back to the load dtype for an adapter, for an attention implementation other
+    than eager or sdpa, or for Cut Cross-Entropy (``cce``); DeepSpeed's engine casts every parameter to its bf16/fp16
+    anyway. So they stay fp32 in a full fine-tune on one GPU or under DDP with eager or sdpa attention (the default
+    when none is set) and without CCE (Axolotl 0.18.0 ``loaders/model.py`` ``_configure_embedding_dtypes``,
+    ``utils/schemas/config.py`` ``attn_needs_dtype_cast``; DeepSpeed 0.19.8 ``runtime/engine.py``
+    ``_configure_distributed_model``)."""
+    return (adapter is None and half and sharding in (ShardingKind.SINGLE, ShardingKind.DDP)
+            and (attn_implementation or "sdpa") in ("eager", "sdpa") and not cce)
+
+
 @dataclass(frozen=True)
 class RunFacts:
     """Every resolved fact of one run. `ds` is the DeepSpeed dict as the HF Trainer hands it to DeepSpeed."""
@@ -256,6 +270,12 @@ class RunFacts:
     @property
     def cce(self) -> bool:
         return any(p.endswith("CutCrossEntropyPlugin") for p in self.plugins)
+
+    @property
+    def embeddings_fp32(self) -> bool:
+        """Axolotl trains this run with its embeddings in fp32 (``keeps_fp32_embeddings``)."""
+        return keeps_fp32_embeddings(self.adapter.value, self.dtype.value != "float32", self.sharding.kind,
+                                     self.attn_implementation.value, self.loss.value is LossKernel.CCE)
 
     @property
     def batch_size(self) -> int:

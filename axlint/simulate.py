@@ -131,7 +131,8 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
     sharded = facts.sharding.kind in (ShardingKind.DEEPSPEED, ShardingKind.FSDP)
     stage = facts.sharding.stage if sharded else 0
     with torch.device("meta"):
-        model = prepare_for_training(build_model(arch.model_type, arch.build_config, spec, attn=attn), spec)
+        model = prepare_for_training(build_model(arch.model_type, arch.build_config, spec, attn=attn), spec,
+                                     arch.model_type)
     if deepspeed and spec.dtype != "float32":
         cast_parameters(model, getattr(torch, spec.dtype))
     autocast = not deepspeed and spec.dtype != "float32"

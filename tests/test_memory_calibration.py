@@ -47,7 +47,8 @@ def test_per_layer_activation_copies_stas_bekman(model, copies):
     """Measured with the older repeat_kv sdpa path; the same experiment on today's code is checked against the
     fake-tensor run in tests/test_simulate_vs_analytic.py."""
     arch = resolve_architecture(model)
-    setup = read_setup(facts({"bf16": True, "sample_packing": True}, None, arch, parse_hardware("1xH100")), arch)
+    setup = read_setup(facts({"bf16": True, "sample_packing": True}, None, arch, parse_hardware("1xH100")), arch) \
+        .with_changes(axolotl_loader=False)  # his script loads the model in bf16 with Transformers alone
     measured_unit = 2 * arch.hidden_size  # one hidden_states copy; the measurement includes the layer output
     per_token = layer_bytes_per_token(arch, setup, 0) + repeat_kv_sdpa_extra(arch)
     _record(f"Stas per-layer copies {model}", per_token / measured_unit + 1, copies, 0.08)

@@ -439,3 +439,85 @@ def test_a_tied_trained_embedding_gradient_waits_through_the_backward():
     embedding = arch.embedding_params * 2
     assert e.phase == "forward-backward"
     assert e.components["gradients"] == pytest.approx(arch.total_params * 2 + embedding)
+
+
+L1B = resolve_architecture("meta-llama/Llama-3.2-1B")
+L1B_SDPA = {"base_model": "meta-llama/Llama-3.2-1B", "flash_attention": None, "sdp_attention": True,
+            "gradient_checkpointing": True, "gradient_accumulation_steps": 2, "sequence_len": 4096,
+            "micro_batch_size": 2}
+
+
+@pytest.mark.parametrize("config, kept", [
+    ({}, True),                                                       # sdpa (transformers' default), one GPU
+    ({"sdp_attention": True}, True),
+    ({"eager_attention": True}, True),
+    ({"flash_attention": True}, False),                               # cast back for the flash kernels
+    ({"adapter": "lora", "lora_target_linear": True}, False),         # cast back for an adapter
+    ({"plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]}, False),
+    ({"bf16": False, "fp16": False}, False),                          # an fp32 model has nothing to upcast
+    ({"fsdp_version": 2, "fsdp_config": {"reshard_after_forward": True}}, False),  # never upcast under FSDP
+])
+def test_axolotl_keeps_the_embeddings_fp32_only_in_a_plain_half_precision_full_finetune(config, kept):
+    raw = {"bf16": True, "sample_packing": True, "sequence_len": 2048, **config}
+    assert facts(raw, None, L1B, parse_hardware("2xH100" if "fsdp_version" in raw else "1xH100")) \
+        .embeddings_fp32 is kept
+
+
+def test_deepspeed_casts_the_upcast_embeddings_back():
+    ds = {"zero_optimization": {"stage": 2}, "bf16": {"enabled": True}}
+    assert not facts({"bf16": True, "sequence_len": 2048}, ds, L1B, H100).embeddings_fp32
+
+
+def test_fp32_embeddings_cost_their_states_a_head_copy_and_an_fp32_residual_stream():
+    """Llama-3.2-1B (tied, V·h = E), sdpa against flash attention, 2×4096 tokens with checkpointing and two micro
+    batches: W + E·2, G + E·2, torch AdamW's two states + 2·E·2, lm_head's bf16 copy E·2 at the loss moment, and
+    the 16 checkpointed layer inputs and the final norm's normalised product at 4 bytes, + (L + 1)·T·h·2; measured on an H100: 24.617 and 21.640 GiB allocated
+    (benchmarks/memory/results-NVIDIA_H100_80GB_HBM3-2026-11-26.md)."""
+    fp32 = est(L1B_SDPA, arch=L1B)
+    bf16 = est({**L1B_SDPA, "sdp_attention": None, "flash_attention": True}, arch=L1B)
+    e, tokens = L1B.embedding_params, 2 * 4096
+    assert fp32.setup.embeddings_fp32 and not bf16.setup.embeddings_fp32
+    assert fp32.components["weights"] - bf16.components["weights"] == 2 * e
+    assert fp32.components["gradients"] - bf16.components["gradients"] == 2 * e
+    assert fp32.components["optimizer_states"] - bf16.components["optimizer_states"] == 2 * 2 * e
+    assert fp32.components["logits"] - bf16.components["logits"] == 2 * e
+    assert fp32.components["activations"] - bf16.components["activations"] \
+        == (L1B.num_layers + 1) * tokens * L1B.hidden_size * 2
+    assert fp32.peak_allocated / GIB == pytest.approx(24.617, rel=0.01)
+    assert bf16.peak_allocated / GIB == pytest.approx(21.640, rel=0.01)
+
+
+def test_without_checkpointing_each_linear_keeps_its_own_cast_of_an_fp32_norm_output():
+    """Per layer and token: the two residual norms keep their normalised product at 4 bytes (+2h each), and q, k, v
+    (3 readers) and gate, up (2 readers) each keep their own bf16 copy of the norm output where a bf16 output is kept
+    once (+2·2h and +1·2h): 10h in all; measured on an H100 at 2×2048 tokens: 25.552 GiB allocated."""
+    config = {**L1B_SDPA, "gradient_checkpointing": False, "sequence_len": 2048}
+    fp32, bf16 = _setup(config, arch=L1B), _setup({**config, "sdp_attention": None, "flash_attention": True}, arch=L1B)
+    from axlint.memory.activations import layer_bytes_per_token
+    assert layer_bytes_per_token(L1B, fp32, 0) - layer_bytes_per_token(L1B, bf16, 0) == 10 * L1B.hidden_size
+    assert est(config, arch=L1B).peak_allocated / GIB == pytest.approx(25.552, rel=0.01)
+
+
+def test_the_solver_s_flash_attention_and_zero_options_end_the_fp32_embeddings():
+    from dataclasses import replace
+
+    from axlint.facts import ShardingKind
+
+    setup = _setup(L1B_SDPA, arch=L1B)
+    assert setup.embeddings_fp32 and setup.embedding_bytes == 4
+    assert not setup.with_changes(attention="flash", attn_implementation="flash_attention_2").embeddings_fp32
+    assert not setup.with_changes(sharding=replace(setup.sharding, kind=ShardingKind.DEEPSPEED, stage=3)) \
+        .embeddings_fp32
+    assert setup.with_changes(sharding=replace(setup.sharding, kind=ShardingKind.DDP, world=2)).embeddings_fp32
+    assert not setup.with_changes(axolotl_loader=False).embeddings_fp32
+
+
+def test_an_untied_lm_head_is_upcast_with_the_embedding():
+    qwen = resolve_architecture("Qwen/Qwen2.5-7B")
+    config = {"base_model": "Qwen/Qwen2.5-7B", "flash_attention": None, "sdp_attention": True,
+              "optimizer": "adamw_bnb_8bit", "gradient_checkpointing": True}
+    fp32 = est(config, arch=qwen)
+    bf16 = est({**config, "sdp_attention": None, "flash_attention": True}, arch=qwen)
+    both = qwen.embedding_params + qwen.vocab_size * qwen.hidden_size
+    assert fp32.components["weights"] - bf16.components["weights"] == 2 * both
+    assert fp32.components["optimizer_states"] == bf16.components["optimizer_states"]  # 8-bit states: 1 B each

@@ -24,7 +24,7 @@ def run(**overrides: Any) -> Any:
 
 
 def test_full_finetune_categories_are_positive() -> None:
-    result = run()
+    result = run(attn_implementation="flash_attention_2")  # Axolotl casts the embeddings back to bf16 for it
     for key in ("parameters", "optimizer_states", "activations"):
         assert result.process_bytes[key] > 0, key
     params = result.parameters
@@ -32,6 +32,17 @@ def test_full_finetune_categories_are_positive() -> None:
     assert result.process_bytes["optimizer_states"] == pytest.approx(2 * 2 * params, rel=1e-3)  # two bf16 moments
     assert result.peak_allocated_bytes == sum(result.per_gpu_bytes.values())
     assert result.to_json()["per_gpu"]["peak_allocated_gib"] > 0
+
+
+def test_a_full_finetune_with_sdpa_holds_the_embeddings_and_norms_in_fp32() -> None:
+    """Axolotl's loader leaves them fp32 (RunFacts.embeddings_fp32): 2 more bytes for each of their weights and
+    of each of torch AdamW's two states kept in the parameter's dtype."""
+    result, bf16 = run(), run(attn_implementation="flash_attention_2")
+    h, v, layers = TINY["hidden_size"], TINY["vocab_size"], TINY["num_hidden_layers"]
+    upcast = 2 * v * h + (2 * layers + 1) * h  # embed_tokens, the untied lm_head, two norms a layer and the final one
+    assert result.process_bytes["parameters"] - bf16.process_bytes["parameters"] == 2 * upcast
+    assert result.process_bytes["optimizer_states"] - bf16.process_bytes["optimizer_states"] \
+        == pytest.approx(2 * 2 * upcast, rel=1e-3)
 
 
 def test_checkpointing_lowers_the_activation_peak() -> None:

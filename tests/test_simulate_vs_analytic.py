@@ -91,9 +91,13 @@ def test_analytic_peak_within_ten_percent_of_simulated(case: str) -> None:
     assert abs(analytic - simulated) / simulated <= TOLERANCE, case
 
 
-def one_layer_saved_bytes_per_token(arch: Architecture, tokens: int = 1024) -> float:
+def one_layer_saved_bytes_per_token(arch: Architecture, tokens: int = 1024, fp32_residual: bool = False) -> float:
     """Stas Bekman's per-layer experiment (ml-engineering, benchmarks/activation-memory-per-layer.py) on fake
-    tensors: one bf16 decoder layer, trainable, sdpa, no mask; the bytes autograd saves plus the layer output."""
+    tensors: one bf16 decoder layer, trainable, sdpa, no mask; the bytes autograd saves plus the layer output.
+    ``fp32_residual``: as Axolotl leaves a full fine-tune with sdpa, the norms in fp32 and an fp32 input (the fp32
+    embedding's output), under autocast as Accelerate runs the forward."""
+    import contextlib
+
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
     from transformers import AutoModelForCausalLM
@@ -105,12 +109,20 @@ def one_layer_saved_bytes_per_token(arch: Architecture, tokens: int = 1024) -> f
     cfg.use_cache = False
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16, attn_implementation="sdpa")
+    if fp32_residual:
+        for name, module in model.named_modules():
+            if "norm" in name:
+                module.to(torch.float32)
+    dtype = torch.float32 if fp32_residual else torch.bfloat16
+    mixed = torch.autocast("cpu", dtype=torch.bfloat16) if fp32_residual else contextlib.nullcontext()
     with FakeTensorMode(allow_non_fake_inputs=True):
         materialize_fake(model)
-        hidden = torch.empty((1, tokens, cfg.hidden_size), dtype=torch.bfloat16, requires_grad=True)
+        hidden = torch.empty((1, tokens, cfg.hidden_size), dtype=dtype, requires_grad=True)
         positions = torch.arange(tokens)[None]
         cos_sin = model.model.rotary_emb(hidden, positions)
-        existing = {id(t.untyped_storage()) for t in (hidden, *cos_sin, *model.parameters())}
+        # an fp32 input is what the first norm keeps (its upcast is a no-op): saved, so it counts
+        existing = {id(t.untyped_storage()) for t in ((*cos_sin, *model.parameters()) if fp32_residual
+                                                       else (hidden, *cos_sin, *model.parameters()))}
         saved: dict[int, int] = {}
 
         def keep(t: Any) -> Any:
@@ -119,7 +131,7 @@ def one_layer_saved_bytes_per_token(arch: Architecture, tokens: int = 1024) -> f
                 saved[id(storage)] = storage.nbytes()
             return t
 
-        with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
+        with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t), mixed:
             out = model.model.layers[0](hidden_states=hidden, attention_mask=None, position_ids=positions,
                                         position_embeddings=cos_sin)
         out = out[0] if isinstance(out, tuple) else out
@@ -129,13 +141,16 @@ def one_layer_saved_bytes_per_token(arch: Architecture, tokens: int = 1024) -> f
 
 @pytest.mark.parametrize("model", ["meta-llama/Llama-3.1-8B-Instruct", "HuggingFaceTB/SmolLM2-360M", "Qwen/Qwen3-4B",
                                    "google/gemma-1.1-2b-it"])
-def test_per_layer_activations_match_one_simulated_layer(model: str) -> None:
-    """A (the analytic per-layer bytes) + the layer output 2h against the same layer on today's code, within 1 %:
-    GQA, qk-norm, Gemma norms and GeGLU included."""
+@pytest.mark.parametrize("fp32_residual", [False, True])
+def test_per_layer_activations_match_one_simulated_layer(model: str, fp32_residual: bool) -> None:
+    """A (the analytic per-layer bytes) + the layer output (2h, or 4h on an fp32 residual stream) against the same
+    layer on today's code, within 1 %: GQA, qk-norm, Gemma norms and GeGLU included; bf16 embeddings (as
+    Transformers loads the model) and Axolotl's fp32 ones."""
     arch = architecture(model, None)
-    setup = read_setup(facts(config(model, {}), None, arch, H100), arch)
-    analytic = layer_bytes_per_token(arch, setup, 0) + 2 * arch.hidden_size
-    assert analytic == pytest.approx(one_layer_saved_bytes_per_token(arch), rel=0.01)
+    setup = read_setup(facts(config(model, {}), None, arch, H100), arch).with_changes(axolotl_loader=fp32_residual)
+    assert setup.embeddings_fp32 is fp32_residual
+    analytic = layer_bytes_per_token(arch, setup, 0) + setup.embedding_bytes * arch.hidden_size
+    assert analytic == pytest.approx(one_layer_saved_bytes_per_token(arch, fp32_residual=fp32_residual), rel=0.01)
 
 
 def test_at_least_twelve_combinations_cover_the_matrix() -> None:

@@ -188,3 +188,25 @@ def test_the_forward_autocasts_as_accelerate_does_without_deepspeed() -> None:
     assert isinstance(_autocast(_spec("sdpa"), torch.device("cpu")), contextlib.nullcontext)
     fp32 = TrainSpec(**{**_spec("sdpa").to_json(), "dtype": "float32"})
     assert isinstance(_autocast(fp32, cuda), contextlib.nullcontext)
+
+
+def test_train_spec_carries_axolotl_s_fp32_embeddings() -> None:
+    assert train_spec(resolve_facts({"bf16": True, "sdp_attention": True})).embeddings_fp32
+    assert not train_spec(resolve_facts({"bf16": True, "flash_attention": True})).embeddings_fp32
+
+
+def test_upcast_embeddings_casts_the_embeddings_and_norms_as_axolotl_does() -> None:
+    import torch
+
+    from axlint.training.model import build_model, upcast_embeddings
+
+    config = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
+              "num_key_value_heads": 2, "vocab_size": 256, "tie_word_embeddings": True}
+    spec = train_spec(resolve_facts({"bf16": True}))
+    model = build_model("llama", config, spec, attn="sdpa", device="cpu")
+    upcast_embeddings(model, "llama")
+    inner = model.model
+    assert inner.embed_tokens.weight.dtype == torch.float32
+    assert model.lm_head.weight is inner.embed_tokens.weight  # still tied
+    assert inner.norm.weight.dtype == torch.float32 and inner.layers[0].input_layernorm.weight.dtype == torch.float32
+    assert inner.layers[0].self_attn.q_proj.weight.dtype == torch.bfloat16

@@ -184,13 +184,13 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     w_all = weight_bytes(arch, setup, t)
     w = w_all * mixed_share(s, weight_share(s), expert_weight_fraction(arch, setup, t))
     experts = expert_trainable_fraction(arch, setup)
-    g = gradient_bytes(setup, t, spec) * mixed_share(s, gradient_share(s), experts)
+    g = gradient_bytes(arch, setup, t, spec) * mixed_share(s, gradient_share(s), experts)
     o_share = mixed_share(s, optimizer_share(s), experts)
-    o = optimizer_state_bytes(setup, t, spec) * o_share
+    o = optimizer_state_bytes(arch, setup, t, spec) * o_share
     m = master_weight_bytes(setup, t) * o_share
     buffers = buffer_bytes(arch, setup, g)
     step_grads = g + step_temp_bytes(setup, t.total, arch.largest_module_params)
-    step_opt = o + optimizer_temp_bytes(setup, t, spec) * o_share
+    step_opt = o + optimizer_temp_bytes(arch, setup, t, spec) * o_share
     resident = w + buffers + m
 
     layers = per_layer_bytes_per_token(arch, setup)
@@ -230,7 +230,8 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         peak_allocated=allocated, peak_reserved=allocated + slack, peak_device=allocated + slack + ctx + paged,
         eval_peak_device=eval_device, required=resident_bytes(allocated, ctx),
         eval_required=resident_bytes(p_eval, ctx),
-        cpu_offload=cpu_offload_bytes(setup, weight_bytes(model, setup, whole), optimizer_state_bytes(setup, whole, spec),
+        cpu_offload=cpu_offload_bytes(setup, weight_bytes(model, setup, whole),
+                                      optimizer_state_bytes(model, setup, whole, spec),
                                       master_weight_bytes(setup, whole), whole.total),
         trainable_params=whole.total, assumptions=tuple(notes))
 

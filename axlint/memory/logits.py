@@ -11,6 +11,10 @@ Cut Cross-Entropy kernels).
                        H200: Llama-3.2-1B full fine-tune, 8k tokens, a second 0.49 GiB lm_head gradient at the peak)
   Cut Cross-Entropy     4·T·h  grad of the input + recomputed blocks
   eval (no backward)   10·T·V  (Liger FLCE only fuses when training: eval materialises logits); CCE as training
+  fp32 lm_head          + V·h·b: with the embeddings in fp32 (``TrainSetup.embeddings_fp32``) autocast casts the
+                       output weight to the half dtype for the matmul and autograd keeps that copy until lm_head's
+                       backward (measured on an H100: 0.49 GiB for Llama-3.2-1B, 0.98 GiB for Llama-3.1-8B); Liger
+                       FLCE's gradient buffer is then fp32
 
 Under a classification head (reward_model, process_reward_model: ``setup.head``) V is the score head's num_labels
 (``Architecture.output_size``): the logits are T×num_labels, and the loss (RewardTrainer's -logsigmoid of the
@@ -25,17 +29,27 @@ from axlint.memory.params import head_trains
 from axlint.memory.setup import TrainSetup
 
 
+def head_cast_bytes(arch: Architecture, setup: TrainSetup) -> float:
+    """autocast's half-precision copy of an fp32 lm_head weight, V·h·b (0 unless ``embeddings_fp32``, for CCE and
+    Liger FLCE, which call their kernels on the weight itself, and for a classification head, which stays in the
+    load dtype)."""
+    if not setup.embeddings_fp32 or setup.loss in ("cce", "liger_flce") or arch.num_labels:
+        return 0.0
+    return setup.param_bytes * arch.vocab_size * arch.hidden_size
+
+
 def logits_bytes(arch: Architecture, setup: TrainSetup, tokens: int, training: bool = True) -> float:
     v, h = arch.output_size, arch.hidden_size
     if setup.loss == "cce":
         return C.CCE_BYTES_PER_HIDDEN * h * tokens
     if not training:
-        return C.LOGITS_EVAL * v * tokens
+        return C.LOGITS_EVAL * v * tokens + head_cast_bytes(arch, setup)
     if setup.loss == "liger_flce":
-        grad_weight = setup.param_bytes * v * h if head_trains(arch, setup) else 0.0
+        grad_weight = setup.embedding_bytes * v * h if head_trains(arch, setup) else 0.0
         return C.FLCE_BYTES_PER_HIDDEN * h * tokens + grad_weight
+    copy = head_cast_bytes(arch, setup)
     if setup.loss == "liger_ce":
-        return C.LOGITS_LIGER_CE * v * tokens
+        return C.LOGITS_LIGER_CE * v * tokens + copy
     if setup.loss == "chunked":
-        return (C.BF16 + 3 * C.FP32 / setup.chunked_ce_chunks) * v * tokens
-    return C.LOGITS_HF * v * tokens
+        return (C.BF16 + 3 * C.FP32 / setup.chunked_ce_chunks) * v * tokens + copy
+    return C.LOGITS_HF * v * tokens + copy

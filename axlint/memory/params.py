@@ -509,6 +509,28 @@ def head_trains(arch: Architecture, setup: TrainSetup) -> bool:
     return True
 
 
+def upcast_params(arch: Architecture, setup: TrainSetup) -> int:
+    """The parameters kept in fp32 with the embeddings (``TrainSetup.embeddings_fp32``; 0 otherwise): the input
+    embedding V·h, and lm_head's V·h unless it is tied to it or a classification head replaces it (Axolotl casts the
+    modules named embed_tokens and lm_head). The norms are cast too; their h-sized weights are not counted."""
+    if not setup.embeddings_fp32:
+        return 0
+    return arch.embedding_params + (0 if arch.tie_word_embeddings or arch.num_labels else arch.vocab_size * arch.hidden_size)
+
+
+def upcast_trained(arch: Architecture, setup: TrainSetup) -> int:
+    """Of ``upcast_params``, those that get a gradient: all in a full fine-tune; under ``unfrozen_parameters`` the
+    embedding when a pattern matches its weight and the untied lm_head when ``head_trains``."""
+    if not setup.embeddings_fp32:
+        return 0
+    if not setup.unfrozen_parameters:
+        return upcast_params(arch, setup)
+    head = upcast_params(arch, setup) - arch.embedding_params
+    embed = f"{arch.decoder_path}.{arch.layout.embed_name}.weight"
+    return ((arch.embedding_params if is_unfrozen(embed, setup.unfrozen_parameters) else 0)
+            + (head if head and head_trains(arch, setup) else 0))
+
+
 def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
     """Under a classification head Axolotl gives PEFT ``task_type`` SEQ_CLS / TOKEN_CLS (0.18.0
     loaders/adapter.py ``_get_peft_task_type``), and PEFT's PeftModelFor{Sequence,Token}Classification add

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from axlint.architectures import Architecture
-from axlint.facts import ImageFeed, LossKernel, RunFacts, Sharding
+from axlint.facts import ImageFeed, LossKernel, RunFacts, Sharding, keeps_fp32_embeddings
 from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
 from axlint.memory.params import linear_names, regex_leaf_names
@@ -72,7 +72,23 @@ class TrainSetup:
     expert_modules: bool = False                  # the repository's own code builds the experts as nn.Linear modules
     prequantized: Prequantized | None = None      # the checkpoint's own quantization (config.json)
     images: ImageFeed | None = None               # the images a multimodal run feeds (processor_type set)
+    axolotl_loader: bool = True                   # Axolotl loads the model (False: a plain Transformers script)
     assumptions: tuple[str, ...] = ()
+
+    @property
+    def embeddings_fp32(self) -> bool:
+        """The embeddings (and an untied lm_head) stay fp32 in this setup (``facts.keeps_fp32_embeddings``): the
+        solver's flash attention, CCE and ZeRO options turn it off as Axolotl would. Only Axolotl's loader casts
+        them; a model loaded in bf16 by a plain Transformers script keeps them in bf16."""
+        return self.axolotl_loader and keeps_fp32_embeddings(self.adapter, self.param_bytes == C.BF16,
+                                                             self.sharding.kind, self.attn_implementation,
+                                                             self.loss is LossKernel.CCE)
+
+    @property
+    def embedding_bytes(self) -> int:
+        """Bytes per element of the embedding weights and of what they feed: the residual stream that runs through
+        the decoder's adds (fp32 + bf16 is fp32) and the embedding's gradient."""
+        return C.FP32 if self.embeddings_fp32 else self.param_bytes
 
     @property
     def tokens(self) -> int:
@@ -196,6 +212,11 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
     if facts.tiled_mlp:
         notes.append(f"tiled_mlp: every MLP runs over {tiles} sequence tile(s) and keeps only its input; backward "
                      f"recomputes one tile at a time")
+    if facts.embeddings_fp32:
+        notes.append("Axolotl keeps embed_tokens and lm_head in fp32 in a full fine-tune without FSDP or DeepSpeed "
+                     "when attention is eager or sdpa and Cut Cross-Entropy is off: their weights, gradients and "
+                     "optimizer states are fp32, and so is the residual stream between the layers; "
+                     "`flash_attention: true` or the CCE plugin casts them back to the load dtype")
     if not packed:
         notes.append(f"no sample_packing / pad_to_sequence_len: every micro batch assumed to reach "
                      f"sequence_len ({pair * mbs}×{seq} tokens, the worst case)")

@@ -6,6 +6,9 @@ Bytes per trainable parameter (mixed-precision AdamW as counted in the ZeRO pape
   LoRA adapters (PEFT autocast_adapter_dtype, fp32): W 4, G 4, AdamW 2×4 = 16 B
   FSDP1 full fine-tune with bf16/fp16 on: W 4, G 4, AdamW 2×4 = 16 B (accelerate upcasts the flat params to fp32,
   see ``trainable_base_bytes``)
+  Axolotl's fp32 embeddings (``TrainSetup.embeddings_fp32``): the embedding and untied lm_head at 4 B in W, and in G
+  and in states kept in the parameter's dtype where they train (``params.upcast_params``, ``upcast_trained``);
+  measured on an H100 (torch 2.11): Llama-3.2-1B's 0.49 GiB tied embedding adds 1.47 GiB to W + torch AdamW's states
 """
 from __future__ import annotations
 
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from axlint.architectures import Architecture, Linear
 from axlint.facts import ShardingKind
 from axlint.memory import constants as C
-from axlint.memory.params import Trainable, layer_modules
+from axlint.memory.params import Trainable, layer_modules, upcast_params, upcast_trained
 from axlint.memory.prequantized import Prequantized, tensor_bytes
 from axlint.memory.setup import TrainSetup
 
@@ -211,7 +214,8 @@ def _skip_probe(path: str, lin: Linear, q: Prequantized) -> str:
 def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     """W = quantized linears × (0.516 NF4+DQ | 0.5625 NF4 | 1 int8) + the rest (embeddings, lm_head, norms,
     biases, vision tower, routed experts unless ``quantize_moe_experts``) × load dtype, + LoRA adapters × 4 (fp32)
-    + modules_to_save copies × load dtype; a quantized checkpoint's weights as it keeps them (``prequantized_bytes``).
+    + modules_to_save copies × load dtype, + the fp32 embeddings' extra (4 − b)·U (``params.upcast_params``); a
+    quantized checkpoint's weights as it keeps them (``prequantized_bytes``).
     Axolotl casts embeddings/norms back to the load dtype after PEFT's fp32 upcast (Axolotl 0.18.0
     `loaders/model.py`, `_convert_embedding_modules_dtype`)."""
     stored = stored_checkpoint(setup)
@@ -224,7 +228,8 @@ def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
         base = arch.total_params * setup.param_bytes
     copies = t.base * setup.param_bytes if setup.adapter else 0
     upcast = t.base * (C.FP32 - setup.param_bytes) if fsdp1_upcasts(setup) else 0
-    return base + t.adapter * C.FP32 + copies + upcast
+    embeddings = upcast_params(arch, setup) * (C.FP32 - setup.param_bytes)
+    return base + t.adapter * C.FP32 + copies + upcast + embeddings
 
 
 def expert_weight_bytes(arch: Architecture, setup: TrainSetup) -> float:
@@ -252,11 +257,13 @@ def expert_trainable_fraction(arch: Architecture, setup: TrainSetup) -> float:
     return arch.expert_params / arch.total_params
 
 
-def gradient_bytes(setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
-    """G = trainable base params × load dtype + adapters × 4; ≈ 0 when the update is fused into backward."""
+def gradient_bytes(arch: Architecture, setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
+    """G = trainable base params × load dtype + adapters × 4, + the trained fp32 embeddings' extra (4 − b)·U_trained
+    (``params.upcast_trained``); ≈ 0 when the update is fused into backward."""
     if spec.fused_backward:
         return 0.0
-    return t.base * trainable_base_bytes(setup) + t.adapter * C.FP32
+    return (t.base * trainable_base_bytes(setup) + t.adapter * C.FP32
+            + upcast_trained(arch, setup) * (C.FP32 - setup.param_bytes))
 
 
 def embedding_gradient_bytes(arch: Architecture, setup: TrainSetup, spec: OptimizerSpec) -> float:
@@ -266,7 +273,7 @@ def embedding_gradient_bytes(arch: Architecture, setup: TrainSetup, spec: Optimi
     with it (3·V·h at once, measured on fake tensors: tests/test_simulate_vs_analytic.py, llama-3.2-1b full ckpt)."""
     if setup.adapter or setup.unfrozen_parameters or spec.fused_backward:
         return 0.0
-    return arch.embedding_params * setup.param_bytes
+    return arch.embedding_params * setup.embedding_bytes
 
 
 def master_weight_bytes(setup: TrainSetup, t: Trainable) -> float:
@@ -278,19 +285,25 @@ def master_weight_bytes(setup: TrainSetup, t: Trainable) -> float:
     return t.base * C.FP32
 
 
-def optimizer_state_bytes(setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
-    """O = states × state bytes × trainable. Unquantized states take the param dtype (bf16 2, adapters 4); under
-    DeepSpeed they live on the fp32 master (4)."""
+def optimizer_state_bytes(arch: Architecture, setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
+    """O = states × state bytes × trainable. Unquantized states take the param dtype (bf16 2, adapters 4, trained
+    fp32 embeddings 4: ``params.upcast_trained``); under DeepSpeed they live on the fp32 master (4)."""
     if setup.sharding.kind is ShardingKind.DEEPSPEED and (setup.sharding.ds_optimizer or setup.sharding.offload_optimizer):
         return 2 * C.FP32 * t.total  # FusedAdam / DeepSpeedCPUAdam (zero_force_ds_cpu_optimizer)
     if spec.state_bytes is not None:
         return spec.states * spec.state_bytes * t.total
     base_bytes = C.FP32 if setup.sharding.kind is ShardingKind.DEEPSPEED else trainable_base_bytes(setup)
-    return spec.states * (base_bytes * t.base + C.FP32 * t.adapter)
+    return spec.states * (base_bytes * t.base + C.FP32 * t.adapter + _upcast_extra(arch, setup))
 
 
-def optimizer_temp_bytes(setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
+def optimizer_temp_bytes(arch: Architecture, setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
     """Step-time temporaries of a torch foreach optimizer: one state-sized tensor list (sqrt(exp_avg_sq))."""
     if not spec.foreach_temp or setup.sharding.kind is ShardingKind.DEEPSPEED:
         return 0.0
-    return C.FOREACH_TEMP_STATES * (trainable_base_bytes(setup) * t.base + C.FP32 * t.adapter)
+    return C.FOREACH_TEMP_STATES * (trainable_base_bytes(setup) * t.base + C.FP32 * t.adapter
+                                    + _upcast_extra(arch, setup))
+
+
+def _upcast_extra(arch: Architecture, setup: TrainSetup) -> float:
+    """What the trained fp32 embeddings add to a tensor per trained parameter kept in the parameter's dtype."""
+    return upcast_trained(arch, setup) * (C.FP32 - setup.param_bytes)

@@ -38,6 +38,8 @@ class TrainSpec:
     liger: dict[str, bool] = field(default_factory=dict)
     lora_modules_to_save: list[str] = field(default_factory=list)
     """Modules PEFT keeps a trainable full copy of (`lora_modules_to_save`, e.g. embed_tokens and lm_head)."""
+    embeddings_fp32: bool = False
+    """Axolotl leaves the input and output embeddings in fp32 (`RunFacts.embeddings_fp32`)."""
 
     @property
     def tokens(self) -> int:
@@ -87,6 +89,7 @@ def train_spec(facts: RunFacts) -> TrainSpec:
         optimizer=facts.optimizer.value,
         liger={key: True for key, enabled in zip(LIGER_KEYS, on) if enabled},
         lora_modules_to_save=list(facts.lora.modules_to_save),
+        embeddings_fp32=facts.embeddings_fp32,
     )
 
 

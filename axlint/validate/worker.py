@@ -9,6 +9,7 @@ RANK/LOCAL_RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT variables set). JOB.json hold
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import math
 import os
@@ -66,6 +67,10 @@ def run_rank(job: dict[str, Any]) -> dict[str, Any]:
     _init_distributed(ds, world, on_cuda)
     attn, note = effective_attention(spec, on_cuda)
     result["notes"] += [note] if note else []
+    if spec.embeddings_fp32 and not on_cuda:
+        spec = dataclasses.replace(spec, embeddings_fp32=False)
+        result["notes"].append("the embeddings Axolotl keeps in fp32 were left in the load dtype: on CPU the step "
+                               "runs without autocast, and fp32 activations cannot meet half-precision weights")
     result["environment"] = device_name(on_cuda)
     meter = Meter(on_cuda)
     zero3 = ds is not None and facts.zero_stage.value == 3
@@ -81,7 +86,7 @@ def run_rank(job: dict[str, Any]) -> dict[str, Any]:
         _init_partitioned(model)
     if spec.quantized:
         _quantize_linears(model)
-    model = prepare_for_training(model, spec)
+    model = prepare_for_training(model, spec, job["model_type"])
     result["notes"] += _apply_liger(model, job["model_type"], spec, on_cuda)
     result["parameters"], result["trainable_parameters"] = count_parameters(model)
     engine, step_fn = _wrap(model, spec, ds, world, on_cuda, local_rank, result["notes"])
