@@ -116,3 +116,23 @@ def test_a_4bit_moe_whose_experts_stay_bf16_is_offered_quantize_moe_experts():
     linear = {**config, "lora_target_linear": True}
     del linear["lora_target_modules"]
     assert all("quantize_moe_experts" not in s.changes for s in suggest(facts(linear, None, mixtral, hw), mixtral, hw))
+
+
+def test_flash_attention_is_offered_where_axolotl_keeps_sdpa_s_embeddings_in_fp32():
+    """Llama-3.2-1B full fine-tune with sdpa: 26.5 GiB required on a 26 GB card; flash attention has Axolotl cast
+    the embeddings back to bf16 (3.1 GiB less) at the same speed, so it is the fastest fix. With flash attention
+    configured there is nothing left to offer on that knob."""
+    from axlint.memory.knobs import Change
+    from axlint.report.memory_text import step_text
+
+    arch = resolve_architecture("meta-llama/Llama-3.2-1B")
+    config = {"base_model": "meta-llama/Llama-3.2-1B", "sdp_attention": True, "sequence_len": 4096,
+              "micro_batch_size": 2, "gradient_accumulation_steps": 2, "gradient_checkpointing": True,
+              "bf16": True, "sample_packing": True}
+    hw = parse_hardware("1x26GB")
+    best = suggest(facts(config, None, arch, hw), arch, hw)[0]
+    assert best.changes == {"attn_implementation": "flash_attention_2"} and best.relative_throughput == 1.0
+    assert [step.change for step in best.steps] == [Change.FLASH_ATTENTION]
+    assert step_text(best.steps[0]).startswith("use flash_attention_2 instead of sdpa")
+    flash = {**config, "sdp_attention": None, "flash_attention": True}
+    assert all("attn_implementation" not in s.changes for s in suggest(facts(flash, None, arch, hw), arch, hw))

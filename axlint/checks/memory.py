@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 from axlint import edits
 from axlint.checks.locate import ax_hit, first_written
 from axlint.document import Document, KeyPath
-from axlint.facts import LossKernel, ShardingKind
+from axlint.facts import LEGACY_ATTENTION, LossKernel, ShardingKind
 from axlint.fixes import Applicability, Fix
 from axlint.memory.facts import (
     LOWER_BOUND_KEYS,
@@ -76,13 +76,18 @@ def _ds_edits(run: TrainingRun, ds_changes: Mapping[str, Any]) -> tuple[Document
 
 def _ax_edits(run: TrainingRun, changes: Mapping[str, Any]) -> list:
     """Edits of the YAML: plugins are appended (the list keeps its comments); with `batch_size` written and no
-    accumulation, Axolotl derives the accumulation itself, so it is not written."""
+    accumulation, Axolotl derives the accumulation itself, so it is not written; a new `attn_implementation` takes
+    the place of the legacy attention flags written true, which Axolotl refuses beside it."""
     doc = run.axolotl
     assert doc is not None
     out = []
     for key, value in changes.items():
         if key == "gradient_accumulation_steps" and "batch_size" in run.raw and key not in run.raw:
             continue
+        if key == "attn_implementation":
+            for flag, _ in LEGACY_ATTENTION:
+                if run.raw.get(flag):
+                    out += edits.delete_key(doc, (flag,))
         if key == "plugins":
             for plugin in value:
                 if plugin not in run.facts.plugins:

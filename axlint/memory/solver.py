@@ -115,11 +115,15 @@ def _loss_options(s: TrainSetup, arch: Architecture, plugins: list[str]) -> list
 
 
 def _attention_options(s: TrainSetup) -> list[_Option]:
-    if s.attention != "eager":
+    """flash_attention_2 in place of eager attention (no s² scores), or of sdpa where Axolotl keeps the embeddings
+    in fp32 for it (``TrainSetup.embeddings_fp32``; flash attention has them cast back to bf16). sdpa and flash
+    attention are taken to run a step in the same time."""
+    if s.attention != "eager" and not s.embeddings_fp32:
         return [_KEEP]
+    step_time = C.EAGER_TO_FLASH_STEP_TIME if s.attention == "eager" else 1.0
     return [_KEEP, _Option({"attention": "flash", "attn_implementation": "flash_attention_2"},
-                           {"attn_implementation": "flash_attention_2"}, step_time=C.EAGER_TO_FLASH_STEP_TIME,
-                           step=Step(Change.FLASH_ATTENTION))]
+                           {"attn_implementation": "flash_attention_2"}, step_time=step_time,
+                           step=Step(Change.FLASH_ATTENTION, s.attention))]
 
 
 def _expert_options(s: TrainSetup, arch: Architecture) -> list[_Option]:

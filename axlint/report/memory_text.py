@@ -110,6 +110,9 @@ def step_text(step: "Step") -> str:
         return f"ZeRO stage {old}->{new}"
     if c is Change.STOCK_ZERO3:
         return f"shard with DeepSpeed ZeRO-3 ({new})"
+    if c is Change.FLASH_ATTENTION:
+        return ("use flash_attention_2 instead of eager attention" if old == "eager" else
+                "use flash_attention_2 instead of sdpa (Axolotl then trains the embeddings in bf16, not fp32)")
     if c is Change.STOCK_ZERO3_OFFLOAD:
         return f"DeepSpeed ZeRO-3 with the optimizer and the parameters offloaded to CPU ({new})"
     return _STEP_WORDS[c]
@@ -119,7 +122,6 @@ _STEP_WORDS = {Change.CHECKPOINTING_ON: "turn on gradient checkpointing",
                Change.CHECKPOINTING_OFF: "turn off gradient checkpointing",
                Change.LIGER_FLCE: "use Liger's fused linear cross-entropy",
                Change.CUT_CROSS_ENTROPY: "use Cut Cross-Entropy",
-               Change.FLASH_ATTENTION: "use flash_attention_2 instead of eager attention",
                Change.QUANTIZE_EXPERTS: "store the MoE experts quantized too (quantize_moe_experts)",
                Change.OFFLOAD_OPTIMIZER: "offload the optimizer to CPU",
                Change.OFFLOAD_ALL: "offload the optimizer and the parameters to CPU",
