@@ -13,8 +13,11 @@ Cut Cross-Entropy kernels).
   eval (no backward)   10·T·V  (Liger FLCE only fuses when training: eval materialises logits); CCE as training
   fp32 lm_head          + V·h·b: with the embeddings in fp32 (``TrainSetup.embeddings_fp32``) autocast casts the
                        output weight to the half dtype for the matmul and autograd keeps that copy until lm_head's
-                       backward (measured on an H100: 0.49 GiB for Llama-3.2-1B, 0.98 GiB for Llama-3.1-8B); Liger
-                       FLCE's gradient buffer is then fp32
+                       backward (measured on an H100: 0.49 GiB for Llama-3.2-1B); Liger FLCE's chunk matmuls run
+                       under autocast too, and its forward's logits matmul and input-gradient matmul each cast the
+                       weight (ops/fused_linear_cross_entropy.py ``_input_chunk @ weight.t()``, ``grad_logits_chunk
+                       @ weight``): 2·V·h·b at its peak, beside a gradient buffer in fp32 (measured on an H100:
+                       Llama-3.2-1B with Liger and sdpa at 8k tokens, two 0.49 GiB copies, 14.44 GiB allocated)
 
 Under a classification head (reward_model, process_reward_model: ``setup.head``) V is the score head's num_labels
 (``Architecture.output_size``): the logits are T×num_labels, and the loss (RewardTrainer's -logsigmoid of the
@@ -29,13 +32,12 @@ from axlint.memory.params import head_trains
 from axlint.memory.setup import TrainSetup
 
 
-def head_cast_bytes(arch: Architecture, setup: TrainSetup) -> float:
-    """autocast's half-precision copy of an fp32 lm_head weight, V·h·b (0 unless ``embeddings_fp32``, for CCE and
-    Liger FLCE, which call their kernels on the weight itself, and for a classification head, which stays in the
-    load dtype)."""
-    if not setup.embeddings_fp32 or setup.loss in ("cce", "liger_flce") or arch.num_labels:
+def head_cast_bytes(arch: Architecture, setup: TrainSetup, copies: int = 1) -> float:
+    """``copies`` of autocast's half-precision cast of an fp32 lm_head weight, V·h·b each (0 unless
+    ``embeddings_fp32``, and for a classification head, which stays in the load dtype)."""
+    if not setup.embeddings_fp32 or arch.num_labels:
         return 0.0
-    return setup.param_bytes * arch.vocab_size * arch.hidden_size
+    return copies * setup.param_bytes * arch.vocab_size * arch.hidden_size
 
 
 def logits_bytes(arch: Architecture, setup: TrainSetup, tokens: int, training: bool = True) -> float:
@@ -46,7 +48,7 @@ def logits_bytes(arch: Architecture, setup: TrainSetup, tokens: int, training: b
         return C.LOGITS_EVAL * v * tokens + head_cast_bytes(arch, setup)
     if setup.loss == "liger_flce":
         grad_weight = setup.embedding_bytes * v * h if head_trains(arch, setup) else 0.0
-        return C.FLCE_BYTES_PER_HIDDEN * h * tokens + grad_weight
+        return C.FLCE_BYTES_PER_HIDDEN * h * tokens + grad_weight + head_cast_bytes(arch, setup, copies=2)
     copy = head_cast_bytes(arch, setup)
     if setup.loss == "liger_ce":
         return C.LOGITS_LIGER_CE * v * tokens + copy
