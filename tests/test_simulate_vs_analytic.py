@@ -48,6 +48,9 @@ CASES: list[tuple[str, str, int | None, dict[str, Any]]] = [
     ("qwen2.5-0.5b lora", QWEN, None, LORA),
     ("qwen2.5-0.5b full ckpt", QWEN, None, {"gradient_checkpointing": True}),
     ("qwen2.5-0.5b lora ckpt", QWEN, None, {**LORA, "gradient_checkpointing": True}),
+    # flash attention configured: Axolotl casts the embeddings back to bf16 (the full cases above keep them in fp32)
+    ("qwen2.5-0.5b full ckpt flash", QWEN, None, {"gradient_checkpointing": True,
+                                                  "attn_implementation": "flash_attention_2"}),
     # peaks at the backward of the tied embedding (lm_head's gradient, the embedding's and their sum)
     ("llama-3.2-1b full ckpt", LLAMA, None, {"gradient_checkpointing": True}),
     ("llama-3.2-1b lora", LLAMA, None, LORA),
