@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping
 
 from axlint.facts import RunFacts, Sharding, ShardingKind
@@ -123,7 +123,9 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     start = time.perf_counter()
-    spec = train_spec(facts)
+    # fp32 experts run through transformers' grouped_mm, whose fake-tensor kernel takes half precision only: the
+    # model keeps them in the load dtype and their fp32 bytes are added to the parameters below
+    spec = replace(train_spec(facts), experts_fp32=False)
     attn, note = effective_attention(spec, on_cuda=False)
     notes = [note] if note else []
     world = int(getattr(hw, "count", 1) or 1)
@@ -165,6 +167,10 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
         process["optimizer_states"] += int(kind.states * kind.state_bytes * trainable)
         notes.append(f"{spec.optimizer}: {kind.states:g} states of {kind.state_bytes:g} byte per trainable parameter "
                      "added to every moment (its kernels are CUDA-only; the step ran a stateless SGD)")
+    if facts.experts_fp32:
+        process["parameters"] += _expert_upcast_bytes(model)
+        notes.append("routed experts counted in fp32, as PEFT's kbit preparation leaves them (the simulation ran "
+                     "them in the load dtype)")
     if spec.quantization in QUANTIZED_BYTES:
         process["parameters"] -= _quantization_savings(model, QUANTIZED_BYTES[spec.quantization])
         notes.append(f"frozen decoder linears counted in {QUANTIZED_NAMES[spec.quantization]} "
@@ -325,6 +331,12 @@ def _deepspeed_mixed_precision(process: dict[str, int], params: list[Any]) -> No
     half = sum(p.numel() for p in params if p.element_size() == 2)
     process["optimizer_states"] += 2 * half * 2  # two Adam moments, 2 -> 4 bytes each
     process["master_weights"] += 4 * sum(p.numel() for p in params)
+
+
+def _expert_upcast_bytes(model: Any) -> int:
+    """What fp32 routed experts (transformers 5's 3-D expert weights) hold beyond their half-precision copy in the
+    simulated model (``training.model.upcast_experts`` casts the same parameters)."""
+    return sum(p.numel() * (4 - p.element_size()) for p in model.parameters() if p.dim() >= 3)
 
 
 def _quantization_savings(model: Any, bytes_per_weight: float) -> int:

@@ -275,10 +275,11 @@ def test_hf_loss_leaves_its_bf16_logits_block_cached(loss, unreused):
 
 
 @pytest.mark.parametrize("key", ["quantize_moe_experts", "llama4_linearized_experts"])
-def test_a_4bit_load_leaves_fused_experts_in_bf16_unless_axolotl_quantizes_them(key):
+def test_a_4bit_load_leaves_fused_experts_unquantized_unless_axolotl_quantizes_them(key):
     """transformers 5 stores routed experts as 3-D parameters (MixtralExperts), which bitsandbytes' replacement of
-    nn.Linear modules does not touch: a 4-bit Mixtral keeps ~45 B expert weights in bf16 unless Axolotl quantizes them
-    on load (quantize_moe_experts) or swaps them for per-expert nn.Linear modules (llama4_linearized_experts)."""
+    nn.Linear modules does not touch: a 4-bit Mixtral keeps ~45 B expert weights unquantized (in fp32 once PEFT's kbit
+    preparation has run) unless Axolotl quantizes them on load (quantize_moe_experts) or swaps them for per-expert
+    nn.Linear modules (llama4_linearized_experts)."""
     from axlint.memory.setup import read_setup
     from axlint.memory.states import weight_bytes
     from axlint.memory.params import trainable
@@ -293,7 +294,7 @@ def test_a_4bit_load_leaves_fused_experts_in_bf16_unless_axolotl_quantizes_them(
     experts = mixtral.expert_params
     assert experts > 0.95 * 45e9 and mixtral.quantizable_params + experts < mixtral.total_params
     plain, quantized = weights(qlora), weights({**qlora, key: True})
-    assert plain - quantized == pytest.approx(experts * (2 - 4.127 / 8), rel=0.01)
+    assert plain - quantized == pytest.approx(experts * (4 - 4.127 / 8), rel=0.01)
     assert weights({"adapter": "lora", "lora_r": 16, key: True}) == weights({"adapter": "lora", "lora_r": 16})
 
 
@@ -534,3 +535,33 @@ def test_liger_s_fused_loss_casts_an_fp32_lm_head_twice_under_autocast():
     e = L1B.embedding_params
     assert logits_bytes(L1B, fp32, 8192) - logits_bytes(L1B, bf16, 8192) == 2 * e + 2 * 2 * e
     assert est(config, arch=L1B).peak_allocated / GIB == pytest.approx(14.443, rel=0.01)
+
+
+QWEN_MOE = resolve_architecture("Qwen/Qwen3-30B-A3B")
+MOE_QLORA = {"base_model": "Qwen/Qwen3-30B-A3B", "load_in_4bit": True, "adapter": "qlora", "lora_r": 16,
+             "lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"], "gradient_checkpointing": True}
+
+
+@pytest.mark.parametrize("config, ds, hardware, fp32", [
+    ({}, None, "1xH100", True),                                       # PEFT's kbit preparation, nothing casts back
+    ({"load_in_4bit": False, "load_in_8bit": True, "adapter": "lora"}, None, "1xH100", True),
+    ({"quantize_moe_experts": True}, None, "1xH100", False),          # quantized on load: the preparation is skipped
+    ({}, {"zero_optimization": {"stage": 2}, "bf16": {"enabled": True}}, "1xH100", False),  # the engine casts back
+    ({"fsdp_version": 2, "fsdp_config": {"reshard_after_forward": True}}, None, "2xH100", False),
+    ({"adapter": None, "load_in_4bit": False}, None, "1xH100", False),
+])
+def test_a_4bit_adapter_run_leaves_the_unquantized_experts_in_fp32(config, ds, hardware, fp32):
+    hw = parse_hardware(hardware)
+    f = facts({**BASE, **MOE_QLORA, **config}, ds, QWEN_MOE, hw)
+    assert f.experts_fp32 is fp32
+
+
+def test_fp32_experts_double_their_bytes():
+    """Qwen3-30B-A3B QLoRA without quantize_moe_experts: 29 B expert weights at 4 bytes instead of 2."""
+    fp32 = est(MOE_QLORA, arch=QWEN_MOE)
+    setup = fp32.setup.with_changes(axolotl_loader=False)
+    from axlint.memory.estimate import estimate_setup
+    plain = estimate_setup(setup, QWEN_MOE, H100)
+    assert fp32.setup.experts_fp32 and fp32.setup.expert_bytes == 4 and not setup.experts_fp32
+    assert fp32.components["weights"] - plain.components["weights"] == 2 * QWEN_MOE.expert_params
+    assert any("casts them to fp32" in note for note in fp32.assumptions)

@@ -35,6 +35,7 @@ SMOL, QWEN, LLAMA, MOE = ("HuggingFaceTB/SmolLM2-135M", "Qwen/Qwen2.5-0.5B", "me
                           "Qwen/Qwen3-30B-A3B")
 LORA = {"adapter": "lora", "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "lora_target_linear": True}
 ATTENTION_LORA = {**LORA, "lora_target_linear": False, "lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}
+QLORA = {"adapter": "qlora", "load_in_4bit": True}
 
 # (case id, model, layers kept (None: all), settings on top of the common ones)
 CASES: list[tuple[str, str, int | None, dict[str, Any]]] = [
@@ -58,6 +59,11 @@ CASES: list[tuple[str, str, int | None, dict[str, Any]]] = [
     ("qwen3-30b-a3b[4 layers] full s8192", MOE, 4, {"sequence_len": 8192}),
     ("qwen3-30b-a3b[4 layers] lora", MOE, 4, ATTENTION_LORA),
     ("qwen3-30b-a3b[4 layers] lora ckpt", MOE, 4, {**ATTENTION_LORA, "gradient_checkpointing": True}),
+    # a 4-bit load leaves the 3-D experts unquantized and PEFT's kbit preparation casts them to fp32 (the simulation
+    # runs them in bf16, whose fake grouped_mm takes half precision only, and counts their fp32 bytes)
+    ("qwen3-30b-a3b[4 layers] qlora fp32 experts", MOE, 4, {**ATTENTION_LORA, **QLORA}),
+    ("qwen3-30b-a3b[4 layers] qlora fp32 experts ckpt", MOE, 4,
+     {**ATTENTION_LORA, **QLORA, "gradient_checkpointing": True}),
 ]
 
 

@@ -210,3 +210,21 @@ def test_upcast_embeddings_casts_the_embeddings_and_norms_as_axolotl_does() -> N
     assert model.lm_head.weight is inner.embed_tokens.weight  # still tied
     assert inner.norm.weight.dtype == torch.float32 and inner.layers[0].input_layernorm.weight.dtype == torch.float32
     assert inner.layers[0].self_attn.q_proj.weight.dtype == torch.bfloat16
+
+
+def test_upcast_experts_casts_the_3d_expert_weights_only() -> None:
+    import torch
+
+    from axlint.training.model import build_model, upcast_experts
+
+    config = {"hidden_size": 64, "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 2,
+              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "num_experts": 4,
+              "num_experts_per_tok": 2}
+    spec = train_spec(resolve_facts({"bf16": True, "load_in_4bit": True, "adapter": "qlora"}))
+    assert spec.experts_fp32
+    model = build_model("qwen3_moe", config, spec, attn="sdpa", device="cpu")
+    upcast_experts(model)
+    dtypes = {name: p.dtype for name, p in model.named_parameters()}
+    assert dtypes["model.layers.0.mlp.experts.gate_up_proj"] == torch.float32
+    assert dtypes["model.layers.0.mlp.experts.down_proj"] == torch.float32
+    assert dtypes["model.layers.0.self_attn.q_proj.weight"] == torch.bfloat16

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from axlint.architectures import Architecture
-from axlint.facts import ImageFeed, LossKernel, RunFacts, Sharding, keeps_fp32_embeddings
+from axlint.facts import ImageFeed, LossKernel, RunFacts, Sharding, kbit_upcasts_experts, keeps_fp32_embeddings
 from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
 from axlint.memory.params import linear_names, regex_leaf_names
@@ -85,6 +85,19 @@ class TrainSetup:
                                                              self.loss is LossKernel.CCE)
 
     @property
+    def experts_fp32(self) -> bool:
+        """The routed experts are fp32 in this setup (``facts.kbit_upcasts_experts``), unless the checkpoint stores
+        them in a format of its own (FP8, NVFP4, ...)."""
+        stored = self.prequantized is not None and not self.prequantized.bnb
+        return self.axolotl_loader and not stored and kbit_upcasts_experts(
+            self.adapter, self.quantization, self.sharding.kind, self.quantize_experts)
+
+    @property
+    def expert_bytes(self) -> int:
+        """Bytes per element of the routed experts' weights when they are not quantized."""
+        return C.FP32 if self.experts_fp32 else self.param_bytes
+
+    @property
     def embedding_bytes(self) -> int:
         """Bytes per element of the embedding weights and of what they feed: the residual stream that runs through
         the decoder's adds (fp32 + bf16 is fp32) and the embedding's gradient."""
@@ -156,8 +169,11 @@ def _weights_storage(facts: RunFacts, arch: Architecture, remote_experts: bool,
         notes.append("trust_remote_code: the repository's own modelling code runs (config.json's auto_map), whose "
                      f"routed experts are nn.Linear modules that {facts.quantization.value} quantizes")
     elif facts.quantization.value and arch.expert_params and not facts.quantize_experts:
-        notes.append(f"routed experts ({arch.expert_params / 1e9:.1f} B weights) stay in the load dtype under "
-                     f"{facts.quantization.value}: transformers 5 quantizes nn.Linear modules only; "
+        kept = ("then PEFT's kbit preparation, which Axolotl runs for an adapter on a 4/8-bit load, casts them to "
+                "fp32 (4 bytes each; how their matmuls then run is not modelled)"
+                if facts.experts_fp32 else "they stay in the load dtype")
+        notes.append(f"routed experts ({arch.expert_params / 1e9:.1f} B weights) are not quantized by "
+                     f"{facts.quantization.value}: transformers 5 quantizes nn.Linear modules only; {kept}; "
                      "`quantize_moe_experts: true` stores them quantized")
     pre = read_prequantized(arch.raw_config, arch.decoder_type, moe=arch.is_moe,
                             expert_kernels=facts.expert_kernels,

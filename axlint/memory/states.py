@@ -185,7 +185,7 @@ def _linear_bytes(setup: TrainSetup, stored: Prequantized | None, path: str, lin
     numel = lin.count * lin.d_in * lin.d_out
     if setup.quantization and (setup.quantize_experts or not lin.expert):
         return numel * _quantized_bytes(setup)
-    return numel * setup.param_bytes
+    return numel * (setup.expert_bytes if lin.expert else setup.param_bytes)
 
 
 def layer_weight_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> tuple[float, float]:
@@ -214,8 +214,9 @@ def _skip_probe(path: str, lin: Linear, q: Prequantized) -> str:
 def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     """W = quantized linears × (0.516 NF4+DQ | 0.5625 NF4 | 1 int8) + the rest (embeddings, lm_head, norms,
     biases, vision tower, routed experts unless ``quantize_moe_experts``) × load dtype, + LoRA adapters × 4 (fp32)
-    + modules_to_save copies × load dtype, + the fp32 embeddings' extra (4 − b)·U (``params.upcast_params``); a
-    quantized checkpoint's weights as it keeps them (``prequantized_bytes``).
+    + modules_to_save copies × load dtype, + the fp32 embeddings' extra (4 − b)·U (``params.upcast_params``) and the
+    routed experts' after PEFT's kbit preparation (4 − b)·E (``TrainSetup.experts_fp32``); a quantized checkpoint's
+    weights as it keeps them (``prequantized_bytes``).
     Axolotl casts embeddings/norms back to the load dtype after PEFT's fp32 upcast (Axolotl 0.18.0
     `loaders/model.py`, `_convert_embedding_modules_dtype`)."""
     stored = stored_checkpoint(setup)
@@ -229,17 +230,19 @@ def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     copies = t.base * setup.param_bytes if setup.adapter else 0
     upcast = t.base * (C.FP32 - setup.param_bytes) if fsdp1_upcasts(setup) else 0
     embeddings = upcast_params(arch, setup) * (C.FP32 - setup.param_bytes)
-    return base + t.adapter * C.FP32 + copies + upcast + embeddings
+    experts = arch.expert_params * (setup.expert_bytes - setup.param_bytes)
+    return base + t.adapter * C.FP32 + copies + upcast + embeddings + experts
 
 
 def expert_weight_bytes(arch: Architecture, setup: TrainSetup) -> float:
-    """The routed experts' part of W: their weights in the load dtype, quantized only with
-    ``quantize_moe_experts``, or as a quantized checkpoint keeps them."""
+    """The routed experts' part of W: their weights in the load dtype (fp32 after PEFT's kbit preparation:
+    ``TrainSetup.experts_fp32``), quantized only with ``quantize_moe_experts``, or as a quantized checkpoint keeps
+    them."""
     stored = stored_checkpoint(setup)
     if stored is not None:
         return prequantized_bytes(arch, setup, stored)[1]
     quantized = setup.quantization and setup.quantize_experts
-    return arch.expert_params * (_quantized_bytes(setup) if quantized else setup.param_bytes)
+    return arch.expert_params * (_quantized_bytes(setup) if quantized else setup.expert_bytes)
 
 
 def expert_weight_fraction(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:

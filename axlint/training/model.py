@@ -71,11 +71,24 @@ def upcast_embeddings(model: Any, model_type: str) -> None:
             module.to(torch.float32)
 
 
+def upcast_experts(model: Any) -> None:
+    """Cast the routed experts (transformers 5's 3-D expert weights, the parameters of three or more dimensions)
+    to fp32, as PEFT's ``prepare_model_for_kbit_training`` leaves them for `RunFacts.experts_fp32` (it casts the
+    routers and biases too, whose size is negligible; Axolotl casts the norms and embeddings back)."""
+    import torch
+
+    for param in model.parameters():
+        if param.dim() >= 3 and param.dtype in (torch.bfloat16, torch.float16):
+            param.data = param.data.to(torch.float32)
+
+
 def prepare_for_training(model: Any, spec: TrainSpec, model_type: str = "") -> Any:
-    """Embeddings upcast (when Axolotl leaves them fp32), LoRA adapters (when configured), gradient checkpointing,
-    train mode — outside `zero.Init`, as Axolotl does."""
+    """Embeddings upcast (when Axolotl leaves them fp32), experts upcast (PEFT's kbit preparation), LoRA adapters
+    (when configured), gradient checkpointing, train mode — outside `zero.Init`, as Axolotl does."""
     if spec.embeddings_fp32:
         upcast_embeddings(model, model_type)
+    if spec.experts_fp32:
+        upcast_experts(model)
     if spec.adapter in ("lora", "qlora"):
         model = apply_lora(model, spec)
     if spec.gradient_checkpointing:

@@ -40,6 +40,8 @@ class TrainSpec:
     """Modules PEFT keeps a trainable full copy of (`lora_modules_to_save`, e.g. embed_tokens and lm_head)."""
     embeddings_fp32: bool = False
     """Axolotl leaves the input and output embeddings in fp32 (`RunFacts.embeddings_fp32`)."""
+    experts_fp32: bool = False
+    """PEFT's kbit preparation leaves the routed experts in fp32 (`RunFacts.experts_fp32`)."""
 
     @property
     def tokens(self) -> int:
@@ -90,6 +92,7 @@ def train_spec(facts: RunFacts) -> TrainSpec:
         liger={key: True for key, enabled in zip(LIGER_KEYS, on) if enabled},
         lora_modules_to_save=list(facts.lora.modules_to_save),
         embeddings_fp32=facts.embeddings_fp32,
+        experts_fp32=facts.experts_fp32,
     )
 
 

@@ -67,10 +67,12 @@ def run_rank(job: dict[str, Any]) -> dict[str, Any]:
     _init_distributed(ds, world, on_cuda)
     attn, note = effective_attention(spec, on_cuda)
     result["notes"] += [note] if note else []
-    if spec.embeddings_fp32 and not on_cuda:
-        spec = dataclasses.replace(spec, embeddings_fp32=False)
-        result["notes"].append("the embeddings Axolotl keeps in fp32 were left in the load dtype: on CPU the step "
-                               "runs without autocast, and fp32 activations cannot meet half-precision weights")
+    if (spec.embeddings_fp32 or spec.experts_fp32) and not on_cuda:
+        kept = " and ".join(part for part, on in (("embeddings", spec.embeddings_fp32),
+                                                  ("routed experts", spec.experts_fp32)) if on)
+        spec = dataclasses.replace(spec, embeddings_fp32=False, experts_fp32=False)
+        result["notes"].append(f"the {kept} Axolotl keeps in fp32 were left in the load dtype: on CPU the step runs "
+                               "without autocast, and fp32 and half-precision tensors cannot meet in a matmul")
     result["environment"] = device_name(on_cuda)
     meter = Meter(on_cuda)
     zero3 = ds is not None and facts.zero_stage.value == 3
