@@ -169,8 +169,8 @@ def _setting(row: dict[str, Any]) -> str:
         parts.append(f"r{c['lora_r']}")
     parts.append(f"seq {c.get('sequence_len')} × mbs {c.get('micro_batch_size', 1)}")
     parts.append("GC" if c.get("gradient_checkpointing") else "no GC")
-    if c.get("plugins"):
-        parts.append("Liger")
+    names = {"LigerPlugin": "Liger", "CutCrossEntropyPlugin": "CCE"}
+    parts += [names.get(plugin.rsplit(".", 1)[-1], plugin.rsplit(".", 1)[-1]) for plugin in c.get("plugins") or ()]
     zero = ds.get("zero_optimization") or {}
     if zero:
         off = [k.split("_")[1] for k in ("offload_optimizer", "offload_param")
