@@ -515,7 +515,8 @@ def upcast_params(arch: Architecture, setup: TrainSetup) -> int:
     modules named embed_tokens and lm_head). The norms are cast too; their h-sized weights are not counted."""
     if not setup.embeddings_fp32:
         return 0
-    return arch.embedding_params + (0 if arch.tie_word_embeddings or arch.num_labels else arch.vocab_size * arch.hidden_size)
+    head = 0 if arch.tie_word_embeddings or arch.num_labels else arch.vocab_size * arch.hidden_size
+    return arch.embedding_params + head
 
 
 def upcast_trained(arch: Architecture, setup: TrainSetup) -> int:
