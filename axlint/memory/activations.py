@@ -160,7 +160,8 @@ def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear
     mine = [lin for lin in consumers if lin in adapted]
     copies, dropout = adapter_input_copies(setup), setup.lora_dropout > 0
     shared_reader = trains or int8_base or (mine and not copies and not dropout)
-    readers = (len(consumers) if trains or int8_base else len(mine)) if fp32_input else 1
+    # an fp32 norm output comes with a full fine-tune (no adapter): each of its readers keeps its own half copy
+    readers = len(consumers) if fp32_input else 1
     once = 0 if kept or not shared_reader else C.LINEAR_INPUT_BYTES * width * readers
     per_reader = (C.LORA_DROPPED_COPY_BYTES if copies or dropout else 0) + (C.LORA_DROPOUT_MASK_BYTES if dropout else 0)
     return once + len(mine) * per_reader * width + len(mine) * C.BF16 * setup.lora_r
