@@ -183,6 +183,19 @@ class ImageFeed:
     freeze_mm_modules: bool
 
 
+EMBEDDING_LAYERS = {"gpt_neox": ("embed_in", "embed_out"), "falcon": ("word_embeddings", "lm_head"),
+                    "nemotron_h": ("embeddings", "lm_head")}
+"""The input and output embedding modules Axolotl names by model type: the ones it requires in
+`lora_modules_to_save` when new tokens are added, and casts with the norms (`keeps_fp32_embeddings`); every other
+type uses `embed_tokens` and `lm_head` (Axolotl 0.18.0 `loaders/utils.py`, `get_linear_embedding_layers`)."""
+DEFAULT_EMBEDDING_LAYERS = ("embed_tokens", "lm_head")
+
+
+def embedding_layers(model_type: str | None) -> tuple[str, ...]:
+    """Axolotl's embedding module names for ``model_type`` (``EMBEDDING_LAYERS``)."""
+    return EMBEDDING_LAYERS.get(model_type or "", DEFAULT_EMBEDDING_LAYERS)
+
+
 def keeps_fp32_embeddings(adapter: str | None, half: bool, sharding: ShardingKind, attn_implementation: str | None,
                           cce: bool) -> bool:
     """Whether Axolotl trains with the input and output embeddings in fp32 while the rest of the model is in half

@@ -5,23 +5,13 @@ from __future__ import annotations
 from typing import Iterator
 
 from axlint.checks.locate import ax_hit
+from axlint.facts import DEFAULT_EMBEDDING_LAYERS, EMBEDDING_LAYERS, embedding_layers
 from axlint.rule import Hit, Rule, register_check
 from axlint.run import TrainingRun
 
 LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules", "lora_target_linear", "lora_modules_to_save")
 EMBEDDING_MODULES = frozenset({"embed_tokens", "lm_head", "wte", "embed_in", "embed_out", "word_embeddings",
                                "tok_embeddings", "output"})
-EMBEDDING_LAYERS = {"gpt_neox": ("embed_in", "embed_out"), "falcon": ("word_embeddings", "lm_head"),
-                    "nemotron_h": ("embeddings", "lm_head")}
-"""The input and output embedding modules Axolotl requires in `lora_modules_to_save` when new tokens are added,
-by model type; every other type uses `embed_tokens` and `lm_head` (Axolotl 0.18.0 `loaders/utils.py`,
-`get_linear_embedding_layers`)."""
-DEFAULT_EMBEDDING_LAYERS = ("embed_tokens", "lm_head")
-
-
-def embedding_layers(run: TrainingRun) -> tuple[str, ...]:
-    model_type = getattr(run.arch, "model_type", None)
-    return EMBEDDING_LAYERS.get(model_type, DEFAULT_EMBEDDING_LAYERS)
 
 
 @register_check("ax_lora_keys_without_adapter", args=("keys",))
@@ -62,7 +52,7 @@ def check_new_tokens_embedding_modules(run: TrainingRun, rule: Rule) -> Iterator
     # Axolotl tests `name in lora_modules_to_save`: list membership, or a substring of a string value
     listed = modules if isinstance(modules, str) else [m for m in modules if isinstance(m, str)] \
         if isinstance(modules, list) else []
-    required = embedding_layers(run)
+    required = embedding_layers(getattr(run.arch, "model_type", None))
     missing = [m for m in required if m not in listed]
     if not missing:
         return

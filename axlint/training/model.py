@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any, Mapping
 
+from axlint.facts import embedding_layers
 from axlint.training.spec import TrainSpec, cpu_attention
 
 
@@ -53,19 +54,13 @@ def build_model(model_type: str, config: Mapping[str, Any], spec: TrainSpec, *, 
         return AutoModelForCausalLM.from_config(cfg, dtype=getattr(torch, spec.dtype), attn_implementation=attn)
 
 
-EMBEDDING_NAMES = {"gpt_neox": ("embed_in", "embed_out"), "falcon": ("word_embeddings", "lm_head"),
-                   "nemotron_h": ("embeddings", "lm_head")}
-"""The embedding modules Axolotl casts, by model type; every other type: embed_tokens and lm_head (Axolotl 0.18.0
-``loaders/utils.py`` ``get_linear_embedding_layers``)."""
-
-
 def upcast_embeddings(model: Any, model_type: str) -> None:
     """Cast the norms (every module with "norm" in its name) and every module whose name contains an embedding name
     (and has a weight) to fp32, as Axolotl's loader does for `RunFacts.embeddings_fp32`. A tied output embedding
     shares the parameter and follows it."""
     import torch
 
-    names = EMBEDDING_NAMES.get(model_type, ("embed_tokens", "lm_head"))
+    names = embedding_layers(model_type)
     for name, module in model.named_modules():
         if "norm" in name or (any(n in name for n in names) and hasattr(module, "weight")):
             module.to(torch.float32)
