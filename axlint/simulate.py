@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from axlint.facts import RunFacts, Sharding, ShardingKind
@@ -123,9 +123,7 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     start = time.perf_counter()
-    # fp32 experts run through transformers' grouped_mm, whose fake-tensor kernel takes half precision only: the
-    # model keeps them in the load dtype and their fp32 bytes are added to the parameters below
-    spec = replace(train_spec(facts), experts_fp32=False)
+    spec = train_spec(facts)
     attn, note = effective_attention(spec, on_cuda=False)
     notes = [note] if note else []
     world = int(getattr(hw, "count", 1) or 1)
@@ -138,7 +136,7 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
     if deepspeed and spec.dtype != "float32":
         cast_parameters(model, getattr(torch, spec.dtype))
     autocast = not deepspeed and spec.dtype != "float32"
-    with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), _fused_dropout():
+    with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), _fused_dropout(), _fp32_grouped_mm():
         materialize_fake(model)
         params = [p for p in model.parameters() if p.requires_grad]
         kind = None if deepspeed else optimizer_spec(spec.optimizer)
@@ -167,10 +165,6 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
         process["optimizer_states"] += int(kind.states * kind.state_bytes * trainable)
         notes.append(f"{spec.optimizer}: {kind.states:g} states of {kind.state_bytes:g} byte per trainable parameter "
                      "added to every moment (its kernels are CUDA-only; the step ran a stateless SGD)")
-    if facts.experts_fp32:
-        process["parameters"] += _expert_upcast_bytes(model)
-        notes.append("routed experts counted in fp32, as PEFT's kbit preparation leaves them (the simulation ran "
-                     "them in the load dtype)")
     if spec.quantization in QUANTIZED_BYTES:
         process["parameters"] -= _quantization_savings(model, QUANTIZED_BYTES[spec.quantization])
         notes.append(f"frozen decoder linears counted in {QUANTIZED_NAMES[spec.quantization]} "
@@ -295,6 +289,42 @@ def _fused_dropout() -> Any:
     return mock.patch.object(torch.nn.functional, "dropout", dropout)
 
 
+def _fp32_grouped_mm() -> Any:
+    """transformers' grouped expert matmul (``integrations/moe.py`` ``_grouped_mm``) for fp32 experts, which PEFT's
+    kbit preparation leaves: PyTorch's kernels take fp32 (on CUDA through ``_grouped_mm_fallback``, a loop of
+    matmuls, GroupedBlas.cpp), but its meta kernel, which fake tensors run, takes half precision only. The stand-in
+    makes the fp32 output and, as the ``_grouped_mm`` derivative does, saves the weight when the tokens need a
+    gradient and the tokens when the weight does; half-precision experts run the real op."""
+    from unittest import mock
+
+    import torch
+    from transformers.integrations import moe
+
+    class GroupedMM(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, tokens: Any, weight: Any, offs: Any) -> Any:
+            needs_tokens, needs_weight = ctx.needs_input_grad[:2]
+            ctx.save_for_backward(weight if needs_tokens else None, tokens if needs_weight else None)
+            ctx.shapes = tokens.shape, weight.shape
+            return tokens.new_empty((tokens.shape[0], weight.shape[-1]))
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            weight, tokens = ctx.saved_tensors
+            tokens_shape, weight_shape = ctx.shapes
+            return (grad.new_empty(tokens_shape) if weight is not None else None,
+                    grad.new_empty(weight_shape) if tokens is not None else None, None)
+
+    real = moe._grouped_mm
+
+    def grouped_mm(tokens: Any, weight: Any, offs: Any) -> Any:
+        if weight.dtype != torch.float32:
+            return real(tokens, weight, offs)
+        return GroupedMM.apply(tokens.to(weight.dtype), weight, offs)
+
+    return mock.patch.object(moe, "_grouped_mm", grouped_mm)
+
+
 def _train_step(model: Any, optimizer: Any, spec: TrainSpec, vocab: int, autocast: bool,
                 after_backward: Callable[[], None]) -> None:
     """One optimizer step; with gradient accumulation two micro-batches, so gradients live through a forward.
@@ -331,12 +361,6 @@ def _deepspeed_mixed_precision(process: dict[str, int], params: list[Any]) -> No
     half = sum(p.numel() for p in params if p.element_size() == 2)
     process["optimizer_states"] += 2 * half * 2  # two Adam moments, 2 -> 4 bytes each
     process["master_weights"] += 4 * sum(p.numel() for p in params)
-
-
-def _expert_upcast_bytes(model: Any) -> int:
-    """What fp32 routed experts (transformers 5's 3-D expert weights) hold beyond their half-precision copy in the
-    simulated model (``training.model.upcast_experts`` casts the same parameters)."""
-    return sum(p.numel() * (4 - p.element_size()) for p in model.parameters() if p.dim() >= 3)
 
 
 def _quantization_savings(model: Any, bytes_per_weight: float) -> int:

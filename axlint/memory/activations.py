@@ -13,7 +13,8 @@ k experts per token, r LoRA rank, d the width of a Linear's input:
   qk-norm     norm internals (above) over hq + hkv; rotary embedding keeps only cos/sin
   MLP         gated 6I (gate output, activation output, up output; Liger GLU 4I); plain 2I (fc1 output)
               MoE: router 4E + 38 per choice; per choice gate|up 4I, activation 2I, down output 2h; trained experts
-              add the gathered input 2h and the product 2I per choice
+              add the gathered input 2h and the product 2I per choice; fp32 experts (``expert_scale``) keep these
+              per-choice tensors in fp32, twice the bytes
   inputs      a Linear input tensor of width d (norm output, product, eager attention output) is kept once, 2d,
               when a consumer needs it: a trained weight, an 8-bit bitsandbytes base layer (MatMul8bitLt keeps its
               input; the 4-bit MatMul4Bit keeps only the packed weight since bitsandbytes 0.43.2, 0.50.2
@@ -105,11 +106,23 @@ def mixer_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
                            for shape in arch.mixer_shapes(layer))
 
 
+def expert_scale(setup: TrainSetup) -> float:
+    """How much larger the routed experts' activations are than the model's: 2 when PEFT's kbit preparation leaves
+    the experts fp32 in a half-precision run (``TrainSetup.experts_fp32``), else 1. transformers 5's grouped_mm path
+    casts the gathered tokens to the weight's dtype (``integrations/moe.py`` ``_grouped_mm``), so the gate|up output,
+    the activation and the down output are fp32; PyTorch accepts fp32 in ``_grouped_mm`` and runs it through its
+    per-expert loop (``GroupedBlas.cpp`` ``_grouped_mm_fallback``; the bf16 grouped kernel takes bf16 only). Checked
+    on a CPU with real tensors (tests/test_activations.py): a Qwen3-MoE block keeps 2672 bytes per token with bf16
+    experts and 5232 with fp32 ones at h 256, I 128, 8 experts, top-2."""
+    return setup.expert_bytes / setup.param_bytes
+
+
 def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
-    """Gated 6I (Liger GLU 4I), plain 2I; MoE: router 4E + per choice 38 + 4I + 2I + 2h, trained experts + 2h + 2I
-    (so are experts under a ``lora_target_parameters`` adapter: PEFT's ParamWrapper runs them on W + BA, a weight that
-    needs a gradient, so the grouped matmuls keep their inputs), plus the shared experts as a gated MLP (Qwen2-MoE's
-    sigmoid gate keeps the shared output 2h); 0 in a layer without an MLP."""
+    """Gated 6I (Liger GLU 4I), plain 2I; MoE: router 4E + per choice 38 + (4I + 2I + 2h)·``expert_scale``, trained
+    experts + (2h + 2I)·``expert_scale`` (so are experts under a ``lora_target_parameters`` adapter: PEFT's
+    ParamWrapper runs them on W + BA, a weight that needs a gradient, so the grouped matmuls keep their inputs), plus
+    the shared experts as a gated MLP (Qwen2-MoE's sigmoid gate keeps the shared output 2h); 0 in a layer without an
+    MLP."""
     gated = C.MLP_GATED_LIGER if setup.liger_glu else C.MLP_GATED
     if arch.layer_plan(layer).mlp is None:
         return 0.0
@@ -118,9 +131,10 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     if not arch.is_moe_layer(layer):
         return gated * arch.layer_intermediate_size(layer)
     h, i, k = arch.hidden_size, arch.moe_intermediate_size, arch.experts_per_token
-    per_choice = C.ROUTING_BYTES_PER_CHOICE + (C.MOE_GATE_UP_BYTES + C.MOE_ACT_BYTES) * i + C.MOE_DOWN_OUT_BYTES * h
+    experts = (C.MOE_GATE_UP_BYTES + C.MOE_ACT_BYTES) * i + C.MOE_DOWN_OUT_BYTES * h
     if base_trains(setup) or adapted_expert_parameters(arch, setup, layer):
-        per_choice += C.LINEAR_INPUT_BYTES * (h + i)
+        experts += C.LINEAR_INPUT_BYTES * (h + i)
+    per_choice = C.ROUTING_BYTES_PER_CHOICE + experts * expert_scale(setup)
     shared = gated * arch.shared_expert_intermediate_size
     if arch.layout.moe_beside_mlp:  # Gemma 4: the dense MLP runs beside the experts
         shared += gated * arch.layer_intermediate_size(layer)
@@ -258,8 +272,8 @@ def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int, 
 
 def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     """Gradient temporaries of one layer's backward: output grad 2h + at its MLP gated 6I (Liger GLU 2I: its kernel
-    writes the gate and up gradients over the saved inputs; plain 4I; MoE per choice 6·I_moe + 2h, + the shared
-    experts' gated 6I / 2I; none without an MLP) + its other mixers' ``backward_per_token``. A tiled
+    writes the gate and up gradients over the saved inputs; plain 4I; MoE per choice (6·I_moe + 2h)·``expert_scale``,
+    + the shared experts' gated 6I / 2I; none without an MLP) + its other mixers' ``backward_per_token``. A tiled
     MLP (``tiled``) recomputes one tile at a time: its temporaries and ``mlp_part_bytes`` ÷ tiles, beside the
     gradient of its whole input 2h."""
     h = arch.hidden_size
@@ -271,7 +285,7 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
         mlp = C.BACKWARD_MLP_PLAIN * arch.layer_intermediate_size(layer)
     elif arch.is_moe_layer(layer):
         mlp = (arch.experts_per_token * (C.BACKWARD_MLP_GATED * arch.moe_intermediate_size + C.BF16 * h)
-               + gated * arch.shared_expert_intermediate_size)
+               * expert_scale(setup) + gated * arch.shared_expert_intermediate_size)
         if arch.layout.moe_beside_mlp:  # Gemma 4's dense MLP beside the experts
             mlp += gated * arch.layer_intermediate_size(layer)
     else:

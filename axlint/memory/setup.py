@@ -170,7 +170,8 @@ def _weights_storage(facts: RunFacts, arch: Architecture, remote_experts: bool,
                      f"routed experts are nn.Linear modules that {facts.quantization.value} quantizes")
     elif facts.quantization.value and arch.expert_params and not facts.quantize_experts:
         kept = ("then PEFT's kbit preparation, which Axolotl runs for an adapter on a 4/8-bit load, casts them to "
-                "fp32 (4 bytes each; what their fp32 matmuls add on top is not counted)"
+                "fp32: 4 bytes a weight, and their matmuls then keep fp32 activations (counted) and run through "
+                "PyTorch's per-expert fallback loop instead of its bf16 grouped kernel"
                 if facts.experts_fp32 else "they stay in the load dtype")
         notes.append(f"routed experts ({arch.expert_params / 1e9:.1f} B weights) are not quantized by "
                      f"{facts.quantization.value}: transformers 5 quantizes nn.Linear modules only; {kept}; "
