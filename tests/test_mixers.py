@@ -91,15 +91,42 @@ SMALL_GDN = {"model_type": "qwen3_5_text", "hidden_size": 64, "intermediate_size
 
 
 def test_gated_deltanet_activation_formula_by_hand() -> None:
-    """saved 8K + 18Vd + 8Hk + 146Hv = 256 + 1152 + 16 + 584 = 2008 bytes per token;
+    """saved 12K + 20Vd + 8Hk + 146Hv = 384 + 1280 + 16 + 584 = 2264 bytes per token;
     backward Hv·dk·dv/16 + 4Hv·dk + 18Vd + 6K + 2C = 64 + 256 + 1152 + 192 + 256 = 1920;
     when the norm's weight trains 2Vd = 128 more."""
     shape = mixers.MIXERS["gated_deltanet_split"](SMALL_GDN, 0)
-    assert shape.saved_per_token == 2008
+    assert shape.saved_per_token == 2264
     assert shape.backward_per_token == 1920
     assert shape.trained_per_token == 128
     assert [lin.name for lin in shape.input_linears] == ["in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a"]
     assert [(lin.d_in, lin.d_out) for lin in shape.own_linears] == [(64, 64)]
+
+
+def test_pytorch_causal_convolution_keeps_its_input_and_its_output() -> None:
+    """Without the causal_conv1d package (Axolotl's Qwen3-Next and Qwen3.5 examples uninstall it) transformers runs
+    Qwen3.5's causal convolution in PyTorch: autograd keeps the convolution's input and its padded output (SiLU's
+    input), 2C bytes a token each, the 4C of the formula's conv term; measured on real CPU tensors, frozen or trained
+    convolution weight alike."""
+    import torch
+    from transformers.models.qwen3_5 import modeling_qwen3_5
+
+    channels, tokens, kernel = 128, 256, 4
+    for trains in (False, True):
+        weight = torch.randn(channels, kernel, dtype=torch.bfloat16).requires_grad_(trains)
+        hidden = torch.randn(1, tokens, channels, dtype=torch.bfloat16, requires_grad=True)
+        qkv = (hidden * 1).transpose(1, 2)  # the in-projection's output, as the layer hands it over
+        kept: dict[int, int] = {}
+
+        def keep(t: torch.Tensor) -> torch.Tensor:
+            if t.untyped_storage().data_ptr() != weight.untyped_storage().data_ptr():
+                kept[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
+            out = modeling_qwen3_5.causal_conv1d_fn(qkv, weight, None, activation="silu")
+        out.float().sum().backward()
+        padded = 2 * channels * (kernel - 1)  # the output's kernel - 1 extra positions, cut off after the conv
+        assert sum(kept.values()) == 4 * channels * tokens + padded
 
 
 def test_gated_deltanet_layers_and_the_estimate_note() -> None:
@@ -108,8 +135,8 @@ def test_gated_deltanet_layers_and_the_estimate_note() -> None:
     arch = Architecture.from_config("t/qwen3.5", "model-config", SMALL_GDN)
     assert [arch.has_attention(i) for i in range(4)] == [False, False, False, True]
     setup = _setup(arch)
-    assert activations.mixer_bytes(arch, setup, 0) == 2008 + 128
-    assert activations.mixer_bytes(arch, _setup(arch, adapter="lora", lora_r=8, lora_target_linear=True), 0) == 2008
+    assert activations.mixer_bytes(arch, setup, 0) == 2264 + 128
+    assert activations.mixer_bytes(arch, _setup(arch, adapter="lora", lora_r=8, lora_target_linear=True), 0) == 2264
     assert arch.mixer_kinds == ("gated_deltanet_split",)
     from axlint.memory import estimate_memory
     hw = parse_hardware("1xH100")

@@ -103,10 +103,15 @@ memory verdict unknown (DeepSeek-V4's attention, ``dsv4.py``)."""
 FLA_CHUNK = 64
 """Chunk length of flash-linear-attention's chunked gated delta rule (``chunk_size=64``)."""
 
-GATED_DELTANET_PATH = ("Gated DeltaNet layers: the activations of flash-linear-attention's chunk_gated_delta_rule and "
-                       "causal-conv1d's kernel, which transformers runs when both are installed (Axolotl's Qwen3-Next "
-                       "example says they are needed); without them the PyTorch fallback keeps more")
-"""The estimate's note for a model with Gated DeltaNet layers: the kernel path the activation formula models."""
+GATED_DELTANET_PATH = ("Gated DeltaNet layers: the activations of flash-linear-attention's chunk_gated_delta_rule "
+                       "(Axolotl installs it) and of the causal convolution in PyTorch (Axolotl's Qwen3-Next and "
+                       "Qwen3.5 examples uninstall causal-conv1d); without flash-linear-attention the PyTorch fallback "
+                       "keeps more, and Axolotl's README says packed sequences then fail")
+"""The estimate's note for a model with Gated DeltaNet layers: the path the activation formula models. Axolotl 0.18
+depends on flash-linear-attention 0.4.1 (pyproject.toml) and its examples/qwen3-next and examples/qwen3.5 READMEs say
+`uv pip uninstall causal-conv1d && uv pip install flash-linear-attention==0.4.1`; transformers 5.24 then runs fla's
+``chunk_gated_delta_rule`` and, without the causal_conv1d package, its own PyTorch ``causal_conv1d_fn``
+(``use_kernel_func_from_hub_with_fallback``)."""
 
 
 @dataclass(frozen=True)
@@ -147,11 +152,13 @@ class DeltaNetSizes:
 
 
 def gated_deltanet_saved(s: DeltaNetSizes) -> float:
-    """Bytes per token a Gated DeltaNet layer keeps for backward beyond its Linears' inputs, on the kernel path
-    (``GATED_DELTANET_PATH``): 8K + 18Vd + 8Hk + 146Hv, the sum of
+    """Bytes per token a Gated DeltaNet layer keeps for backward beyond its Linears' inputs, on the path of
+    ``GATED_DELTANET_PATH``: 12K + 20Vd + 8Hk + 146Hv, the sum of
 
-    - causal-conv1d (Dao-AILab/causal-conv1d ``causal_conv1d_interface.py``, ``CausalConv1dFn.forward`` saves x):
-      the convolution's input, the in-projection's q|k|v output, 2C = 4K + 2Vd;
+    - the causal convolution in PyTorch (transformers 5.24 ``causal_conv1d_fn`` without the causal_conv1d package:
+      ``F.conv1d`` then SiLU): the convolution's input, the in-projection's q|k|v output, and its padded output,
+      which SiLU keeps, 2C each, 4C = 8K + 4Vd (causal-conv1d's fused kernel would keep the input only, 2C; checked
+      on a CPU with real tensors, tests/test_mixers.py);
     - flash-linear-attention (fla-org/flash-linear-attention ``fla/ops/gated_delta_rule/chunk.py``,
       ``ChunkGatedDeltaRuleFunction.forward`` saves q, q_rstd, k, k_rstd, v, g, beta, A): the l2-normalised q and k
       2K each, their fp32 rstd 4Hk each, v 2Vd, the chunk-local cumsum of g in fp32 4Hv, beta 2Hv (the sigmoid's
@@ -165,7 +172,7 @@ def gated_deltanet_saved(s: DeltaNetSizes) -> float:
 
     K = Hk·dk, Vd = Hv·dv, C = 2K + Vd (``DeltaNetSizes``)."""
     k, v, hk, hv = s.keys, s.values, s.key_heads, s.value_heads
-    conv = 2 * s.conv
+    conv = 2 * s.conv + 2 * s.conv
     fla = 2 * k + 2 * k + 4 * hk + 4 * hk + 2 * v + 4 * hv + 2 * hv + 2 * FLA_CHUNK * hv
     decay = 4 * hv + 4 * hv
     gated_norm = 4 * v + 4 * hv + 2 * v + 4 * v + 4 * v
