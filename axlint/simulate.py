@@ -14,6 +14,8 @@ Trainer runs under Axolotl:
   (`masking_utils.find_packed_sequence_indices`) would assume packing and build an explicit s×s mask, which also
   makes sdpa repeat K/V; the check is answered as it is for real unpacked ids (no packing), so sdpa runs with
   `is_causal` and GQA as on a GPU;
+- a run configured with flash attention runs sdpa without a mask, as flash takes none (transformers would build
+  one for a sliding window as long as the sequence or shorter);
 - dropout runs the fused `native_dropout` kernel (output + 1-byte mask) that `aten::dropout` picks on CUDA, not
   the CPU composite that keeps a noise tensor in the input's dtype.
 The per-GPU numbers then apply what one process cannot show:
@@ -136,7 +138,9 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
     if deepspeed and spec.dtype != "float32":
         cast_parameters(model, getattr(torch, spec.dtype))
     autocast = not deepspeed and spec.dtype != "float32"
-    with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), _fused_dropout(), _fp32_grouped_mm():
+    flash = spec.attn_implementation.startswith("flash_attention") and attn == "sdpa"
+    with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), _fused_dropout(), _fp32_grouped_mm(), \
+            _no_mask(flash):
         materialize_fake(model)
         params = [p for p in model.parameters() if p.requires_grad]
         kind = None if deepspeed else optimizer_spec(spec.optimizer)
@@ -269,6 +273,21 @@ def _unpacked_sequences() -> Any:
     from transformers import masking_utils
 
     return mock.patch.object(masking_utils, "find_packed_sequence_indices", lambda position_ids: None)
+
+
+def _no_mask(flash: bool) -> Any:
+    """For a run configured with flash attention, which the CPU runs as sdpa: no attention mask, as flash attention
+    takes none. transformers builds one for sdpa whenever a sliding window is as long as the keys or shorter
+    (``masking_utils._ignore_causal_mask_sdpa``: Mistral-7B's 4096-token window at 4096 tokens or more), which the
+    flash kernel applies itself; sdpa then runs with ``is_causal``, the memory of a causal flash kernel."""
+    import contextlib
+    from unittest import mock
+
+    from transformers import masking_utils
+
+    if not flash:
+        return contextlib.nullcontext()
+    return mock.patch.object(masking_utils, "_ignore_causal_mask_sdpa", lambda *args, **kwargs: True)
 
 
 def _fused_dropout() -> Any:

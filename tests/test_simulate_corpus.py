@@ -17,9 +17,9 @@ SECONDS = 30.0
 """The budget of one simulation with 4 layers on a 2-core CPU (the slowest measured: 3.2 s)."""
 TOLERANCE = 0.10
 KNOWN_GAPS = {
-    "examples/mistral/lora.yml",                      # -18 %: 0.7 of its 1.8 GiB is the sdpa mask the simulation
-    "examples/mistral/qlora.yml",                     # builds for the 4096 sliding window (flash needs none)
-}
+    "examples/mistral/lora.yml",                      # -10.5 % and -14.2 %: 2 × 8192 tokens, where the simulation
+    "examples/mistral/qlora.yml",                     # holds about 2.6 bytes per token and vocabulary entry more
+}                                                     # than the analytic loss moment
 """Configs whose simulated and analytic peaks are more than 10 % apart today; a config that comes within 10 % must
 leave this list, so that it always says what is open."""
 
