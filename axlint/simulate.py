@@ -25,7 +25,8 @@ The per-GPU numbers then apply what one process cannot show:
   CPU-offloaded state (optimizer, its gradients, offloaded parameters) leaves the GPU; the buffers sharding adds
   (gathered units, reduce buckets, DDP's gradient buckets: `sharding.buffer_bytes`) are added as
   "sharding_buffers", since one process cannot show them;
-- QLoRA stores the frozen decoder linears in NF4 with double quantization (≈ 4.127 bits per weight);
+- QLoRA stores the frozen decoder linears in NF4 with double quantization (≈ 4.127 bits per weight), and its LoRA
+  layers keep their input in the half dtype under autocast, as PEFT's bitsandbytes layers do;
 - 8-bit (and other non-torch) optimizer states, their number × bytes per trainable weight, are live at every moment
   after the first step, so they are added to the peak the stateless step found; a paged optimizer's states are
   CUDA managed memory outside PyTorch's allocator and are left out, as the estimate's allocated peak leaves them.
@@ -140,7 +141,7 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
     autocast = not deepspeed and spec.dtype != "float32"
     flash = spec.attn_implementation.startswith("flash_attention") and attn == "sdpa"
     with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), _fused_dropout(), _fp32_grouped_mm(), \
-            _no_mask(flash):
+            _no_mask(flash), _bnb_adapter_inputs(model, autocast and spec.quantization in QUANTIZED_BYTES):
         materialize_fake(model)
         params = [p for p in model.parameters() if p.requires_grad]
         kind = None if deepspeed else optimizer_spec(spec.optimizer)
@@ -288,6 +289,17 @@ def _no_mask(flash: bool) -> Any:
     if not flash:
         return contextlib.nullcontext()
     return mock.patch.object(masking_utils, "_ignore_causal_mask_sdpa", lambda *args, **kwargs: True)
+
+
+def _bnb_adapter_inputs(model: Any, active: bool) -> Any:
+    """LoRA on a bitsandbytes base layer under autocast, as PEFT runs it: its ``Linear4bit`` / ``Linear8bitLt``
+    forward casts the input to the adapter's fp32 only when autocast is off (peft 0.21 tuners/lora/bnb.py,
+    ``requires_conversion = not torch.is_autocast_enabled()``), where the plain ``Linear`` always does (layer.py
+    ``_cast_input_dtype``). The simulation's base layers are plain Linears (bitsandbytes is CUDA-only), so for a
+    4/8-bit run under autocast it turns that cast off (``peft.helpers.disable_input_dtype_casting``)."""
+    from peft.helpers import disable_input_dtype_casting
+
+    return disable_input_dtype_casting(model, active=active)
 
 
 def _fused_dropout() -> Any:
