@@ -172,7 +172,7 @@ def gated_deltanet_saved(s: DeltaNetSizes) -> float:
 
     K = Hk·dk, Vd = Hv·dv, C = 2K + Vd (``DeltaNetSizes``)."""
     k, v, hk, hv = s.keys, s.values, s.key_heads, s.value_heads
-    conv = 2 * s.conv + 2 * s.conv
+    conv = 2 * s.conv + 2 * s.conv  # the convolution's input and its padded output
     fla = 2 * k + 2 * k + 4 * hk + 4 * hk + 2 * v + 4 * hv + 2 * hv + 2 * FLA_CHUNK * hv
     decay = 4 * hv + 4 * hv
     gated_norm = 4 * v + 4 * hv + 2 * v + 4 * v + 4 * v

@@ -112,8 +112,8 @@ def expert_scale(setup: TrainSetup) -> float:
     casts the gathered tokens to the weight's dtype (``integrations/moe.py`` ``_grouped_mm``), so the gate|up output,
     the activation and the down output are fp32; PyTorch accepts fp32 in ``_grouped_mm`` and runs it through its
     per-expert loop (``GroupedBlas.cpp`` ``_grouped_mm_fallback``; the bf16 grouped kernel takes bf16 only). Checked
-    on a CPU with real tensors (tests/test_activations.py): a Qwen3-MoE block keeps 2672 bytes per token with bf16
-    experts and 5232 with fp32 ones at h 256, I 128, 8 experts, top-2."""
+    on a CPU with real tensors (tests/test_simulate_vs_analytic.py): a Qwen3-MoE block keeps 2672 bytes per token
+    with bf16 experts and 5232 with fp32 ones at h 256, I 128, 8 experts, top-2."""
     return setup.expert_bytes / setup.param_bytes
 
 
