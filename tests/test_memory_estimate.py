@@ -3,6 +3,7 @@ import time
 import pytest
 
 from axlint.architectures import resolve_architecture
+from axlint.facts import LossKernel
 from axlint.hardware import parse_hardware
 from axlint.memory import estimate_memory
 from axlint.memory.activations import backward_temp_bytes_per_token, dequantized_weight_bytes
@@ -511,6 +512,19 @@ def test_the_solver_s_flash_attention_and_zero_options_end_the_fp32_embeddings()
         .embeddings_fp32
     assert setup.with_changes(sharding=replace(setup.sharding, kind=ShardingKind.DDP, world=2)).embeddings_fp32
     assert not setup.with_changes(axolotl_loader=False).embeddings_fp32
+
+
+def test_a_reward_model_with_the_cce_plugin_keeps_bf16_embeddings_and_the_note_follows_the_count():
+    """Axolotl's loader casts the embeddings back when ``cut_cross_entropy`` is on, though a reward model's score
+    head computes its loss in plain PyTorch; the estimate's note says fp32 exactly when it counts fp32."""
+    cce = {**L1B_SDPA, "reward_model": True,
+           "plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]}
+    with_cce, without = _setup(cce, arch=L1B), _setup({**L1B_SDPA, "reward_model": True}, arch=L1B)
+    assert with_cce.loss is LossKernel.HF and with_cce.cut_cross_entropy and not with_cce.embeddings_fp32
+    assert without.embeddings_fp32
+    for setup in (with_cce, without):
+        noted = any("keeps embed_tokens and lm_head in fp32" in note for note in setup.assumptions)
+        assert noted is setup.embeddings_fp32
 
 
 def test_an_untied_lm_head_is_upcast_with_the_embedding():

@@ -73,16 +73,18 @@ class TrainSetup:
     prequantized: Prequantized | None = None      # the checkpoint's own quantization (config.json)
     images: ImageFeed | None = None               # the images a multimodal run feeds (processor_type set)
     axolotl_loader: bool = True                   # Axolotl loads the model (False: a plain Transformers script)
+    cut_cross_entropy: bool = False               # Axolotl's cut_cross_entropy is on, whatever head computes the loss
     assumptions: tuple[str, ...] = ()
 
     @property
     def embeddings_fp32(self) -> bool:
         """The embeddings (and an untied lm_head) stay fp32 in this setup (``facts.keeps_fp32_embeddings``): the
         solver's flash attention, CCE and ZeRO options turn it off as Axolotl would. Only Axolotl's loader casts
-        them; a model loaded in bf16 by a plain Transformers script keeps them in bf16."""
+        them; a model loaded in bf16 by a plain Transformers script keeps them in bf16. Axolotl's loader reads its
+        ``cut_cross_entropy`` flag, which a reward model's head leaves on though its loss is plain PyTorch."""
         return self.axolotl_loader and keeps_fp32_embeddings(self.adapter, self.param_bytes == C.BF16,
                                                              self.sharding.kind, self.attn_implementation,
-                                                             self.loss is LossKernel.CCE)
+                                                             self.cut_cross_entropy or self.loss is LossKernel.CCE)
 
     @property
     def experts_fp32(self) -> bool:
@@ -168,14 +170,6 @@ def _weights_storage(facts: RunFacts, arch: Architecture, remote_experts: bool,
     if remote_experts:
         notes.append("trust_remote_code: the repository's own modelling code runs (config.json's auto_map), whose "
                      f"routed experts are nn.Linear modules that {facts.quantization.value} quantizes")
-    elif facts.quantization.value and arch.expert_params and not facts.quantize_experts:
-        kept = ("then PEFT's kbit preparation, which Axolotl runs for an adapter on a 4/8-bit load, casts them to "
-                "fp32: 4 bytes a weight, and their matmuls then keep fp32 activations (counted) and run through "
-                "PyTorch's per-expert fallback loop instead of its bf16 grouped kernel"
-                if facts.experts_fp32 else "they stay in the load dtype")
-        notes.append(f"routed experts ({arch.expert_params / 1e9:.1f} B weights) are not quantized by "
-                     f"{facts.quantization.value}: transformers 5 quantizes nn.Linear modules only; {kept}; "
-                     "`quantize_moe_experts: true` stores them quantized")
     pre = read_prequantized(arch.raw_config, arch.decoder_type, moe=arch.is_moe,
                             expert_kernels=facts.expert_kernels,
                             nonexpert_quantization=facts.nonexpert_quantization, dequantize=facts.dequantize,
@@ -229,15 +223,10 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
     if facts.tiled_mlp:
         notes.append(f"tiled_mlp: every MLP runs over {tiles} sequence tile(s) and keeps only its input; backward "
                      f"recomputes one tile at a time")
-    if facts.embeddings_fp32:
-        notes.append("Axolotl keeps embed_tokens and lm_head in fp32 in a full fine-tune without FSDP or DeepSpeed "
-                     "when attention is eager or sdpa and Cut Cross-Entropy is off: their weights, gradients and "
-                     "optimizer states are fp32, and so is the residual stream between the layers; "
-                     "`flash_attention: true` or the CCE plugin casts them back to the load dtype")
     if not packed:
         notes.append(f"no sample_packing / pad_to_sequence_len: every micro batch assumed to reach "
                      f"sequence_len ({pair * mbs}×{seq} tokens, the worst case)")
-    return TrainSetup(
+    setup = TrainSetup(
         param_bytes=C.FP32 if facts.dtype.value == "float32" else C.BF16,
         quantization=quantization,
         double_quant=double_quant,
@@ -276,5 +265,28 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         expert_modules=remote_modeling(facts, arch),
         prequantized=pre,
         images=facts.images,
-        assumptions=tuple(notes),
+        cut_cross_entropy=facts.loss.value is LossKernel.CCE,
     )
+    return replace(setup, assumptions=tuple(notes + _fp32_notes(setup, arch)))
+
+
+def _fp32_notes(setup: TrainSetup, arch: Architecture) -> list[str]:
+    """What the estimate says of the weights Axolotl or PEFT keep in fp32, read from the setup that counts them:
+    the embeddings (``TrainSetup.embeddings_fp32``) and the routed experts that a 4/8-bit load leaves unquantized
+    (``TrainSetup.experts_fp32``; not for a checkpoint that stores them in a format of its own)."""
+    notes = []
+    stored = setup.prequantized is not None and not setup.prequantized.bnb
+    if setup.quantization and arch.expert_params and not setup.quantize_experts and not stored:
+        kept = ("then PEFT's kbit preparation, which Axolotl runs for an adapter on a 4/8-bit load, casts them to "
+                "fp32: 4 bytes a weight, and their matmuls then keep fp32 activations (counted) and run through "
+                "PyTorch's per-expert fallback loop instead of its bf16 grouped kernel"
+                if setup.experts_fp32 else "they stay in the load dtype")
+        notes.append(f"routed experts ({arch.expert_params / 1e9:.1f} B weights) are not quantized by "
+                     f"{setup.quantization}: transformers 5 quantizes nn.Linear modules only; {kept}; "
+                     "`quantize_moe_experts: true` stores them quantized")
+    if setup.embeddings_fp32:
+        notes.append("Axolotl keeps embed_tokens and lm_head in fp32 in a full fine-tune without FSDP or DeepSpeed "
+                     "when attention is eager or sdpa and Cut Cross-Entropy is off: their weights, gradients and "
+                     "optimizer states are fp32, and so is the residual stream between the layers; "
+                     "`flash_attention: true` or the CCE plugin casts them back to the load dtype")
+    return notes
