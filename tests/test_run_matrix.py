@@ -7,6 +7,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from benchmarks.memory import run_matrix
 from benchmarks.memory.run_matrix import rescore, schedule, summarise, write_results
 
 GIB = 2**30
@@ -125,3 +128,18 @@ def test_rescoring_keeps_the_measurement_and_replaces_the_estimate(tmp_path: Pat
     text = md_path.read_text()
     assert "recomputed after the measurement (`run_matrix.py --rescore` on 1xH200)" in text
     assert "\n\nFirst note.\n\nSecond.\n" in text
+
+
+def test_a_config_past_its_time_is_stopped_with_the_processes_it_started(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """validate's worker runs in a process of its own: a timeout must stop it too, or it keeps its GPU memory under
+    the configs that come next. The stand-in worker writes a counter every 20 ms for as long as it lives."""
+    beat = tmp_path / "beat"
+    worker = f"n=0; while true; do n=$((n+1)); echo $n > {beat}; sleep 0.02; done"
+    monkeypatch.setattr(run_matrix, "validate_command", lambda *args: ["bash", "-c", f"({worker}) & wait"])
+    start = time.monotonic()
+    assert run_matrix.measure({"config": "x.yml"}, "cpu", 1, timeout=1.0) == {"status": "timeout"}
+    assert time.monotonic() - start < 30 and beat.read_text().strip()
+    before = beat.read_text()
+    time.sleep(0.5)
+    assert beat.read_text() == before

@@ -12,5 +12,5 @@ source benchmarks/memory/gpu_install.sh
 nvidia-smi > "$OUT/machine.txt" 2>&1
 { python3 --version; nproc; free -g; } >> "$OUT/machine.txt" 2>&1
 python3 benchmarks/memory/run_matrix.py --device cuda --steps 2 --jobs 3 --budget-gib 115 \
-  --deadline "${1:-330}" --timeout 180 --out "$OUT" "${@:2}" 2>&1 | tee "$OUT/run.log"
+  --deadline "${1:-330}" --timeout 300 --out "$OUT" "${@:2}" 2>&1 | tee "$OUT/run.log"
 cat "$OUT"/results-*.md

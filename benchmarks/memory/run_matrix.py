@@ -19,6 +19,8 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -43,13 +45,18 @@ def measure(entry: dict[str, Any], device: str, steps: int, timeout: float) -> d
     """One config through the `axlint validate` CLI in its own process, so an OOM or a crash leaves nothing
     behind. Exit 0 and 1 print the report (1: a rank ran out of memory or failed); 2 prints a usage error."""
     cmd = validate_command(HERE / entry["config"], device, steps, int(entry.get("num_gpus", 1)))
+    # A session of its own, so that a timeout stops the validate worker too: killing only the CLI left the worker
+    # running, holding its GPU memory under the configs that came next.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+        stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return {"status": "timeout"}
-    if proc.returncode not in (0, 1) or not proc.stdout.strip():
-        return {"status": "error", "log": (proc.stdout + proc.stderr)[-3000:]}
-    return json.loads(proc.stdout)
+    if proc.returncode not in (0, 1) or not stdout.strip():
+        return {"status": "error", "log": (stdout + stderr)[-3000:]}
+    return json.loads(stdout)
 
 
 def summarise(name: str, report: dict[str, Any], shared: bool = False) -> dict[str, Any]:
