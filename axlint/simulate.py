@@ -25,8 +25,8 @@ The per-GPU numbers then apply what one process cannot show:
   CPU-offloaded state (optimizer, its gradients, offloaded parameters) leaves the GPU; the buffers sharding adds
   (gathered units, reduce buckets, DDP's gradient buckets: `sharding.buffer_bytes`) are added as
   "sharding_buffers", since one process cannot show them;
-- QLoRA stores the frozen decoder linears in NF4 with double quantization (≈ 4.127 bits per weight), and its LoRA
-  layers keep their input in the half dtype under autocast, as PEFT's bitsandbytes layers do;
+- QLoRA stores the frozen linears (a vision or audio tower's too) in NF4 with double quantization (≈ 4.127 bits per
+  weight), and its LoRA layers keep their input in the half dtype under autocast, as PEFT's bitsandbytes layers do;
 - 8-bit (and other non-torch) optimizer states, their number × bytes per trainable weight, are live at every moment
   after the first step, so they are added to the peak the stateless step found; a paged optimizer's states are
   CUDA managed memory outside PyTorch's allocator and are left out, as the estimate's allocated peak leaves them.
@@ -35,7 +35,6 @@ torch, transformers and peft are imported inside functions only.
 from __future__ import annotations
 
 import math
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -134,8 +133,9 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
     sharded = facts.sharding.kind in (ShardingKind.DEEPSPEED, ShardingKind.FSDP)
     stage = facts.sharding.stage if sharded else 0
     with torch.device("meta"):
-        model = prepare_for_training(build_model(arch.model_type, arch.build_config, spec, attn=attn), spec,
-                                     arch.model_type)
+        built = build_model(arch.model_type, arch.build_config, spec, attn=attn)
+        last = _last_module(built)
+        model = prepare_for_training(built, spec, arch.model_type)
     if deepspeed and spec.dtype != "float32":
         cast_parameters(model, getattr(torch, spec.dtype))
     autocast = not deepspeed and spec.dtype != "float32"
@@ -171,8 +171,8 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
         notes.append(f"{spec.optimizer}: {kind.states:g} states of {kind.state_bytes:g} byte per trainable parameter "
                      "added to every moment (its kernels are CUDA-only; the step ran a stateless SGD)")
     if spec.quantization in QUANTIZED_BYTES:
-        process["parameters"] -= _quantization_savings(model, QUANTIZED_BYTES[spec.quantization])
-        notes.append(f"frozen decoder linears counted in {QUANTIZED_NAMES[spec.quantization]} "
+        process["parameters"] -= _quantization_savings(model, QUANTIZED_BYTES[spec.quantization], last)
+        notes.append(f"frozen linears counted in {QUANTIZED_NAMES[spec.quantization]} "
                      "(bitsandbytes is CUDA-only)")
     setup = read_setup(facts, arch)
     gpu = per_gpu(process, facts.sharding, expert_weight_fraction(arch, setup, trainable_counts(arch, setup)),
@@ -394,21 +394,26 @@ def _deepspeed_mixed_precision(process: dict[str, int], params: list[Any]) -> No
     process["master_weights"] += 4 * sum(p.numel() for p in params)
 
 
-def _quantization_savings(model: Any, bytes_per_weight: float) -> int:
-    """Bytes saved when the frozen linear weights of the decoder are stored quantized (`bytes_per_weight`) instead
-    of their dtype: every frozen `nn.Linear` but the output embedding, the LoRA adapters and a vision or audio tower
-    or projector (what the analytic estimate counts as quantizable, whatever the family names its layers:
-    `model.layers.N`, Falcon's `transformer.h.N`)."""
+def _last_module(model: Any) -> str:
+    """The module of the model's last parameter, as transformers' quantizers name it before PEFT wraps anything
+    (5.24 ``quantizers/base.py``, ``get_keys_to_not_convert``: the name with ``.weight`` removed, so that a last
+    bias names no module)."""
+    return list(model.named_parameters())[-1][0].removesuffix(".weight")
+
+
+def _quantization_savings(model: Any, bytes_per_weight: float, last: str) -> int:
+    """Bytes saved when the frozen linear weights are stored quantized (`bytes_per_weight`) instead of their dtype,
+    as a bitsandbytes load converts them: every frozen `nn.Linear` (the decoder's, a vision or audio tower's, the
+    projector's) but the output embedding and the module of the model's last parameter (`last`), which
+    transformers' quantizer spares; the LoRA adapters are not frozen linears of the model."""
     import torch
 
     output = model.get_output_embeddings()
     saved = 0.0
     for name, module in model.named_modules():
         weight = getattr(module, "weight", None)
+        own = name.removeprefix("base_model.model.").removesuffix(".base_layer")
         if (isinstance(module, torch.nn.Linear) and module is not output and weight is not None
-                and not weight.requires_grad and "lora_" not in name and not _VISION.search(name)):
+                and not weight.requires_grad and "lora_" not in name and own != last):
             saved += weight.numel() * (weight.element_size() - bytes_per_weight)
     return int(saved)
-
-
-_VISION = re.compile(r"vision|visual|audio_tower|multi_modal_projector")

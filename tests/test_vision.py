@@ -15,6 +15,8 @@ from tests.catalog_models import meta_model
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+from transformers.quantizers.base import HfQuantizer  # noqa: E402
+from transformers.quantizers.quantizers_utils import should_convert_module  # noqa: E402
 
 TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4,
         "num_key_value_heads": 2, "vocab_size": 256, "max_position_embeddings": 128, "head_dim": 16,
@@ -206,6 +208,11 @@ def test_vision_rows_match_transformers(model_type: str, fields: dict[str, Any])
     real_linears = {p for p, m in modules.items() if isinstance(m, torch.nn.Linear) and p.startswith(VISION_ROOTS)}
     assert real_linears == set(laid_out)
     assert f"{arch.decoder_path}.layers.0.self_attn.q_proj" in modules
+    # A bitsandbytes 4/8-bit load replaces every nn.Linear that its quantizer does not spare, the tower's included:
+    # the estimate stores exactly the tower weights transformers' quantizer would convert.
+    spared = HfQuantizer.get_modules_to_not_convert(model, None, model._keep_in_fp32_modules)
+    converted = [p for p in real_linears if should_convert_module(p, spared)]
+    assert arch.tower_linear_params == sum(modules[p].weight.numel() for p in converted) > 0
 
 
 @pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl"])

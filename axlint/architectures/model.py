@@ -829,6 +829,17 @@ class Architecture:
                                                          if not lin.expert))
 
     @cached_property
+    def tower_linear_params(self) -> int:
+        """Weights of the vision or audio tower's and projector's ``nn.Linear`` modules (``vision_linears``), which a
+        bitsandbytes 4/8-bit load replaces as it does the decoder's: transformers 5.24 ``replace_with_bnb_linear``
+        spares only ``get_keys_to_not_convert`` (tied and output embeddings, the last module) and the class's
+        ``_keep_in_fp32_modules``, of which a tower's Linear is only the last module of a tied model
+        (``vision.Vision.last_linear``), and Axolotl names no skip modules for a tower (``loaders/model.py``,
+        ``_set_quantization_config``). Checked against transformers' quantizer in tests/test_vision.py."""
+        spared = self.vision_part.last_linear() if self.vision_part and self.tie_word_embeddings else None
+        return sum(lin.d_in * lin.d_out for lin in self.vision_linears() if lin.path != spared)
+
+    @cached_property
     def expert_params(self) -> int:
         """Weights of the routed experts, which a 4/8-bit load leaves in the load dtype unless Axolotl's
         ``quantize_moe_experts`` stores them quantized."""

@@ -346,7 +346,9 @@ class Projector:
     config (``vision_config``, or ``audio_config`` for a speech model whose only encoder is the audio one);
     ``tower_path``: where the tower sits, when not the row's own; ``decoder_path``: where the decoder sits;
     ``text_type``: the decoder's model_type when config.json is flat (the decoder fields at the top level, as
-    Qwen2-VL's are published and transformers 5 reads them as ``text_config``)."""
+    Qwen2-VL's are published and transformers 5 reads them as ``text_config``); ``registered_last``: the model
+    registers the row's pieces after the decoder and the towers, so that with a tied output embedding the last
+    piece holds the model's last parameter (Gemma 3n's and Gemma 4's embedders)."""
 
     path: str
     pieces: tuple[Piece, ...]
@@ -361,6 +363,7 @@ class Projector:
     merge_inverse: bool = False
     factors: Mapping[str, tuple[str, str, float]] = field(default_factory=dict)
     audio_built: bool = False
+    registered_last: bool = False
 
 
 LLAVA_MLP = (Piece("linear_1", "linear", ("vision", "features"), ("text",), ("multimodal_projector_bias", True)),
@@ -462,7 +465,7 @@ PROJECTORS["gemma4"] = Projector("model",
                                   Piece("embed_audio.embedding_projection", "linear", ("audio",), ("text",),
                                         when=("audio_config", False))),
                                  tower="gemma4_vision", audio=("audio", "output_proj_dims", 1536),
-                                 audio_tower="gemma4_audio")
+                                 audio_tower="gemma4_audio", registered_last=True)
 
 # models/voxtral/modeling_voxtral.py (VoxtralMultiModalProjector): the tower's output regrouped four frames to a token
 # (audio_config.intermediate_size wide: transformers reshapes to that width), linear_1 to the text width, linear_2
@@ -479,7 +482,7 @@ PROJECTORS["gemma4_unified"] = Projector(
     "model", (Piece("embed_vision.multimodal_embedder.embedding_projection", "linear", ("out",), ("text",)),
               Piece("embed_audio.embedding_projection", "linear", ("audio",), ("text",), when=("audio_config", False))),
     tower="gemma4_unified_vision", factors={"out": ("vision", "output_proj_dims", 3840)},
-    audio=("audio", "audio_embed_dim", 640))
+    audio=("audio", "audio_embed_dim", 640), registered_last=True)
 
 # models/gemma3n/modeling_gemma3n.py (Gemma3nMultimodalEmbedder, transformers 5.24): embed_vision and embed_audio each
 # hold an embedding table (vocab_size x the tower's width, for hard tokens), hard_embedding_norm and
@@ -494,7 +497,7 @@ _GEMMA3N_EMBEDDERS = tuple(
                   Piece(f"{part}.embedding_projection", "linear", (width,), ("text",))))
 PROJECTORS["gemma3n"] = Projector("model", _GEMMA3N_EMBEDDERS, tower="gemma3n_vision",
                                   audio=("audio", "hidden_size", 1536), audio_tower="gemma3n_audio",
-                                  factors={"audio_vocab": ("audio", "vocab_size", 128)}, audio_built=True)
+                                  factors={"audio_vocab": ("audio", "vocab_size", 128)}, audio_built=True, registered_last=True)
 
 
 def projector_of(config: Mapping[str, Any]) -> Projector | None:
@@ -750,6 +753,14 @@ class Vision:
             if p.kind == "linear":
                 out.append(VisionLinear(f"{path}.{p.name}", self._width(p.d_in), self._width(p.d_out), self._bias(p)))
         return tuple(out) + self._audio_tower[0]
+
+    def last_linear(self) -> str | None:
+        """The path of the Linear that holds the model's last parameter when the output embedding is tied (and so
+        has no weight of its own): the row's last Linear piece where the row is registered last
+        (``Projector.registered_last``); None otherwise. transformers' quantizers keep that module unconverted
+        (5.24 ``quantizers/base.py``, ``get_keys_to_not_convert``: the last module)."""
+        linears = [f"{path}.{p.name}" for path, p in self._pieces() if p.kind == "linear" and self.row.registered_last]
+        return linears[-1] if linears else None
 
     @cached_property
     def _audio_tower(self) -> tuple[tuple[VisionLinear, ...], int]:

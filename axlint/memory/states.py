@@ -212,8 +212,9 @@ def _skip_probe(path: str, lin: Linear, q: Prequantized) -> str:
 
 
 def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
-    """W = quantized linears × (0.516 NF4+DQ | 0.5625 NF4 | 1 int8) + the rest (embeddings, lm_head, norms,
-    biases, vision tower, routed experts unless ``quantize_moe_experts``) × load dtype, + LoRA adapters × 4 (fp32)
+    """W = quantized linears (the decoder's and a tower's: ``Architecture.tower_linear_params``) × (0.516 NF4+DQ |
+    0.5625 NF4 | 1 int8) + the rest (embeddings, lm_head, norms, biases, a tower's convolutions and position
+    embeddings, routed experts unless ``quantize_moe_experts``) × load dtype, + LoRA adapters × 4 (fp32)
     + modules_to_save copies × load dtype, + the fp32 embeddings' extra (4 − b)·U (``params.upcast_params``) and the
     routed experts' after PEFT's kbit preparation (4 − b)·E (``TrainSetup.experts_fp32``); a quantized checkpoint's
     weights as it keeps them (``prequantized_bytes``).
@@ -223,7 +224,7 @@ def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     if stored is not None:
         base = prequantized_bytes(arch, setup, stored)[0]
     elif setup.quantization:
-        q = arch.quantizable_params + (arch.expert_params if setup.quantize_experts else 0)
+        q = arch.quantizable_params + arch.tower_linear_params + (arch.expert_params if setup.quantize_experts else 0)
         base = q * _quantized_bytes(setup) + (arch.total_params - q) * setup.param_bytes
     else:
         base = arch.total_params * setup.param_bytes
