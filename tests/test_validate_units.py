@@ -228,3 +228,54 @@ def test_upcast_experts_casts_the_3d_expert_weights_only() -> None:
     assert dtypes["model.layers.0.mlp.experts.gate_up_proj"] == torch.float32
     assert dtypes["model.layers.0.mlp.experts.down_proj"] == torch.float32
     assert dtypes["model.layers.0.self_attn.q_proj.weight"] == torch.bfloat16
+
+
+QWEN35_TINY = {"model_type": "qwen3_5", "tie_word_embeddings": False,
+               "text_config": {"model_type": "qwen3_5_text", "vocab_size": 512, "hidden_size": 64,
+                               "intermediate_size": 128, "num_hidden_layers": 4, "num_attention_heads": 4,
+                               "num_key_value_heads": 2, "head_dim": 16, "full_attention_interval": 4,
+                               "linear_conv_kernel_dim": 4, "linear_key_head_dim": 16, "linear_num_key_heads": 2,
+                               "linear_num_value_heads": 4, "linear_value_head_dim": 16},
+               "vision_config": {"model_type": "qwen3_5_vision", "depth": 2, "hidden_size": 32,
+                                 "intermediate_size": 64, "num_heads": 2, "patch_size": 16, "temporal_patch_size": 2,
+                                 "spatial_merge_size": 2, "in_channels": 3, "out_hidden_size": 64,
+                                 "num_position_embeddings": 64}}
+
+
+def test_the_gpu_job_builds_the_multimodal_model_axolotl_loads_and_the_cpu_job_its_scaled_decoder() -> None:
+    """Axolotl loads Qwen3.5 with its vision tower (transformers maps qwen3_5 for image-text-to-text), where the
+    causal-LM class would be text only: the GPU job builds what the estimate counts, parameter for parameter."""
+    import torch
+
+    from axlint.architectures import Architecture
+    from axlint.training.model import build_model
+    from axlint.training.spec import job_facts
+    from axlint.validate.runner import model_job
+
+    arch = Architecture.from_config("test/qwen3.5", "model-config", QWEN35_TINY)
+    spec = train_spec(resolve_facts({"bf16": True}))
+    model_type, config, scaled = model_job(arch, "cuda")
+    assert (model_type, scaled) == ("qwen3_5", None)
+    with torch.device("meta"):
+        model = build_model(model_type, config, spec, attn="sdpa")
+    assert type(model).__name__ == "Qwen3_5ForConditionalGeneration"
+    assert sum(p.numel() for p in model.parameters()) == arch.total_params > arch.decoder_params
+    zero3 = {"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}}
+    facts = job_facts({"model_config": config, "axolotl": {"bf16": True}, "ds_raw": zero3, "world_size": 1})
+    assert facts.ds["zero_optimization"]["reduce_bucket_size"] == 64 * 64  # the decoder's hidden size, squared
+    model_type, config, scaled = model_job(arch, "cpu")
+    assert model_type == "qwen3_5_text" and config is scaled and "vision_config" not in config
+    with torch.device("meta"):
+        text = build_model(model_type, config, spec, attn="sdpa")
+    assert type(text).__name__ == "Qwen3_5ForCausalLM"
+
+
+def test_a_text_model_builds_as_a_causal_lm() -> None:
+    import torch
+
+    from axlint.training.model import build_model
+
+    spec = train_spec(resolve_facts({"bf16": True}))
+    with torch.device("meta"):
+        model = build_model("llama", LLAMA_8B, spec, attn="sdpa")
+    assert type(model).__name__ == "LlamaForCausalLM"

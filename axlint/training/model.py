@@ -16,13 +16,29 @@ def hf_config(model_type: str, config: Mapping[str, Any]) -> Any:
     return AutoConfig.for_model(model_type, **fields)
 
 
+def model_class(model_type: str) -> Any:
+    """The auto class Axolotl loads `model_type` with. Axolotl marks a run multimodal when transformers maps the
+    config's model_type for image-text-to-text (Axolotl ``utils/config/__init__.py``, ``is_multimodal``, from
+    ``loaders/constants.py`` ``MULTIMODAL_AUTO_MODEL_MAPPING``, which adds Voxtral's class, the one transformers maps
+    for speech-to-text) and then loads that class, the vision or audio tower included, even for text-only data
+    (``loaders/model.py``, ``_set_auto_model_loader``); any other model_type loads with ``AutoModelForCausalLM``. The difference shows where the causal-LM mapping names a
+    text-only class: Qwen3.5's ``qwen3_5`` maps to ``Qwen3_5ForCausalLM`` there."""
+    import transformers
+    from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
+
+    if model_type == "voxtral":
+        return transformers.AutoModelForSpeechSeq2Seq
+    if model_type in MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES:
+        return transformers.AutoModelForImageTextToText
+    return transformers.AutoModelForCausalLM
+
+
 def preload(model_type: str, config: Mapping[str, Any]) -> None:
     """Import the model's modeling code and torch._dynamo now: under `deepspeed.zero.Init` (which patches tensor
     constructors) these imports fail."""
     import torch._dynamo  # noqa: F401
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING
 
-    MODEL_FOR_CAUSAL_LM_MAPPING[type(hf_config(model_type, config))]
+    model_class(model_type)._model_mapping[type(hf_config(model_type, config))]
 
 
 def effective_attention(spec: TrainSpec, on_cuda: bool) -> tuple[str, str | None]:
@@ -41,17 +57,17 @@ def effective_attention(spec: TrainSpec, on_cuda: bool) -> tuple[str, str | None
 
 def build_model(model_type: str, config: Mapping[str, Any], spec: TrainSpec, *, attn: str,
                 device: Any = None) -> Any:
-    """A randomly initialised `AutoModelForCausalLM` in the spec's dtype, created on `device` (default: where
-    torch creates tensors; a GPU initialises an 8B model in seconds, a shared CPU took minutes)."""
+    """A randomly initialised model of the class Axolotl loads (``model_class``) in the spec's dtype, created on
+    `device` (default: where torch creates tensors; a GPU initialises an 8B model in seconds, a shared CPU took
+    minutes)."""
     import contextlib
 
     import torch
-    from transformers import AutoModelForCausalLM
 
     cfg = hf_config(model_type, config)
     cfg.use_cache = False
     with torch.device(device) if device is not None else contextlib.nullcontext():
-        return AutoModelForCausalLM.from_config(cfg, dtype=getattr(torch, spec.dtype), attn_implementation=attn)
+        return model_class(model_type).from_config(cfg, dtype=getattr(torch, spec.dtype), attn_implementation=attn)
 
 
 def upcast_embeddings(model: Any, model_type: str) -> None:

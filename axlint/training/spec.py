@@ -98,7 +98,9 @@ def train_spec(facts: RunFacts) -> TrainSpec:
 
 def job_facts(job: Mapping[str, Any]) -> RunFacts:
     """The resolved run of a validate job: its config and DeepSpeed dict as written, "auto" filled for the world
-    size and the hidden size that actually run."""
-    hidden = int(job["model_config"].get("hidden_size") or 0) or None
+    size and the hidden size that actually run (a multimodal model's decoder's, as transformers' DeepSpeed
+    integration reads ``text_config`` when the config has no hidden size of its own)."""
+    config = job["model_config"]
+    hidden = int(config.get("hidden_size") or (config.get("text_config") or {}).get("hidden_size") or 0) or None
     return resolve_facts(job["axolotl"], job.get("ds_raw"), world_size=int(job.get("world_size") or 1),
                          hidden_size=hidden)

@@ -40,12 +40,8 @@ def run_validation(config_path: Path, *, steps: int, num_gpus: int | None, devic
         raise ValidationError("QLoRA (load_in_4bit) needs bitsandbytes on a CUDA GPU; it cannot run with --device cpu")
     processes = num_gpus or (_visible_gpus() if device == "cuda" else 1)
     world = _hostfile_slots(hostfile) if hostfile else processes
-    model_config_dict = dict(arch.config)
-    scaled = None
-    if device == "cpu":
-        scaled = scale_down(model_config_dict)
-        model_config_dict = scaled
-    job = {"model_type": str(arch.config.get("model_type") or arch.model_type), "model_config": model_config_dict,
+    model_type, model_config_dict, scaled = model_job(arch, device)
+    job = {"model_type": model_type, "model_config": model_config_dict,
            "axolotl": run.raw, "ds_raw": run.ds_raw, "world_size": world, "steps": steps, "device": device}
     facts = job_facts(job)
     chosen = choose_launcher(processes, hostfile, facts.ds is not None, launcher)
@@ -106,6 +102,17 @@ def _load(config_path: Path, model_config: Path | None) -> Any:
         raise ValidationError(f"cannot resolve base_model {run.raw.get('base_model')!r} to an architecture; "
                               "pass --model-config PATH/config.json")
     return run
+
+
+def model_job(arch: Any, device: str) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
+    """(model_type, config.json dict, the scaled-down config or None) of the model the worker builds. On CUDA the
+    model Axolotl loads: the whole config under its own model_type (``Architecture.build_config``), so that a
+    multimodal model is built with its tower (``training.model.model_class``). On CPU the decoder alone, scaled down
+    (``scale_down``): a check of the plumbing, not of the memory."""
+    if device == "cpu":
+        scaled = scale_down(dict(arch.config))
+        return str(arch.config.get("model_type") or arch.model_type), scaled, scaled
+    return arch.model_type, arch.build_config, None
 
 
 def _scaled_arch(arch: Any, scaled: dict[str, Any]) -> Any:
