@@ -403,17 +403,20 @@ def _last_module(model: Any) -> str:
 
 def _quantization_savings(model: Any, bytes_per_weight: float, last: str) -> int:
     """Bytes saved when the frozen linear weights are stored quantized (`bytes_per_weight`) instead of their dtype,
-    as a bitsandbytes load converts them: every frozen `nn.Linear` (the decoder's, a vision or audio tower's, the
-    projector's) but the output embedding and the module of the model's last parameter (`last`), which
+    as the analytic estimate counts them (``states.weight_bytes``): every frozen `nn.Linear` (the decoder's, a vision
+    or audio tower's, the projector's; not `nn.MultiheadAttention`'s output projection, a subclass that bitsandbytes
+    does not replace) but the output embedding and the module of the model's last parameter (`last`), which
     transformers' quantizer spares; the LoRA adapters are not frozen linears of the model."""
     import torch
+    from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
 
     output = model.get_output_embeddings()
     saved = 0.0
     for name, module in model.named_modules():
         weight = getattr(module, "weight", None)
         own = name.removeprefix("base_model.model.").removesuffix(".base_layer")
-        if (isinstance(module, torch.nn.Linear) and module is not output and weight is not None
+        if (isinstance(module, torch.nn.Linear) and not isinstance(module, NonDynamicallyQuantizableLinear)
+                and module is not output and weight is not None
                 and not weight.requires_grad and "lora_" not in name and own != last):
             saved += weight.numel() * (weight.element_size() - bytes_per_weight)
     return int(saved)

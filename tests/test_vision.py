@@ -211,7 +211,7 @@ def test_vision_rows_match_transformers(model_type: str, fields: dict[str, Any])
     # A bitsandbytes 4/8-bit load replaces every nn.Linear that its quantizer does not spare, the tower's included:
     # the estimate stores exactly the tower weights transformers' quantizer would convert.
     spared = HfQuantizer.get_modules_to_not_convert(model, None, model._keep_in_fp32_modules)
-    converted = [p for p in real_linears if should_convert_module(p, spared)]
+    converted = [p for p in real_linears if type(modules[p]) is torch.nn.Linear and should_convert_module(p, spared)]
     assert arch.tower_linear_params == sum(modules[p].weight.numel() for p in converted) > 0
 
 

@@ -27,12 +27,15 @@ class Linear:
 
 @dataclass(frozen=True)
 class VisionLinear:
-    """One ``nn.Linear`` of a tower (vision or audio) or projector at module path ``path`` (``d_in -> d_out``)."""
+    """One ``nn.Linear`` of a tower (vision or audio) or projector at module path ``path`` (``d_in -> d_out``);
+    ``subclass``: a subclass of ``nn.Linear`` (``nn.MultiheadAttention``'s ``out_proj``), which a bitsandbytes load
+    does not replace (transformers 5.24 ``replace_with_bnb_linear`` converts ``type(module) is nn.Linear`` only)."""
 
     path: str
     d_in: int
     d_out: int
     bias: bool
+    subclass: bool = False
 
     @property
     def name(self) -> str:

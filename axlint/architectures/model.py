@@ -834,10 +834,12 @@ class Architecture:
         bitsandbytes 4/8-bit load replaces as it does the decoder's: transformers 5.24 ``replace_with_bnb_linear``
         spares only ``get_keys_to_not_convert`` (tied and output embeddings, the last module) and the class's
         ``_keep_in_fp32_modules``, of which a tower's Linear is only the last module of a tied model
-        (``vision.Vision.last_linear``), and Axolotl names no skip modules for a tower (``loaders/model.py``,
-        ``_set_quantization_config``). Checked against transformers' quantizer in tests/test_vision.py."""
+        (``vision.Vision.last_linear``), and it replaces exact ``nn.Linear`` modules only, not a pooling head's
+        ``nn.MultiheadAttention`` output projection (``VisionLinear.subclass``); Axolotl names no skip modules for
+        a tower (``loaders/model.py``, ``_set_quantization_config``). Checked against transformers' quantizer in
+        tests/test_vision.py."""
         spared = self.vision_part.last_linear() if self.vision_part and self.tie_word_embeddings else None
-        return sum(lin.d_in * lin.d_out for lin in self.vision_linears() if lin.path != spared)
+        return sum(lin.d_in * lin.d_out for lin in self.vision_linears() if lin.path != spared and not lin.subclass)
 
     @cached_property
     def expert_params(self) -> int:

@@ -744,7 +744,7 @@ class Vision:
             out += [lin for layer in range(self.size(count)) for lin in self.layer_linears(layer, path)]
         if self.head():  # MultiheadAttentionPoolingHead: its attention's out_proj is a Linear, in_proj a matrix
             h, i, head = self.size("hidden"), self.size("intermediate"), f"{self.tower_path}.head"
-            out += [VisionLinear(f"{head}.attention.out_proj", h, h, True),
+            out += [VisionLinear(f"{head}.attention.out_proj", h, h, True, subclass=True),
                     VisionLinear(f"{head}.mlp.fc1", h, i, True), VisionLinear(f"{head}.mlp.fc2", i, h, True)]
         if self.tower.patch_linear:
             out.insert(0, VisionLinear(f"{self.tower_path}.{self.tower.patch_linear}", self._patch_inputs(),
