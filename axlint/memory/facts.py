@@ -140,10 +140,31 @@ def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Archite
 
 def left_out(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
     """Work of the run that the estimate leaves out and that only adds to it: audio fed to an audio tower
-    (``feeds_audio``), images fed to a tower whose work on them is not sized (``feeds_images``). When nothing else is
-    unknown the estimate is a lower bound (``MemoryFacts.lower_bound``): a predicted OOM stands, but neither a fix
-    (``oom_fix_facts``) nor a fit."""
-    return feeds_audio(config, arch) | feeds_images(config, arch)
+    (``feeds_audio``), images fed to a tower whose work on them is not sized (``feeds_images``), a 4/8-bit load that
+    quantizes nothing (``unquantized_load``). When nothing else is unknown the estimate is a lower bound
+    (``MemoryFacts.lower_bound``): a predicted OOM stands, but neither a fix (``oom_fix_facts``) nor a fit."""
+    return feeds_audio(config, arch) | feeds_images(config, arch) | unquantized_load(config, arch)
+
+
+BNB_SKIPPED_LINEARS = {"falcon": "FalconLinear", "deepseek_v4": "DeepseekV4GroupedLinear"}
+"""Decoder model types whose layers' Linears are a subclass of ``nn.Linear``, which transformers 5.5 and later
+(Axolotl 0.16.1 and later) leave out of a bitsandbytes 4/8-bit load: ``replace_with_bnb_linear`` converts
+``type(module) is nn.Linear`` only, where 5.4 matched subclasses too (``integrations/bitsandbytes.py``). All of
+Falcon's are ``FalconLinear`` (``models/falcon/modeling_falcon.py``); DeepSeek-V4's grouped projections are
+``DeepseekV4GroupedLinear``. Checked against every catalog family in tests/test_memory_facts_quantization.py."""
+
+
+def unquantized_load(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
+    """`load_in_4bit: true` (or 8-bit) -> why, for a model with Linears a bitsandbytes load does not convert
+    (``BNB_SKIPPED_LINEARS``): it loads in the load dtype, and with an adapter PEFT's k-bit preparation casts those
+    weights to fp32, so the estimate, which counts them quantized, is a lower bound."""
+    linear = BNB_SKIPPED_LINEARS.get(arch.decoder_type)
+    key = next((k for k in ("load_in_4bit", "load_in_8bit") if config.get(k) is True), None)
+    if linear is None or key is None:
+        return {}
+    return {f"{key}: true": f"leaves this model's {linear} layers unquantized: {linear} is a subclass of nn.Linear, "
+                            "which transformers 5.5 and later leave out of a bitsandbytes load, so their weights stay "
+                            "in 16 bits and, with an adapter, PEFT's k-bit preparation casts them to fp32"}
 
 
 def feeds_audio(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
