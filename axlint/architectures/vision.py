@@ -497,7 +497,8 @@ _GEMMA3N_EMBEDDERS = tuple(
                   Piece(f"{part}.embedding_projection", "linear", (width,), ("text",))))
 PROJECTORS["gemma3n"] = Projector("model", _GEMMA3N_EMBEDDERS, tower="gemma3n_vision",
                                   audio=("audio", "hidden_size", 1536), audio_tower="gemma3n_audio",
-                                  factors={"audio_vocab": ("audio", "vocab_size", 128)}, audio_built=True, registered_last=True)
+                                  factors={"audio_vocab": ("audio", "vocab_size", 128)}, audio_built=True,
+                                  registered_last=True)
 
 
 def projector_of(config: Mapping[str, Any]) -> Projector | None:

@@ -21,8 +21,9 @@ def model_class(model_type: str) -> Any:
     config's model_type for image-text-to-text (Axolotl ``utils/config/__init__.py``, ``is_multimodal``, from
     ``loaders/constants.py`` ``MULTIMODAL_AUTO_MODEL_MAPPING``, which adds Voxtral's class, the one transformers maps
     for speech-to-text) and then loads that class, the vision or audio tower included, even for text-only data
-    (``loaders/model.py``, ``_set_auto_model_loader``); any other model_type loads with ``AutoModelForCausalLM``. The difference shows where the causal-LM mapping names a
-    text-only class: Qwen3.5's ``qwen3_5`` maps to ``Qwen3_5ForCausalLM`` there."""
+    (``loaders/model.py``, ``_set_auto_model_loader``); any other model_type loads with ``AutoModelForCausalLM``.
+    The difference shows where the causal-LM mapping names a text-only class: Qwen3.5's ``qwen3_5`` maps to
+    ``Qwen3_5ForCausalLM`` there."""
     import transformers
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
