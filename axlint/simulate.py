@@ -406,7 +406,9 @@ def _quantization_savings(model: Any, bytes_per_weight: float, last: str) -> int
     as the analytic estimate counts them (``states.weight_bytes``): every frozen `nn.Linear` (the decoder's, a vision
     or audio tower's, the projector's; not `nn.MultiheadAttention`'s output projection, a subclass that bitsandbytes
     does not replace) but the output embedding and the module of the model's last parameter (`last`), which
-    transformers' quantizer spares; the LoRA adapters are not frozen linears of the model."""
+    transformers' quantizer spares; the LoRA adapters are not frozen linears of the model. Falcon's FalconLinear, a
+    subclass that transformers 5.5 and later do not convert either, is counted quantized on both sides: such a run
+    is reported as a lower bound (``memory.facts.unquantized_load``)."""
     import torch
     from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
 

@@ -760,8 +760,9 @@ class Vision:
         has no weight of its own): the row's last Linear piece where the row is registered last
         (``Projector.registered_last``); None otherwise. transformers' quantizers keep that module unconverted
         (5.24 ``quantizers/base.py``, ``get_keys_to_not_convert``: the last module)."""
-        linears = [f"{path}.{p.name}" for path, p in self._pieces() if p.kind == "linear" and self.row.registered_last]
-        return linears[-1] if linears else None
+        if not self.row.registered_last:
+            return None
+        return next((f"{path}.{p.name}" for path, p in reversed(self._pieces()) if p.kind == "linear"), None)
 
     @cached_property
     def _audio_tower(self) -> tuple[tuple[VisionLinear, ...], int]:

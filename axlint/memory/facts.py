@@ -156,15 +156,17 @@ Falcon's are ``FalconLinear`` (``models/falcon/modeling_falcon.py``); DeepSeek-V
 
 def unquantized_load(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
     """`load_in_4bit: true` (or 8-bit) -> why, for a model with Linears a bitsandbytes load does not convert
-    (``BNB_SKIPPED_LINEARS``): it loads in the load dtype, and with an adapter PEFT's k-bit preparation casts those
-    weights to fp32, so the estimate, which counts them quantized, is a lower bound."""
+    (``BNB_SKIPPED_LINEARS``): those weights stay in the load dtype, or turn fp32 where Axolotl runs PEFT's k-bit
+    preparation (``axlint.facts.kbit_upcasts_experts`` says where), so the estimate, which counts them quantized,
+    is a lower bound."""
     linear = BNB_SKIPPED_LINEARS.get(arch.decoder_type)
     key = next((k for k in ("load_in_4bit", "load_in_8bit") if config.get(k) is True), None)
     if linear is None or key is None:
         return {}
     return {f"{key}: true": f"leaves this model's {linear} layers unquantized: {linear} is a subclass of nn.Linear, "
                             "which transformers 5.5 and later leave out of a bitsandbytes load, so their weights stay "
-                            "in 16 bits and, with an adapter, PEFT's k-bit preparation casts them to fp32"}
+                            "in 16 bits, fp32 after PEFT's k-bit preparation, which Axolotl runs for a LoRA on one "
+                            "GPU or under DDP"}
 
 
 def feeds_audio(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
