@@ -183,6 +183,18 @@ class ImageFeed:
     freeze_mm_modules: bool
 
 
+@dataclass(frozen=True)
+class ModelLoad:
+    """How Axolotl brings the model to the GPUs before FSDP shards it: ``cpu_ram_efficient_loading`` (fsdp_config,
+    either key style), ``sharded_quant_loading`` (``qlora_sharded_model_loading``: Answer.AI's shard-by-shard 4-bit
+    load) and ``move_to_device`` (``experimental_skip_move_to_device: false`` written: the legacy move of the whole
+    model to every GPU; Axolotl defaults the key to true since 0.13.0)."""
+
+    cpu_ram_efficient_loading: bool = False
+    sharded_quant_loading: bool = False
+    move_to_device: bool = False
+
+
 EMBEDDING_LAYERS = {"gpt_neox": ("embed_in", "embed_out"), "falcon": ("word_embeddings", "lm_head"),
                     "nemotron_h": ("embeddings", "lm_head")}
 """The input and output embedding modules Axolotl names by model type: the ones it requires in
@@ -278,6 +290,7 @@ class RunFacts:
     dsv4_nonexpert_mode: str | None = None  # the KernelsPlugin DSV4 adapter's FP8 non-expert storage; None: not run
     dequantize: bool = False         # model_quantization_config_kwargs.dequantize: a quantized checkpoint loads in bf16
     images: ImageFeed | None = None  # processor_type set: Axolotl's multimodal collator feeds images (None: text)
+    model_load: ModelLoad = field(default_factory=ModelLoad)
 
     @property
     def attention(self) -> str:
@@ -702,7 +715,16 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         dsv4_nonexpert_mode=_dsv4_nonexpert_mode(raw, plugins),
         dequantize=_dequantize(raw),
         images=image_feed(raw),
+        model_load=_model_load(raw, fsdp_cfg),
     )
+
+
+def _model_load(raw: Mapping[str, Any], fsdp_cfg: Mapping[str, Any]) -> ModelLoad:
+    """The loading keys of ``ModelLoad``, as Axolotl's loader tests them (``if cfg.key:``; the skip is taken as
+    written when it is not None)."""
+    ram = fsdp_cfg.get("cpu_ram_efficient_loading", fsdp_cfg.get("fsdp_cpu_ram_efficient_loading"))
+    skip = lax_bool(raw.get("experimental_skip_move_to_device"))
+    return ModelLoad(bool(lax_bool(ram)), _flag(raw, "qlora_sharded_model_loading"), skip is False)
 
 
 def image_feed(raw: Mapping[str, Any]) -> ImageFeed | None:

@@ -303,6 +303,18 @@ CORPUS_ERRORS = {
        "the 4-bit decoder, the bf16 Pixtral tower and the untied bf16 embedding and head alone are 72 GiB; Axolotl's "
        "README measures this config at ~83.1 GiB, over an H100-80GB (axlint: 90.8 GiB); ZeRO-3 offload fits"
        for code in ("MEM001", "MEM007")},
+    **{(f"examples/{path}", "MEM001"): f"{model} under FSDP: every GPU loads the whole {load} model ({whole}) "
+       "before FSDP shards it (QLoRA: Axolotl's device_map on the local GPU; an 8-bit LoRA: bitsandbytes' quantizer "
+       "takes the current GPU; transformers 5 has no CPU path for quantized weights under FSDP)"
+       for path, model, load, whole in (
+           ("llama-3/qlora-fsdp-405b.yaml", "Llama-3.1-405B QLoRA", "4-bit", "203 GiB"),
+           ("llama-4/do-no-use-fa2/maverick-qlora-fsdp1.yaml", "Llama-4 Maverick QLoRA", "4-bit", "196 GiB"),
+           ("deepseek-v2/qlora-fsdp-2_5.yaml", "DeepSeek-V2.5 QLoRA", "pre-quantized", "609 GiB"),
+           ("mistral/mistral-qlora-fsdp.yml", "Mixtral-8x7B QLoRA", "4-bit, experts bf16,", "85 GiB"),
+           ("mistral/mixtral/mixtral-qlora-fsdp.yml", "Mixtral-8x7B QLoRA", "4-bit, experts bf16,", "85 GiB"),
+           ("mistral/mixtral/mixtral-8x22b-qlora-fsdp.yml", "Mixtral-8x22B QLoRA", "4-bit, experts bf16,",
+            "255 GiB"),
+           ("archived/dbrx/8bit-lora.yaml", "DBRX 8-bit LoRA", "8-bit, experts bf16,", "242 GiB"))},
     ("examples/glm_moe_dsa/glm-5.2-nvfp4-lora.yaml", "MEM001"): "GLM-5.2 NVFP4 MoE-LoRA, expert_parallel_size 8 on "
     "8×H100-80GB (the example's own comment; it also names 2×B200): each GPU keeps its 32 experts of 75 layers "
     "packed (47 GiB) beside their fp32 LoRA adapters (4 GiB); 80.5 GiB required, 1.3 GiB over",

@@ -27,6 +27,7 @@ from axlint.memory.facts import (
     oom_knob,
 )
 from axlint.memory.knobs import Knob, Saver
+from axlint.memory.loading import LOAD_PHASE
 from axlint.report.memory_text import (
     changes_text,
     description,
@@ -93,8 +94,19 @@ def _ax_edits(run: TrainingRun, changes: Mapping[str, Any]) -> list:
                 if plugin not in run.facts.plugins:
                     out += edits.append_item(doc, ("plugins",), plugin)
         else:
-            out += edits.set_value(doc, (key,), value)
+            out += edits.set_value(doc, _yaml_path(run, key), value)
     return out
+
+
+def _yaml_path(run: TrainingRun, key: str) -> KeyPath:
+    """A change key as a path in the YAML: a dotted key reaches into a block. In ``fsdp_config`` a key already written
+    with the legacy ``fsdp_`` prefix is set where it is (Axolotl reads both); a new one is written without it."""
+    path = tuple(key.split("."))
+    block = run.raw.get(path[0])
+    if path[0] != "fsdp_config" or len(path) != 2 or not isinstance(block, Mapping) or path[1] in block:
+        return path
+    prefixed = f"fsdp_{path[1]}"
+    return (path[0], prefixed) if prefixed in block else path
 
 
 def suggestion_fix(run: TrainingRun, s: "Suggestion") -> Fix | None:
@@ -133,6 +145,8 @@ def _culprit(run: TrainingRun, e: "MemoryEstimate") -> tuple[KeyPath, ...]:
         return ((("gradient_checkpointing",),) if not e.setup.gradient_checkpointing else ()) + tokens
     if top == "logits":
         return tokens
+    if e.phase == LOAD_PHASE:
+        return ("adapter",), ("load_in_8bit",), ("load_in_4bit",), ("fsdp_config",)
     return ("deepspeed",), ("adapter",)
 
 
@@ -317,7 +331,7 @@ def unknown_model(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 def oom_at_full_length(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Unpacked and unpadded: a micro batch whose longest sample reaches sequence_len does not fit."""
     facts = modelled_facts(run)
-    if facts is None or facts.exact_tokens or facts.train_fits:
+    if facts is None or facts.exact_tokens or facts.train_fits or facts.load_oom:  # MEM001 speaks for the load
         return
     e = facts.estimate
     longest = _longest_fitting(facts)

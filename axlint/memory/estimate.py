@@ -32,9 +32,13 @@ Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
                FSDP's gathered params are resharded by then (sharding.step_buffer_bytes)
   P_eval     = resident + one layer's forward temporaries + eval logits    (grads freed after the step)
 
-  peak_allocated = max(P_fwd_bwd, P_step), less the states of a paged optimizer (bitsandbytes allocates them as
-  CUDA managed memory, outside PyTorch's allocator, and pages them out to CPU RAM under pressure); reserved =
-  allocated × (1 + slack) + the loss's cached-unreused block when the peak is the loss moment
+  P_load     = the whole model and its new shards on every GPU while FSDP shards it, where a run loads it whole
+               (``memory.loading``: a 4/8-bit load under FSDP); 0 elsewhere. When it is the largest moment it is
+               the peak ("model load"), with only the unreturnable fragmentation as slack (``loading.load_slack_bytes``)
+
+  peak_allocated = max(max(P_fwd_bwd, P_step) less the states of a paged optimizer, P_load) (bitsandbytes
+  allocates paged states as CUDA managed memory, outside PyTorch's allocator, and pages them out to CPU RAM under
+  pressure); reserved = allocated × (1 + slack) + the loss's cached-unreused block when the peak is the loss moment
   (overhead.loss_unreused_bytes); device = reserved + context + paged states.
   required = allocated × (1 + fragmentation) + context (overhead.resident_bytes): what must be resident, since
   the caching allocator frees its cache and retries before it raises. The run fits when required ≤ GPU memory.
@@ -58,6 +62,7 @@ from axlint.memory.activations import (
     per_layer_bytes_per_token,
     stored_activation_bytes,
 )
+from axlint.memory.loading import LOAD_PHASE, load_note, load_peak_bytes, load_slack_bytes
 from axlint.memory.logits import logits_bytes
 from axlint.memory.overhead import (
     allocator_slack_bytes,
@@ -108,7 +113,7 @@ class MemoryEstimate:
     hw: Hardware
     setup: TrainSetup
     components: Mapping[str, float]
-    phase: str                      # "forward-backward" | "optimizer-step"
+    phase: str                      # "forward-backward" | "optimizer-step" | "model load" (loading.LOAD_PHASE)
     phases: Mapping[str, float]     # allocated bytes of each phase, eval included
     peak_allocated: float
     peak_reserved: float
@@ -206,7 +211,12 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     phase, comps = ("forward-backward", fwd) if p_fwd >= p_step else ("optimizer-step", step)
     paged = o if spec.paged else 0.0
     allocated = max(p_fwd, p_step) - paged
-    slack = allocator_slack_bytes(allocated, expandable_segments)
+    p_load = load_peak_bytes(arch, setup, w_all)
+    if p_load > allocated:
+        phase, allocated = LOAD_PHASE, p_load
+        comps = dict.fromkeys(comps, 0.0) | {"weights": w_all, "sharding_buffers": p_load - w_all}
+    slack = load_slack_bytes(allocated) if phase == LOAD_PHASE else \
+        allocator_slack_bytes(allocated, expandable_segments)
     if phase == "forward-backward" and comps["logits"] > 0:
         slack += loss_unreused_bytes(arch, setup, setup.tokens)
     ctx = context_bytes(s.world, s.kind)
@@ -215,6 +225,8 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         + logits_bytes(arch, setup, setup.eval_tokens, training=False)
     eval_device = p_eval + allocator_slack_bytes(p_eval, expandable_segments) + ctx + paged
     notes.append(f"peak phase: {phase}; {setup.tokens} tokens per micro batch")
+    if p_load:
+        notes.append(load_note(arch, setup, w_all, p_load))
     if tower:
         notes.append(tower.note)
     notes += [MIXER_NOTES[kind] for kind in arch.mixer_kinds if kind in MIXER_NOTES]
@@ -226,7 +238,8 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         notes.append(hw.note)
     return MemoryEstimate(
         arch=model, hw=hw, setup=setup, components={**comps, "cuda_context": ctx, "allocator_slack": slack},
-        phase=phase, phases={"forward-backward": p_fwd - paged, "optimizer-step": p_step - paged, "eval": p_eval},
+        phase=phase, phases={"forward-backward": p_fwd - paged, "optimizer-step": p_step - paged, "eval": p_eval,
+                             LOAD_PHASE: p_load},
         peak_allocated=allocated, peak_reserved=allocated + slack, peak_device=allocated + slack + ctx + paged,
         eval_peak_device=eval_device, required=resident_bytes(allocated, ctx),
         eval_required=resident_bytes(p_eval, ctx),

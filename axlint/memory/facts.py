@@ -85,6 +85,13 @@ class MemoryFacts:
         return self.estimate.fits
 
     @property
+    def load_oom(self) -> bool:
+        """Loading the model alone is over the GPU (``memory.loading``): no sample length changes that."""
+        from axlint.memory.loading import LOAD_PHASE
+
+        return self.estimate.phase == LOAD_PHASE and not self.estimate.fits
+
+    @property
     def eval_fits(self) -> bool:
         return not self.evaluating or self.estimate.eval_fits
 
@@ -276,12 +283,13 @@ def oom_knob(run: "TrainingRun", knob: "Knob") -> tuple[MemoryFacts, Any] | None
 
 
 def oom_facts(run: "TrainingRun") -> MemoryFacts | None:
-    """The facts when a claim about an OOM can be made: exact token counts, training over the GPU, and a run the
-    model covers or of which it leaves out only work that adds to the peak (``MemoryFacts.lower_bound``)."""
+    """The facts when a claim about an OOM can be made: exact token counts (or a load that is over the GPU whatever
+    the samples), training over the GPU, and a run the model covers or of which it leaves out only work that adds to
+    the peak (``MemoryFacts.lower_bound``)."""
     facts = memory_facts(run)
     if facts is None or (facts.unknown and not facts.lower_bound):
         return None
-    return facts if facts.exact_tokens and not facts.train_fits else None
+    return facts if (facts.exact_tokens or facts.load_oom) and not facts.train_fits else None
 
 
 def oom_fix_facts(run: "TrainingRun") -> MemoryFacts | None:

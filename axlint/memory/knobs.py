@@ -19,6 +19,7 @@ class Knob(str, Enum):
     ZERO = "zero"
     EVAL_BATCH = "eval_batch"
     EXPERTS = "experts"
+    LOADING = "loading"
 
 
 class Saver(str, Enum):
@@ -46,6 +47,8 @@ class Change(str, Enum):
     STOP_OFFLOAD = "stop_offload"
     STOCK_ZERO3 = "stock_zero3"              # new: the stock DeepSpeed file
     STOCK_ZERO3_OFFLOAD = "stock_zero3_offload"  # new: the stock DeepSpeed file
+    SHARDED_QUANT_LOAD = "sharded_quant_load"
+    SKIP_MOVE_TO_DEVICE = "skip_move_to_device"
 
 
 @dataclass(frozen=True)

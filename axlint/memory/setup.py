@@ -9,7 +9,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from axlint.architectures import Architecture
-from axlint.facts import ImageFeed, LossKernel, RunFacts, Sharding, kbit_upcasts_experts, keeps_fp32_embeddings
+from axlint.facts import (
+    ImageFeed,
+    LossKernel,
+    ModelLoad,
+    RunFacts,
+    Sharding,
+    kbit_upcasts_experts,
+    keeps_fp32_embeddings,
+)
 from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
 from axlint.memory.params import linear_names, regex_leaf_names
@@ -74,6 +82,7 @@ class TrainSetup:
     images: ImageFeed | None = None               # the images a multimodal run feeds (processor_type set)
     axolotl_loader: bool = True                   # Axolotl loads the model (False: a plain Transformers script)
     cut_cross_entropy: bool = False               # Axolotl's cut_cross_entropy is on, whatever head computes the loss
+    model_load: ModelLoad = field(default_factory=ModelLoad)  # how the model reaches the GPUs before FSDP shards it
     assumptions: tuple[str, ...] = ()
 
     @property
@@ -266,6 +275,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         prequantized=pre,
         images=facts.images,
         cut_cross_entropy=facts.loss.value is LossKernel.CCE,
+        model_load=facts.model_load,
     )
     return replace(setup, assumptions=tuple(notes + _fp32_notes(setup, arch)))
 

@@ -2,7 +2,8 @@
 
 Knobs: gradient checkpointing, Liger FLCE / Cut Cross-Entropy (when the model type is patched), attention
 backend, micro batch lowered with gradient_accumulation_steps raised by the same factor (same effective batch),
-ZeRO stage, optimizer / parameter offload.
+ZeRO stage, optimizer / parameter offload, and a load that never holds the whole model on one GPU
+(``memory.loading``).
 
 Cost model (relative step time of the same effective batch; throughput = 1 / Π step-time factors × utilisation):
   gradient checkpointing ×4/3 (one more forward; backward ≈ 2 forwards); offloaded checkpoints ×1.45
@@ -38,6 +39,7 @@ from axlint.memory import constants as C
 from axlint.memory.estimate import MemoryEstimate, estimate_setup
 from axlint.memory.knobs import Change, Knob, Saver, Step
 from axlint.memory.liger_models import cce_supports, liger_supports
+from axlint.memory.loading import load_remedy, whole_model_load
 from axlint.memory.setup import TrainSetup, read_setup
 
 STOCK_ZERO3 = "deepspeed_configs/zero3_bf16.json"
@@ -175,6 +177,25 @@ def _eval_batch_options(s: TrainSetup, evaluating: bool) -> list[_Option]:
                       for v in eval_batch_candidates(s.eval_batch_size, s.micro_batch_size)]
 
 
+RAM_EFFICIENT_LOADING = "fsdp_config.cpu_ram_efficient_loading"
+"""The change key of FSDP's cpu_ram_efficient_loading (a dotted path into the YAML's fsdp_config)."""
+
+
+def _loading_options(s: TrainSetup, arch: Architecture) -> list[_Option]:
+    """A load that never holds the whole model on one GPU (``memory.loading.load_remedy``), where the run has one:
+    Answer.AI's shard-by-shard 4-bit load for a QLoRA under FSDP1, or Axolotl's default of not moving the model to
+    every GPU first. Neither changes a training step (1.0)."""
+    if not whole_model_load(arch, s) or not load_remedy(arch, s):
+        return [_KEEP]
+    if s.model_load.move_to_device:
+        return [_KEEP, _Option({"model_load": replace(s.model_load, move_to_device=False)},
+                               {"experimental_skip_move_to_device": True}, step=Step(Change.SKIP_MOVE_TO_DEVICE))]
+    load = replace(s.model_load, cpu_ram_efficient_loading=True, sharded_quant_loading=True)
+    ram = {} if s.model_load.cpu_ram_efficient_loading else {RAM_EFFICIENT_LOADING: True}
+    return [_KEEP, _Option({"model_load": load}, {"qlora_sharded_model_loading": True, **ram},
+                           step=Step(Change.SHARDED_QUANT_LOAD))]
+
+
 def _zero_options(s: TrainSetup, arch: Architecture) -> list[_Option]:
     sh = s.sharding
     if sh.kind is ShardingKind.DEEPSPEED:
@@ -220,6 +241,7 @@ def _knobs(facts: RunFacts, setup: TrainSetup, arch: Architecture, evaluating: b
             Knob.MICRO_BATCH: _micro_batch_options(setup, facts.eval_batch_size.origin is Origin.DEFAULT),
             Knob.ZERO: _zero_options(setup, arch),
             Knob.EXPERTS: _expert_options(setup, arch),
+            Knob.LOADING: _loading_options(setup, arch),
             Knob.EVAL_BATCH: _eval_batch_options(setup, evaluating)}
 
 
@@ -321,8 +343,12 @@ def scale_out(facts: RunFacts, arch: Architecture, hw: Hardware, *, margin: floa
     for count in (n for n in SCALE_OUT_COUNTS if n > hw.count):
         kind = ShardingKind.DDP if setup.sharding.kind is ShardingKind.SINGLE else setup.sharding.kind
         wider = setup.with_changes(sharding=replace(setup.sharding, world=count, kind=kind))
-        found = [s for s in _search(facts, wider, arch, replace(hw, count=count), margin=margin, limit=5,
-                                    expandable_segments=expandable_segments) if not s.host_gib]
+        more = replace(hw, count=count)
+        as_is = estimate_setup(wider, arch, more, expandable_segments=expandable_segments)
+        if kind is setup.sharding.kind and _peak(as_is, facts.evaluates) <= more.memory_gib * C.GIB * (1 - margin):
+            return ScaleOut(count, _suggestion([], as_is, _peak(as_is, facts.evaluates), facts.evaluates))
+        found = [s for s in _search(facts, wider, arch, more, margin=margin, limit=5,
+                                    expandable_segments=expandable_segments, base=as_is) if not s.host_gib]
         if found:
             return ScaleOut(count, found[0])
     return None

@@ -95,8 +95,12 @@ def scale_out_text(found: "ScaleOut | None", hw: "Hardware") -> str:
     """The advice when nothing fits on the GPUs given."""
     if found is None:
         return f"nothing axlint can change fits it on {hw.label}, nor on up to 64 of these GPUs"
+    s = found.suggestion
+    if not s.steps:
+        return (f"nothing axlint can change fits it on {hw.label}; on {found.gpus}×{hw.gpu} it fits as it is "
+                f"({s.peak_gib:.1f} GiB)")
     return (f"nothing axlint can change fits it on {hw.label}; on {found.gpus}×{hw.gpu} it fits with "
-            f"{suggestion_text(found.suggestion, replace(hw, count=found.gpus))}")
+            f"{suggestion_text(s, replace(hw, count=found.gpus))}")
 
 
 def step_text(step: "Step") -> str:
@@ -125,7 +129,10 @@ _STEP_WORDS = {Change.CHECKPOINTING_ON: "turn on gradient checkpointing",
                Change.QUANTIZE_EXPERTS: "store the MoE experts quantized too (quantize_moe_experts)",
                Change.OFFLOAD_OPTIMIZER: "offload the optimizer to CPU",
                Change.OFFLOAD_ALL: "offload the optimizer and the parameters to CPU",
-               Change.STOP_OFFLOAD: "stop offloading to CPU"}
+               Change.STOP_OFFLOAD: "stop offloading to CPU",
+               Change.SHARDED_QUANT_LOAD: "load the 4-bit model shard by shard on the CPU (qlora_sharded_model_loading "
+                                          "with cpu_ram_efficient_loading) instead of whole on every GPU",
+               Change.SKIP_MOVE_TO_DEVICE: "let FSDP place the model instead of moving it whole to every GPU first"}
 
 
 def description(s: "Suggestion") -> str:

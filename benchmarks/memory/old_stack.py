@@ -4,6 +4,7 @@ older loss kept (``shifted_logits_extra``), or estimate the run as the older tra
 the model (``unconverted_targets``, ``linear_experts``) where the source ran them."""
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from axlint.facts import RunFacts
@@ -53,3 +54,13 @@ def linear_experts(setup: TrainSetup, facts: RunFacts) -> TrainSetup:
     under ``remote_linear_experts``; tests/test_published_measurements.py checks that the two agree)."""
     return unconverted_targets(setup, facts).with_changes(
         quantize_experts=setup.quantize_experts or setup.quantization is not None, expert_modules=True)
+
+
+def sharded_load(setup: TrainSetup) -> TrainSetup:
+    """A run whose model reached the GPUs already sharded, never whole on one GPU: Answer.AI's fsdp_qlora script
+    (rank 0 loads and quantizes, the other ranks wait on the meta device, FSDP broadcasts), or transformers 4 under
+    FSDP's cpu_ram_efficient_loading, which quantized each weight on the GPU and moved it to the CPU (rank 0) or the
+    meta device (4.57 ``modeling_utils.py`` ``_load_state_dict_into_meta_model``). Axolotl's shard-by-shard 4-bit load
+    is the same for memory, so a QLoRA setup is given that one (``memory.loading``)."""
+    load = replace(setup.model_load, cpu_ram_efficient_loading=True, sharded_quant_loading=True, move_to_device=False)
+    return setup.with_changes(model_load=load)

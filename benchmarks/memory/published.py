@@ -9,7 +9,10 @@ memory). A row measured on an older stack (``stack``) gets that stack's differen
 4.46 the shifted fp32 logits copy of that loss is added (``old_stack.shifted_logits_extra``) to every figure and to
 the fit call; on PEFT before 0.19 the LoRA targets are not converted for transformers 5's MoE experts
 (``old_stack.unconverted_targets``); on transformers 4 with per-expert ``nn.Linear`` experts those are quantized and
-wrapped as modules (``old_stack.linear_experts``).
+wrapped as modules (``old_stack.linear_experts``). A row whose model reached the GPUs already sharded (``loader:
+sharded``: Answer.AI's own training script, or transformers 4, which moved each quantized weight to the CPU or the
+meta device under FSDP's cpu_ram_efficient_loading) is estimated without the whole-model load of today's Axolotl
+(``old_stack.sharded_load``).
 
     python benchmarks/memory/published.py            # prints the report and writes benchmarks/memory/published.md
     python benchmarks/memory/published.py --check    # exit 1 when published.md's figures differ from a fresh run
@@ -37,7 +40,12 @@ from axlint.hardware import parse_hardware  # noqa: E402
 from axlint.memory.estimate import estimate_setup  # noqa: E402
 from axlint.memory.overhead import resident_bytes  # noqa: E402
 from axlint.memory.setup import read_setup  # noqa: E402
-from benchmarks.memory.old_stack import linear_experts, shifted_logits_extra, unconverted_targets  # noqa: E402
+from benchmarks.memory.old_stack import (  # noqa: E402
+    linear_experts,
+    sharded_load,
+    shifted_logits_extra,
+    unconverted_targets,
+)
 from axlint.run import build_run  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -51,6 +59,8 @@ OLD_LOSS = "transformers<4.46"
 SETUP_STACKS = {"peft<0.19": unconverted_targets, "transformers<5 linear experts": linear_experts}
 """Stacks that differ in what is loaded and adapted: the row's TrainSetup is changed before it is estimated."""
 STACKS = (OLD_LOSS, *SETUP_STACKS)
+LOADERS = ("sharded",)
+"""Row ``loader`` values: how the model reached the GPUs where it was not today's Axolotl load."""
 
 
 @dataclass
@@ -111,6 +121,8 @@ def estimate_row(row: dict[str, Any]):
     setup = read_setup(facts, arch)
     if (stack := SETUP_STACKS.get(row.get("stack"))) is not None:
         setup = stack(setup, facts)
+    if row.get("loader") == LOADERS[0]:
+        setup = sharded_load(setup)
     return estimate_setup(setup, arch, hw)
 
 

@@ -1,0 +1,102 @@
+"""The per-GPU peak while the model is loaded and sharded, before the first step: the moment a run under FSDP holds
+the whole model on every GPU.
+
+Where the model lands (Axolotl 0.18.0 / main ``loaders/model.py``: ``_set_device_map_config``, ``_build_model``,
+``_apply_post_lora_load_setup``):
+  - QLoRA under FSDP loads with ``device_map={"": LOCAL_RANK}``: every rank quantizes the whole model on its own GPU.
+    Not when ``cpu_ram_efficient_loading`` is on and either FSDP2 (rank 0 loads on the CPU, the others on the meta
+    device) or Answer.AI's sharded 4-bit load runs (``qlora_sharded_model_loading``, or a DBRX model).
+  - Any other 4/8-bit load under FSDP gets no device_map from Axolotl, and transformers' bitsandbytes quantizer then
+    takes the current GPU (transformers 5.24 ``quantizers/quantizer_bnb_{4,8}bit.py`` ``update_device_map``), again
+    except under FSDP2 with ``cpu_ram_efficient_loading``.
+  - An unquantized model is moved whole to every GPU (``model.to(cuda:LOCAL_RANK)``) only when the config writes
+    ``experimental_skip_move_to_device: false``; Axolotl skips that move by default since 0.13.0.
+  transformers 5 has no FSDP path for quantized weights any more; transformers 4 moved each quantized weight to the
+  CPU (rank 0) or the meta device under FSDP's cpu_ram_efficient_loading (4.57 ``modeling_utils.py``
+  ``_load_state_dict_into_meta_model``).
+
+Then FSDP shards the model in place:
+  FSDP2  Axolotl's ``fsdp2_prepare_model`` (``monkeypatch/accelerate/fsdp2.py``) takes ``model.state_dict()`` before
+         ``fully_shard`` and holds it to the end, so every whole tensor stays while its new shard is allocated:
+         peak = W + W/N
+  FSDP1  each wrap unit is flattened into one new tensor, then sharded and its whole copy freed (torch
+         ``distributed/fsdp/_flat_param.py``): peak = W + the largest unit (a decoder layer, or the root's embedding
+         and lm_head)
+W = the model's weights as the GPU stores them, unsharded (``states.weight_bytes``); N = the ranks that shard them.
+Nothing calls ``torch.cuda.empty_cache()`` afterwards, so what the load reserved stays reserved during training.
+"""
+from __future__ import annotations
+
+from axlint.architectures import Architecture
+from axlint.facts import ShardingKind
+from axlint.memory import constants as C
+from axlint.memory.setup import TrainSetup
+from axlint.memory.sharding import gathered_layer_bytes
+
+LOAD_PHASE = "model load"
+"""The estimate's name of the load's moment (``MemoryEstimate.phase``)."""
+SHARDED_LOADERS = ("dbrx",)
+"""Model types whose QLoRA under FSDP with cpu_ram_efficient_loading always takes the sharded 4-bit load."""
+
+
+def whole_model_load(arch: Architecture, setup: TrainSetup) -> str:
+    """Why every GPU holds the whole model before FSDP shards it (module docstring), or "" when it never does."""
+    s, load = setup.sharding, setup.model_load
+    if s.kind is not ShardingKind.FSDP or s.world < 2 or s.mesh.tp > 1 or not setup.axolotl_loader:
+        return ""
+    ram_efficient_fsdp2 = load.cpu_ram_efficient_loading and s.fsdp_version == 2
+    if setup.adapter == "qlora":
+        sharded = load.cpu_ram_efficient_loading and (load.sharded_quant_loading or arch.model_type in SHARDED_LOADERS)
+        if ram_efficient_fsdp2 or sharded:
+            return ""
+        return "QLoRA under FSDP loads the model with device_map on the local GPU"
+    if setup.quantization in ("nf4", "int8"):
+        if ram_efficient_fsdp2:
+            return ""
+        return f"bitsandbytes quantizes the {setup.quantization} load on the current GPU"
+    if load.move_to_device:
+        return "experimental_skip_move_to_device: false moves the whole model to every GPU"
+    return ""
+
+
+def load_peak_bytes(arch: Architecture, setup: TrainSetup, whole: float) -> float:
+    """Allocated bytes per GPU at the load's peak (module docstring); ``whole``: W, the unsharded weights. 0 when the
+    model never lies whole on one GPU."""
+    if not whole_model_load(arch, setup):
+        return 0.0
+    s = setup.sharding
+    if s.fsdp_version >= 2:
+        return whole * (1 + 1 / s.state_ranks)
+    root = (arch.embedding_params + arch.position_embedding_params + arch.lm_head_params) * setup.param_bytes
+    unit = max([root] + [gathered_layer_bytes(arch, setup, layers[0]) for layers in arch.kind_layers])
+    return whole + unit
+
+
+def load_remedy(arch: Architecture, setup: TrainSetup) -> str:
+    """What to write so that the GPUs never hold the whole model, or "" where Axolotl offers nothing: under FSDP2 a
+    4/8-bit load cannot take cpu_ram_efficient_loading (Axolotl's Llama 4 FSDP2 QLoRA example: "does not work with
+    load_in_8bit/4bit"), and an 8-bit LoRA has no sharded load."""
+    if setup.model_load.move_to_device:
+        return "drop `experimental_skip_move_to_device: false` so that FSDP places the model"
+    if setup.adapter == "qlora" and setup.sharding.fsdp_version == 1:
+        return ("`qlora_sharded_model_loading: true` with `fsdp_config.cpu_ram_efficient_loading: true` quantizes it "
+                "shard by shard on the CPU instead")
+    return ""
+
+
+def load_note(arch: Architecture, setup: TrainSetup, whole: float, peak: float) -> str:
+    """The estimate's note on the load's peak."""
+    gib = 2**30
+    fallback = ("more GPUs shrink only the shards, not the whole copy" if setup.sharding.fsdp_version >= 2
+                else "more GPUs do not lower it")
+    remedy = load_remedy(arch, setup) or fallback
+    return (f"model load: {whole_model_load(arch, setup)}, so every GPU holds the whole model ({whole / gib:.2f} GiB) "
+            f"before FSDP shards it, {peak / gib:.2f} GiB allocated at that moment, and the caching allocator keeps it "
+            f"reserved; {remedy}")
+
+
+def load_slack_bytes(allocated: float) -> float:
+    """Reserved beyond the allocated bytes at the load's peak: the load allocates whole checkpoint tensors and their
+    shards, which the caching allocator rounds up and keeps without the mixed sizes of a training step, so only the
+    fragmentation it cannot give back is added (``constants.RESIDENT_FRAGMENTATION``), not the step's slack."""
+    return allocated * C.RESIDENT_FRAGMENTATION
