@@ -185,14 +185,17 @@ class ImageFeed:
 
 @dataclass(frozen=True)
 class ModelLoad:
-    """How Axolotl brings the model to the GPUs before FSDP shards it: ``cpu_ram_efficient_loading`` (fsdp_config,
-    either key style), ``sharded_quant_loading`` (``qlora_sharded_model_loading``: Answer.AI's shard-by-shard 4-bit
-    load) and ``move_to_device`` (``experimental_skip_move_to_device: false`` written: the legacy move of the whole
-    model to every GPU; Axolotl defaults the key to true since 0.13.0)."""
+    """How Axolotl brings the model to the GPUs before FSDP or ZeRO-3 shards it: ``cpu_ram_efficient_loading``
+    (fsdp_config, either key style), ``sharded_quant_loading`` (``qlora_sharded_model_loading``: Answer.AI's
+    shard-by-shard 4-bit load) and ``move_to_device`` (``experimental_skip_move_to_device: false`` written: the
+    legacy move of the whole model to every GPU; Axolotl defaults the key to true since 0.13.0).
+    ``quantized_off_gpu``: each quantized weight leaves the GPU as it is loaded, as transformers 4 did under FSDP's
+    cpu_ram_efficient_loading or ZeRO-3; no config sets it on today's stack (a measurement taken on that one does)."""
 
     cpu_ram_efficient_loading: bool = False
     sharded_quant_loading: bool = False
     move_to_device: bool = False
+    quantized_off_gpu: bool = False
 
 
 EMBEDDING_LAYERS = {"gpt_neox": ("embed_in", "embed_out"), "falcon": ("word_embeddings", "lm_head"),

@@ -2,6 +2,8 @@
 (axlint.memory.loading)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from axlint.architectures import resolve_architecture
@@ -56,6 +58,29 @@ def with_ram(fsdp):
 ])
 def test_whole_model_load(config, whole):
     assert bool(whole_model_load(L70B, setup_of(config))) is whole
+
+
+ZERO3 = {"zero_optimization": {"stage": 3}, "bf16": {"enabled": True}}
+
+
+def test_zero3_quantized_load_lies_whole_on_every_gpu_until_partitioned():
+    # no device_map under ZeRO-3: bitsandbytes' quantizer takes the current GPU; the engine partitions param by param
+    run = facts({**BASE, **QLORA, "deepspeed": "ds.json"}, ZERO3, L70B, TWO)
+    setup = read_setup(run, L70B)
+    why = whole_model_load(L70B, setup)
+    assert why == "bitsandbytes quantizes the nf4 load on the current GPU"
+    whole = weight_bytes(L70B, setup, trainable(L70B, setup))
+    assert load_peak_bytes(L70B, setup, whole) == whole
+    e = estimate_memory(run, L70B, parse_hardware("2xA100-40GB"))
+    assert e.phase == LOAD_PHASE and not e.fits
+    assert any("before ZeRO-3 shards it" in n and n.endswith("more GPUs do not lower it") for n in e.assumptions)
+
+
+def test_an_unquantized_zero3_run_and_an_older_stack_have_no_load_peak():
+    assert not whole_model_load(L70B, read_setup(facts({**BASE, "adapter": "lora"}, ZERO3, L70B, TWO), L70B))
+    setup = read_setup(facts({**BASE, **QLORA}, ZERO3, L70B, TWO), L70B)
+    older = setup.with_changes(model_load=replace(setup.model_load, quantized_off_gpu=True))
+    assert whole_model_load(L70B, setup) and not whole_model_load(L70B, older)
 
 
 def test_dbrx_qlora_takes_the_sharded_load_with_cpu_ram_efficient_loading():

@@ -1,27 +1,32 @@
-"""The per-GPU peak while the model is loaded and sharded, before the first step: the moment a run under FSDP holds
-the whole model on every GPU.
+"""The per-GPU peak while the model is loaded and sharded, before the first step: the moment a run under FSDP or
+DeepSpeed ZeRO-3 holds the whole model on every GPU.
 
 Where the model lands (Axolotl 0.18.0 / main ``loaders/model.py``: ``_set_device_map_config``, ``_build_model``,
 ``_apply_post_lora_load_setup``):
   - QLoRA under FSDP loads with ``device_map={"": LOCAL_RANK}``: every rank quantizes the whole model on its own GPU.
     Not when ``cpu_ram_efficient_loading`` is on and either FSDP2 (rank 0 loads on the CPU, the others on the meta
     device) or Answer.AI's sharded 4-bit load runs (``qlora_sharded_model_loading``, or a DBRX model).
-  - Any other 4/8-bit load under FSDP gets no device_map from Axolotl, and transformers' bitsandbytes quantizer then
-    takes the current GPU (transformers 5.24 ``quantizers/quantizer_bnb_{4,8}bit.py`` ``update_device_map``), again
-    except under FSDP2 with ``cpu_ram_efficient_loading``.
+  - Any other 4/8-bit load under FSDP, and every one under ZeRO-3, gets no device_map from Axolotl, and transformers'
+    bitsandbytes quantizer then takes the current GPU (transformers 5.24 ``quantizers/auto.py`` calls
+    ``update_device_map``, ``quantizers/quantizer_bnb_{4,8}bit.py`` picks ``torch.cuda.current_device()``; a quantized
+    model is not built under ``deepspeed.zero.Init``, ``modeling_utils.py``), again except under FSDP2 with
+    ``cpu_ram_efficient_loading``.
   - An unquantized model is moved whole to every GPU (``model.to(cuda:LOCAL_RANK)``) only when the config writes
-    ``experimental_skip_move_to_device: false``; Axolotl skips that move by default since 0.13.0.
-  transformers 5 has no FSDP path for quantized weights any more; transformers 4 moved each quantized weight to the
-  CPU (rank 0) or the meta device under FSDP's cpu_ram_efficient_loading (4.57 ``modeling_utils.py``
-  ``_load_state_dict_into_meta_model``).
+    ``experimental_skip_move_to_device: false``; Axolotl skips that move by default since 0.13.0, and always under
+    ZeRO-3.
+  transformers 5 has no FSDP or ZeRO-3 path for quantized weights any more; transformers 4 moved each quantized weight
+  to the CPU (rank 0) or the meta device there (4.57 ``modeling_utils.py`` ``_load_state_dict_into_meta_model``:
+  ``ModelLoad.quantized_off_gpu``).
 
-Then FSDP shards the model in place:
+Then the model is sharded in place:
   FSDP2  Axolotl's ``fsdp2_prepare_model`` (``monkeypatch/accelerate/fsdp2.py``) takes ``model.state_dict()`` before
          ``fully_shard`` and holds it to the end, so every whole tensor stays while its new shard is allocated:
          peak = W + W/N
   FSDP1  each wrap unit is flattened into one new tensor, then sharded and its whole copy freed (torch
          ``distributed/fsdp/_flat_param.py``): peak = W + the largest unit (a decoder layer, or the root's embedding
          and lm_head)
+  ZeRO-3 the engine partitions one parameter at a time and frees its whole copy (DeepSpeed 0.19.8
+         ``runtime/zero/partition_parameters.py`` ``_convert_to_zero_parameters``): peak = W
 W = the model's weights as the GPU stores them, unsharded (``states.weight_bytes``); N = the ranks that shard them.
 Nothing calls ``torch.cuda.empty_cache()`` afterwards, so what the load reserved stays reserved during training.
 """
@@ -40,17 +45,24 @@ SHARDED_LOADERS = ("dbrx",)
 
 
 def whole_model_load(arch: Architecture, setup: TrainSetup) -> str:
-    """Why every GPU holds the whole model before FSDP shards it (module docstring), or "" when it never does."""
+    """Why every GPU holds the whole model before FSDP or ZeRO-3 shards it (module docstring), or "" when it never
+    does."""
     s, load = setup.sharding, setup.model_load
-    if s.kind is not ShardingKind.FSDP or s.world < 2 or s.mesh.tp > 1 or not setup.axolotl_loader:
+    zero3 = s.kind is ShardingKind.DEEPSPEED and s.stage == 3
+    if not (s.kind is ShardingKind.FSDP or zero3) or s.world < 2 or s.mesh.tp > 1 or not setup.axolotl_loader:
         return ""
+    quantized = setup.quantization in ("nf4", "int8")
+    if quantized and load.quantized_off_gpu:
+        return ""
+    if zero3:
+        return f"bitsandbytes quantizes the {setup.quantization} load on the current GPU" if quantized else ""
     ram_efficient_fsdp2 = load.cpu_ram_efficient_loading and s.fsdp_version == 2
     if setup.adapter == "qlora":
         sharded = load.cpu_ram_efficient_loading and (load.sharded_quant_loading or arch.model_type in SHARDED_LOADERS)
         if ram_efficient_fsdp2 or sharded:
             return ""
         return "QLoRA under FSDP loads the model with device_map on the local GPU"
-    if setup.quantization in ("nf4", "int8"):
+    if quantized:
         if ram_efficient_fsdp2:
             return ""
         return f"bitsandbytes quantizes the {setup.quantization} load on the current GPU"
@@ -65,6 +77,8 @@ def load_peak_bytes(arch: Architecture, setup: TrainSetup, whole: float) -> floa
     if not whole_model_load(arch, setup):
         return 0.0
     s = setup.sharding
+    if s.kind is ShardingKind.DEEPSPEED:
+        return whole
     if s.fsdp_version >= 2:
         return whole * (1 + 1 / s.state_ranks)
     root = (arch.embedding_params + arch.position_embedding_params + arch.lm_head_params) * setup.param_bytes
@@ -75,10 +89,10 @@ def load_peak_bytes(arch: Architecture, setup: TrainSetup, whole: float) -> floa
 def load_remedy(arch: Architecture, setup: TrainSetup) -> str:
     """What to write so that the GPUs never hold the whole model, or "" where Axolotl offers nothing: under FSDP2 a
     4/8-bit load cannot take cpu_ram_efficient_loading (Axolotl's Llama 4 FSDP2 QLoRA example: "does not work with
-    load_in_8bit/4bit"), and an 8-bit LoRA has no sharded load."""
+    load_in_8bit/4bit"), an 8-bit LoRA has no sharded load, and neither has a 4/8-bit load under ZeRO-3."""
     if setup.model_load.move_to_device:
         return "drop `experimental_skip_move_to_device: false` so that FSDP places the model"
-    if setup.adapter == "qlora" and setup.sharding.fsdp_version == 1:
+    if setup.adapter == "qlora" and setup.sharding.kind is ShardingKind.FSDP and setup.sharding.fsdp_version == 1:
         return ("`qlora_sharded_model_loading: true` with `fsdp_config.cpu_ram_efficient_loading: true` quantizes it "
                 "shard by shard on the CPU instead")
     return ""
@@ -87,12 +101,13 @@ def load_remedy(arch: Architecture, setup: TrainSetup) -> str:
 def load_note(arch: Architecture, setup: TrainSetup, whole: float, peak: float) -> str:
     """The estimate's note on the load's peak."""
     gib = 2**30
-    fallback = ("more GPUs shrink only the shards, not the whole copy" if setup.sharding.fsdp_version >= 2
+    fsdp = setup.sharding.kind is ShardingKind.FSDP
+    fallback = ("more GPUs shrink only the shards, not the whole copy" if fsdp and setup.sharding.fsdp_version >= 2
                 else "more GPUs do not lower it")
     remedy = load_remedy(arch, setup) or fallback
     return (f"model load: {whole_model_load(arch, setup)}, so every GPU holds the whole model ({whole / gib:.2f} GiB) "
-            f"before FSDP shards it, {peak / gib:.2f} GiB allocated at that moment, and the caching allocator keeps it "
-            f"reserved; {remedy}")
+            f"before {'FSDP' if fsdp else 'ZeRO-3'} shards it, {peak / gib:.2f} GiB allocated at that moment, and the "
+            f"caching allocator keeps it reserved; {remedy}")
 
 
 def load_slack_bytes(allocated: float) -> float:

@@ -57,10 +57,9 @@ def linear_experts(setup: TrainSetup, facts: RunFacts) -> TrainSetup:
 
 
 def sharded_load(setup: TrainSetup) -> TrainSetup:
-    """A run whose model reached the GPUs already sharded, never whole on one GPU: Answer.AI's fsdp_qlora script
-    (rank 0 loads and quantizes, the other ranks wait on the meta device, FSDP broadcasts), or transformers 4 under
-    FSDP's cpu_ram_efficient_loading, which quantized each weight on the GPU and moved it to the CPU (rank 0) or the
-    meta device (4.57 ``modeling_utils.py`` ``_load_state_dict_into_meta_model``). Axolotl's shard-by-shard 4-bit load
-    is the same for memory, so a QLoRA setup is given that one (``memory.loading``)."""
-    load = replace(setup.model_load, cpu_ram_efficient_loading=True, sharded_quant_loading=True, move_to_device=False)
-    return setup.with_changes(model_load=load)
+    """A run whose quantized model reached the GPUs already sharded, never whole on one GPU: Answer.AI's fsdp_qlora
+    script (rank 0 quantizes and keeps the weights on the CPU, the other ranks wait on the meta device, FSDP
+    broadcasts), or transformers 4 under FSDP's cpu_ram_efficient_loading or ZeRO-3, which quantized each weight on
+    the GPU and moved it to the CPU or the meta device (4.57 ``modeling_utils.py`` ``_load_state_dict_into_meta_model``)
+    (``memory.loading``)."""
+    return setup.with_changes(model_load=replace(setup.model_load, quantized_off_gpu=True))
