@@ -52,11 +52,15 @@ def main() -> None:
     import gc
     import sys
 
+    from axlint import codecache
+
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
     for stream in (sys.stdout, sys.stderr):  # a lone surrogate (a file name that is not UTF-8) prints as `\udcff`
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    code = codecache.install()  # before the command's modules create their dataclasses
     try:
         cli(prog_name="axlint")
     finally:
+        code.save()
         gc.freeze()  # what is left lives until exit: the interpreter's last collections need not walk it again

@@ -17,7 +17,7 @@ import yaml
 
 from axlint.checks import load_builtin_checks
 from axlint.diagnostics import Severity
-from axlint.paths import home
+from axlint.paths import cache_dir
 from axlint.rule import CHECKS, FixAvailability, Rule, validate_contract
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -37,17 +37,6 @@ def builtin_rules_dir() -> Path:
 _REQUIRED = ("code", "name", "severity", "category", "summary", "message")
 _CODE = re.compile(r"^[A-Z]{2,5}\d{3}$")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
-
-
-def cache_dir() -> Path | None:
-    """Where parsed packs are cached: $AXLINT_CACHE_DIR, else $XDG_CACHE_HOME/axlint or ~/.cache/axlint; None
-    when there is no home folder to put it in (then nothing is cached)."""
-    if os.environ.get("AXLINT_CACHE_DIR"):
-        return Path(os.environ["AXLINT_CACHE_DIR"])
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]) / "axlint"
-    folder = home()
-    return folder / ".cache" / "axlint" if folder is not None else None
 
 
 def _pack_cache_file(path: Path) -> Path | None:

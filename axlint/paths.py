@@ -37,3 +37,15 @@ def expand_user(path: str) -> Path:
         return Path(os.path.expanduser(path))
     except (RuntimeError, KeyError, OSError, ValueError):
         return Path(path)
+
+
+def cache_dir() -> Path | None:
+    """Where axlint caches what it derives (parsed rule packs, compiled dataclass methods): $AXLINT_CACHE_DIR, else
+    $XDG_CACHE_HOME/axlint or ~/.cache/axlint; None when there is no home folder to put it in (then nothing is
+    cached)."""
+    if os.environ.get("AXLINT_CACHE_DIR"):
+        return Path(os.environ["AXLINT_CACHE_DIR"])
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "axlint"
+    folder = home()
+    return folder / ".cache" / "axlint" if folder is not None else None
