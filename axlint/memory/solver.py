@@ -336,9 +336,10 @@ class ScaleOut:
 
 def scale_out(facts: RunFacts, arch: Architecture, hw: Hardware, *, margin: float = C.SAFETY_MARGIN,
               expandable_segments: bool = False) -> ScaleOut | None:
-    """The fewest GPUs of this kind (``SCALE_OUT_COUNTS`` above the current count) on which the run fits without CPU
-    offload, its model states sharded over them: ZeRO-3 (DeepSpeed's stock file for a run without DeepSpeed, the
-    stage raised in a DeepSpeed run) or the run's own FSDP; with the fastest edit that makes it fit there."""
+    """The fewest GPUs of this kind (``SCALE_OUT_COUNTS`` above the current count) on which the run fits, its model
+    states sharded over them: ZeRO-3 (DeepSpeed's stock file for a run without DeepSpeed, the stage raised in a
+    DeepSpeed run) or the run's own FSDP. A sharded run that fits there unchanged is taken as it is (with whatever
+    offload it already writes); otherwise the fastest edit that makes it fit there without CPU offload."""
     setup = read_setup(facts, arch)
     for count in (n for n in SCALE_OUT_COUNTS if n > hw.count):
         kind = ShardingKind.DDP if setup.sharding.kind is ShardingKind.SINGLE else setup.sharding.kind
