@@ -31,15 +31,16 @@ class CodeCache:
         self.codes: dict[str, CodeType] = _read(path) if path is not None else {}
         self.added = 0
 
-    def exec(self, source: Any, globals: dict[str, Any] | None = None, locals: dict[str, Any] | None = None) -> None:
-        """``exec`` for ``dataclasses``: source text is compiled once and taken from the cache after that."""
+    def exec(self, source: Any, scope: dict[str, Any] | None = None, names: dict[str, Any] | None = None) -> None:
+        """``exec(source, globals, locals)`` for ``dataclasses``: source text is compiled once and taken from the
+        cache after that."""
         if isinstance(source, str):
             code = self.codes.get(source)
             if code is None:
                 code = self.codes[source] = compile(source, "<string>", "exec")
                 self.added += 1
             source = code
-        builtins.exec(source, globals, locals)
+        builtins.exec(source, scope, names)
 
     def save(self) -> None:
         """Write the cache when this run added to it (atomically; a folder that cannot be written is skipped)."""

@@ -100,13 +100,12 @@ def load_remedy(arch: Architecture, setup: TrainSetup) -> str:
 
 def load_note(arch: Architecture, setup: TrainSetup, whole: float, peak: float) -> str:
     """The estimate's note on the load's peak."""
-    gib = 2**30
     fsdp = setup.sharding.kind is ShardingKind.FSDP
     fallback = ("more GPUs shrink only the shards, not the whole copy" if fsdp and setup.sharding.fsdp_version >= 2
                 else "more GPUs do not lower it")
     remedy = load_remedy(arch, setup) or fallback
-    return (f"model load: {whole_model_load(arch, setup)}, so every GPU holds the whole model ({whole / gib:.2f} GiB) "
-            f"before {'FSDP' if fsdp else 'ZeRO-3'} shards it, {peak / gib:.2f} GiB allocated at that moment, and the "
+    return (f"model load: {whole_model_load(arch, setup)}, so every GPU holds the whole model ({whole / C.GIB:.2f} GiB) "
+            f"before {'FSDP' if fsdp else 'ZeRO-3'} shards it, {peak / C.GIB:.2f} GiB allocated at that moment, and the "
             f"caching allocator keeps it reserved; {remedy}")
 
 
