@@ -160,3 +160,15 @@ def test_an_8bit_lora_under_fsdp2_has_no_load_fix_but_fits_on_more_gpus_as_it_is
     assert suggest(run, Q32B, TWO) == []
     wider = scale_out(run, Q32B, TWO)
     assert wider is not None and wider.gpus == 4 and wider.suggestion.steps == ()
+
+
+def test_the_step_reserved_stays_when_it_is_larger_than_the_load_reserved():
+    # 10240 tokens: the step allocates a little less than the load (whole 8-bit model + half shards), but with the
+    # step's slack and the loss's unreused block it reserves more; the peak reserved is the step's
+    config = {**BASE, **INT8, **FSDP2, "base_model": "Qwen/Qwen3-32B", "sequence_len": 10240}
+    e = estimate_memory(facts(config, None, Q32B, TWO), Q32B, TWO)
+    step = e.phases["forward-backward"]
+    assert e.phase == LOAD_PHASE and step < e.peak_allocated == e.phases[LOAD_PHASE]
+    assert e.peak_reserved > e.peak_allocated * (1 + C.RESIDENT_FRAGMENTATION)
+    assert e.peak_reserved == pytest.approx(e.peak_allocated + e.components["allocator_slack"])
+    assert e.peak_reserved > step * (1 + C.ALLOCATOR_SLACK)  # the step's own slack, and its loss block on top

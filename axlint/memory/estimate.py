@@ -32,9 +32,10 @@ Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
                FSDP's gathered params are resharded by then (sharding.step_buffer_bytes)
   P_eval     = resident + one layer's forward temporaries + eval logits    (grads freed after the step)
 
-  P_load     = the whole model and its new shards on every GPU while FSDP shards it, where a run loads it whole
-               (``memory.loading``: a 4/8-bit load under FSDP); 0 elsewhere. When it is the largest moment it is
-               the peak ("model load"), with only the unreturnable fragmentation as slack (``loading.load_slack_bytes``)
+  P_load     = the whole model (and, under FSDP, its new shards) on every GPU while FSDP or ZeRO-3 shards it, where a
+               run loads it whole (``memory.loading``: a 4/8-bit load); 0 elsewhere. When it is the largest moment it
+               is the peak ("model load"), reserving P_load plus the unreturnable fragmentation
+               (``loading.load_slack_bytes``) or the step's reserved, whichever is larger
 
   peak_allocated = max(max(P_fwd_bwd, P_step) less the states of a paged optimizer, P_load) (bitsandbytes
   allocates paged states as CUDA managed memory, outside PyTorch's allocator, and pages them out to CPU RAM under
@@ -211,14 +212,14 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     phase, comps = ("forward-backward", fwd) if p_fwd >= p_step else ("optimizer-step", step)
     paged = o if spec.paged else 0.0
     allocated = max(p_fwd, p_step) - paged
-    p_load = load_peak_bytes(arch, setup, w_all)
-    if p_load > allocated:
-        phase, allocated = LOAD_PHASE, p_load
-        comps = dict.fromkeys(comps, 0.0) | {"weights": w_all, "sharding_buffers": p_load - w_all}
-    slack = load_slack_bytes(allocated) if phase == LOAD_PHASE else \
-        allocator_slack_bytes(allocated, expandable_segments)
+    slack = allocator_slack_bytes(allocated, expandable_segments)
     if phase == "forward-backward" and comps["logits"] > 0:
         slack += loss_unreused_bytes(arch, setup, setup.tokens)
+    p_load = load_peak_bytes(arch, setup, w_all)
+    if p_load > allocated:  # the step's reserved stays the peak reserved when it is the larger
+        slack = max(load_slack_bytes(p_load), allocated + slack - p_load)
+        phase, allocated = LOAD_PHASE, p_load
+        comps = dict.fromkeys(comps, 0.0) | {"weights": w_all, "sharding_buffers": p_load - w_all}
     ctx = context_bytes(s.world, s.kind)
     p_eval = resident + o - paged + persistent_g \
         + max(eval_activation_bytes(setup.eval_tokens, layers), tower.eval if tower else 0.0) \

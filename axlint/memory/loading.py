@@ -32,14 +32,19 @@ Nothing calls ``torch.cuda.empty_cache()`` afterwards, so what the load reserved
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
 from axlint.architectures import Architecture
-from axlint.facts import ShardingKind
+from axlint.facts import ModelLoad, ShardingKind
 from axlint.memory import constants as C
 from axlint.memory.setup import TrainSetup
-from axlint.memory.sharding import gathered_layer_bytes
+from axlint.memory.sharding import largest_layer_unit_bytes, root_unit_bytes
 
 LOAD_PHASE = "model load"
 """The estimate's name of the load's moment (``MemoryEstimate.phase``)."""
+RAM_EFFICIENT_LOADING = "fsdp_config.cpu_ram_efficient_loading"
+"""The change key of FSDP's cpu_ram_efficient_loading (a dotted path into the YAML's fsdp_config)."""
 SHARDED_LOADERS = ("dbrx",)
 """Model types whose QLoRA under FSDP with cpu_ram_efficient_loading always takes the sharded 4-bit load."""
 
@@ -81,32 +86,51 @@ def load_peak_bytes(arch: Architecture, setup: TrainSetup, whole: float) -> floa
         return whole
     if s.fsdp_version >= 2:
         return whole * (1 + 1 / s.state_ranks)
-    root = (arch.embedding_params + arch.position_embedding_params + arch.lm_head_params) * setup.param_bytes
-    unit = max([root] + [gathered_layer_bytes(arch, setup, layers[0]) for layers in arch.kind_layers])
-    return whole + unit
+    return whole + max(root_unit_bytes(arch, setup), largest_layer_unit_bytes(arch, setup))
 
 
-def load_remedy(arch: Architecture, setup: TrainSetup) -> str:
-    """What to write so that the GPUs never hold the whole model, or "" where Axolotl offers nothing: under FSDP2 a
+@dataclass(frozen=True)
+class LoadRemedy:
+    """A load that never holds the whole model on one GPU: the ``ModelLoad`` it gives, the config changes that ask for
+    it (``solver`` change keys: a dotted key reaches into ``fsdp_config``) and what to tell the user."""
+
+    load: ModelLoad
+    changes: Mapping[str, Any]
+    text: str
+
+
+def load_remedy(arch: Architecture, setup: TrainSetup) -> LoadRemedy | None:
+    """What to write so that the GPUs never hold the whole model, or None where Axolotl offers nothing: under FSDP2 a
     4/8-bit load cannot take cpu_ram_efficient_loading (Axolotl's Llama 4 FSDP2 QLoRA example: "does not work with
     load_in_8bit/4bit"), an 8-bit LoRA has no sharded load, and neither has a 4/8-bit load under ZeRO-3."""
-    if setup.model_load.move_to_device:
-        return "drop `experimental_skip_move_to_device: false` so that FSDP places the model"
+    load = setup.model_load
+    if not whole_model_load(arch, setup):
+        return None
+    if load.move_to_device:
+        return LoadRemedy(replace(load, move_to_device=False), {"experimental_skip_move_to_device": True},
+                          "drop `experimental_skip_move_to_device: false` so that FSDP places the model")
     if setup.adapter == "qlora" and setup.sharding.kind is ShardingKind.FSDP and setup.sharding.fsdp_version == 1:
-        return ("`qlora_sharded_model_loading: true` with `fsdp_config.cpu_ram_efficient_loading: true` quantizes it "
-                "shard by shard on the CPU instead")
-    return ""
+        ram = {} if load.cpu_ram_efficient_loading else {RAM_EFFICIENT_LOADING: True}
+        return LoadRemedy(replace(load, cpu_ram_efficient_loading=True, sharded_quant_loading=True),
+                          {"qlora_sharded_model_loading": True, **ram},
+                          "`qlora_sharded_model_loading: true` with `fsdp_config.cpu_ram_efficient_loading: true` "
+                          "quantizes it shard by shard on the CPU instead")
+    return None
 
 
 def load_note(arch: Architecture, setup: TrainSetup, whole: float, peak: float) -> str:
     """The estimate's note on the load's peak."""
     fsdp = setup.sharding.kind is ShardingKind.FSDP
-    fallback = ("more GPUs shrink only the shards, not the whole copy" if fsdp and setup.sharding.fsdp_version >= 2
-                else "more GPUs do not lower it")
-    remedy = load_remedy(arch, setup) or fallback
-    return (f"model load: {whole_model_load(arch, setup)}, so every GPU holds the whole model ({whole / C.GIB:.2f} GiB) "
-            f"before {'FSDP' if fsdp else 'ZeRO-3'} shards it, {peak / C.GIB:.2f} GiB allocated at that moment, and the "
-            f"caching allocator keeps it reserved; {remedy}")
+    found = load_remedy(arch, setup)
+    if found is not None:
+        remedy = found.text
+    elif fsdp and setup.sharding.fsdp_version >= 2:
+        remedy = "more GPUs shrink only the shards, not the whole copy"
+    else:
+        remedy = "more GPUs do not lower it"
+    return (f"model load: {whole_model_load(arch, setup)}, so every GPU holds the whole model "
+            f"({whole / C.GIB:.2f} GiB) before {'FSDP' if fsdp else 'ZeRO-3'} shards it, {peak / C.GIB:.2f} GiB "
+            f"allocated at that moment, and the caching allocator keeps it reserved; {remedy}")
 
 
 def load_slack_bytes(allocated: float) -> float:

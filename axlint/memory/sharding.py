@@ -107,6 +107,16 @@ def gathered_layer_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> f
     return rest + (experts / s.mesh.ep if s.expert_shard_ranks > 1 else 0.0)
 
 
+def root_unit_bytes(arch: Architecture, setup: TrainSetup) -> float:
+    """FSDP's root unit, what the decoder layers' wrapping leaves: the embeddings and lm_head in the load dtype."""
+    return setup.param_bytes * (arch.embedding_params + arch.position_embedding_params + arch.lm_head_params)
+
+
+def largest_layer_unit_bytes(arch: Architecture, setup: TrainSetup) -> float:
+    """The largest decoder layer as FSDP gathers it (``gathered_layer_bytes``), one layer of each kind."""
+    return max(gathered_layer_bytes(arch, setup, layers[0]) for layers in arch.kind_layers)
+
+
 def buffer_bytes(arch: Architecture, setup: TrainSetup, grad_bytes: float) -> float:
     """Persistent communication / gather buffers on one GPU during forward-backward (see module docstring)."""
     s = setup.sharding
@@ -114,8 +124,7 @@ def buffer_bytes(arch: Architecture, setup: TrainSetup, grad_bytes: float) -> fl
     if s.kind is ShardingKind.DDP:
         return grad_bytes
     if s.kind is ShardingKind.FSDP and s.world > 1 and s.stage >= 2:
-        root = arch.embedding_params + arch.position_embedding_params + arch.lm_head_params
-        return lp * root + 3 * max(gathered_layer_bytes(arch, setup, layers[0]) for layers in arch.kind_layers)
+        return root_unit_bytes(arch, setup) + 3 * largest_layer_unit_bytes(arch, setup)
     if s.kind != "deepspeed" or s.stage == 0:
         return 0.0
     if s.stage < 3:

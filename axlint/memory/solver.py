@@ -39,7 +39,7 @@ from axlint.memory import constants as C
 from axlint.memory.estimate import MemoryEstimate, estimate_setup
 from axlint.memory.knobs import Change, Knob, Saver, Step
 from axlint.memory.liger_models import cce_supports, liger_supports
-from axlint.memory.loading import load_remedy, whole_model_load
+from axlint.memory.loading import load_remedy
 from axlint.memory.setup import TrainSetup, read_setup
 
 STOCK_ZERO3 = "deepspeed_configs/zero3_bf16.json"
@@ -177,23 +177,15 @@ def _eval_batch_options(s: TrainSetup, evaluating: bool) -> list[_Option]:
                       for v in eval_batch_candidates(s.eval_batch_size, s.micro_batch_size)]
 
 
-RAM_EFFICIENT_LOADING = "fsdp_config.cpu_ram_efficient_loading"
-"""The change key of FSDP's cpu_ram_efficient_loading (a dotted path into the YAML's fsdp_config)."""
-
-
 def _loading_options(s: TrainSetup, arch: Architecture) -> list[_Option]:
     """A load that never holds the whole model on one GPU (``memory.loading.load_remedy``), where the run has one:
     Answer.AI's shard-by-shard 4-bit load for a QLoRA under FSDP1, or Axolotl's default of not moving the model to
     every GPU first. Neither changes a training step (1.0)."""
-    if not whole_model_load(arch, s) or not load_remedy(arch, s):
+    found = load_remedy(arch, s)
+    if found is None:
         return [_KEEP]
-    if s.model_load.move_to_device:
-        return [_KEEP, _Option({"model_load": replace(s.model_load, move_to_device=False)},
-                               {"experimental_skip_move_to_device": True}, step=Step(Change.SKIP_MOVE_TO_DEVICE))]
-    load = replace(s.model_load, cpu_ram_efficient_loading=True, sharded_quant_loading=True)
-    ram = {} if s.model_load.cpu_ram_efficient_loading else {RAM_EFFICIENT_LOADING: True}
-    return [_KEEP, _Option({"model_load": load}, {"qlora_sharded_model_loading": True, **ram},
-                           step=Step(Change.SHARDED_QUANT_LOAD))]
+    change = Change.SKIP_MOVE_TO_DEVICE if s.model_load.move_to_device else Change.SHARDED_QUANT_LOAD
+    return [_KEEP, _Option({"model_load": found.load}, found.changes, step=Step(change))]
 
 
 def _zero_options(s: TrainSetup, arch: Architecture) -> list[_Option]:

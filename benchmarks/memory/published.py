@@ -59,7 +59,8 @@ OLD_LOSS = "transformers<4.46"
 SETUP_STACKS = {"peft<0.19": unconverted_targets, "transformers<5 linear experts": linear_experts}
 """Stacks that differ in what is loaded and adapted: the row's TrainSetup is changed before it is estimated."""
 STACKS = (OLD_LOSS, *SETUP_STACKS)
-LOADERS = ("sharded",)
+SHARDED_LOADER = "sharded"
+LOADERS = (SHARDED_LOADER,)
 """Row ``loader`` values: how the model reached the GPUs where it was not today's Axolotl load."""
 
 
@@ -127,7 +128,7 @@ def estimate_row(row: dict[str, Any]):
     setup = read_setup(facts, arch)
     if (stack := SETUP_STACKS.get(row.get("stack"))) is not None:
         setup = stack(setup, facts)
-    if row.get("loader") == LOADERS[0]:
+    if row.get("loader") == SHARDED_LOADER:
         setup = sharded_load(setup)
     return estimate_setup(setup, arch, hw)
 
