@@ -174,7 +174,8 @@ def select_rules(rules: list[Rule], select: list[str] | None = None, ignore: lis
                  extend_select: list[str] | None = None) -> list[Rule]:
     """ruff semantics: `select` replaces the default (ALL), `extend_select` adds, `ignore` removes."""
     chosen = [r for r in rules if any(_matches(r, s) for s in (select or ["ALL"]))]
-    chosen += [r for r in rules if r not in chosen and any(_matches(r, s) for s in (extend_select or []))]
+    taken = {id(r) for r in chosen}
+    chosen += [r for r in rules if id(r) not in taken and any(_matches(r, s) for s in (extend_select or []))]
     return [r for r in chosen if not any(_matches(r, s) for s in (ignore or []))]
 
 
