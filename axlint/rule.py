@@ -175,11 +175,14 @@ MISSING: Any = object()
 
 
 def format_value(v: Any) -> str:
-    """A value as a message shows it: YAML spellings for booleans and null, `unset` for a missing key."""
+    """A value as a message shows it: YAML spellings for booleans and null, a list in YAML's flow style, `unset` for
+    a missing key."""
     if v is MISSING:
         return "unset"
     if isinstance(v, bool) or v is None:
         return {True: "true", False: "false", None: "null"}[v]
+    if isinstance(v, (list, tuple)):
+        return f"[{', '.join(format_value(x) for x in v)}]"
     return str(v)
 
 

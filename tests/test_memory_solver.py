@@ -105,7 +105,9 @@ def test_host_memory_sizes_and_the_local_reading(tmp_path):
 
 def test_a_4bit_moe_whose_experts_stay_bf16_is_offered_quantize_moe_experts():
     """Mixtral-8x7B QLoRA on one H100: the bf16 experts (85 GiB) do not fit; storing them quantized does. Axolotl
-    refuses quantize_moe_experts beside lora_target_linear, so it is not offered there."""
+    refuses quantize_moe_experts beside lora_target_linear, so there the fix lists the Linears lora_target_linear
+    picks (Mixtral's attention projections: the experts are 3-D parameters and the router is not a Linear) in
+    lora_target_modules and turns lora_target_linear off; beside a regular expression it is not offered."""
     mixtral = resolve_architecture("mistralai/Mixtral-8x7B-v0.1")
     hw = parse_hardware("1xH100")
     config = {"adapter": "qlora", "load_in_4bit": True, "lora_r": 16, "lora_target_modules": ["q_proj", "v_proj"],
@@ -115,7 +117,15 @@ def test_a_4bit_moe_whose_experts_stay_bf16_is_offered_quantize_moe_experts():
     assert best.changes == {"quantize_moe_experts": True} and best.peak_gib < 79.2 * 0.95
     linear = {**config, "lora_target_linear": True}
     del linear["lora_target_modules"]
-    assert all("quantize_moe_experts" not in s.changes for s in suggest(facts(linear, None, mixtral, hw), mixtral, hw))
+    best = suggest(facts(linear, None, mixtral, hw), mixtral, hw)[0]
+    assert best.changes == {"quantize_moe_experts": True, "lora_target_linear": False,
+                            "lora_target_modules": ["k_proj", "o_proj", "q_proj", "v_proj"]}
+    assert best.peak_gib < 79.2 * 0.95
+    kept = {**linear, "lora_target_modules": ["q_proj", "gate"]}
+    assert suggest(facts(kept, None, mixtral, hw), mixtral, hw)[0].changes["lora_target_modules"] == [
+        "gate", "k_proj", "o_proj", "q_proj", "v_proj"]
+    regex = {**linear, "lora_target_modules": r"model.layers.\d+.self_attn.(q|v)_proj"}
+    assert all("quantize_moe_experts" not in s.changes for s in suggest(facts(regex, None, mixtral, hw), mixtral, hw))
 
 
 def test_flash_attention_is_offered_where_axolotl_keeps_sdpa_s_embeddings_in_fp32():

@@ -28,6 +28,7 @@ from axlint.architectures import Architecture
 from axlint.facts import (
     CCE_PLUGIN,
     LIGER_PLUGIN,
+    Lora,
     LossKernel,
     Origin,
     RunFacts,
@@ -40,6 +41,7 @@ from axlint.memory.estimate import MemoryEstimate, estimate_setup
 from axlint.memory.knobs import Change, Knob, Saver, Step
 from axlint.memory.liger_models import cce_supports, liger_supports
 from axlint.memory.loading import load_remedy
+from axlint.memory.params import linear_names
 from axlint.memory.setup import TrainSetup, read_setup
 
 STOCK_ZERO3 = "deepspeed_configs/zero3_bf16.json"
@@ -128,14 +130,27 @@ def _attention_options(s: TrainSetup) -> list[_Option]:
                            step=Step(Change.FLASH_ATTENTION, s.attention))]
 
 
-def _expert_options(s: TrainSetup, arch: Architecture) -> list[_Option]:
+def _expert_options(s: TrainSetup, arch: Architecture, lora: Lora) -> list[_Option]:
     """Axolotl's ``quantize_moe_experts`` for a 4/8-bit LoRA whose routed experts stay in the load dtype (transformers
-    5 quantizes nn.Linear modules only). Axolotl refuses it beside ``lora_target_linear``, so it is not offered
-    there. Its cost in step time is not modelled (1.0)."""
-    if not s.quantization or not arch.expert_params or s.quantize_experts or s.lora_target_linear:
+    5 quantizes nn.Linear modules only). Axolotl refuses it beside ``lora_target_linear`` (0.18.0
+    utils/schemas/config.py ``check_quantize_moe_experts``), so where the config (``lora``, as written) sets that,
+    the option also writes out what ``lora_target_linear`` adds, every Linear's name (``params.linear_names``),
+    into ``lora_target_modules`` and turns ``lora_target_linear`` off: the same modules get adapters. Not offered
+    beside a ``lora_target_modules`` regular expression, which a list cannot be joined to. Its cost in step time is
+    not modelled (1.0)."""
+    if not s.quantization or not arch.expert_params or s.quantize_experts:
         return [_KEEP]
-    return [_KEEP, _Option({"quantize_experts": True}, {"quantize_moe_experts": True},
-                           step=Step(Change.QUANTIZE_EXPERTS))]
+    if not lora.target_linear:
+        return [_KEEP, _Option({"quantize_experts": True}, {"quantize_moe_experts": True},
+                               step=Step(Change.QUANTIZE_EXPERTS))]
+    if isinstance(lora.target_modules, str) or isinstance(s.lora_target_modules, str):
+        return [_KEEP]
+    listed = tuple(sorted({*lora.target_modules, *linear_names(arch)}))
+    modules = tuple(sorted({*s.lora_target_modules, *linear_names(arch)}))
+    return [_KEEP, _Option({"quantize_experts": True, "lora_target_linear": False, "lora_target_modules": modules},
+                           {"quantize_moe_experts": True, "lora_target_linear": False,
+                            "lora_target_modules": list(listed)},
+                           step=Step(Change.QUANTIZE_EXPERTS, new=listed))]
 
 
 MAX_MICRO_BATCH_OPTION = 1024
@@ -232,7 +247,7 @@ def _knobs(facts: RunFacts, setup: TrainSetup, arch: Architecture, evaluating: b
             Knob.ATTENTION: _attention_options(setup),
             Knob.MICRO_BATCH: _micro_batch_options(setup, facts.eval_batch_size.origin is Origin.DEFAULT),
             Knob.ZERO: _zero_options(setup, arch),
-            Knob.EXPERTS: _expert_options(setup, arch),
+            Knob.EXPERTS: _expert_options(setup, arch, facts.lora),
             Knob.LOADING: _loading_options(setup, arch),
             Knob.EVAL_BATCH: _eval_batch_options(setup, evaluating)}
 

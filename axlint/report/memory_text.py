@@ -117,6 +117,9 @@ def step_text(step: "Step") -> str:
     if c is Change.FLASH_ATTENTION:
         return ("use flash_attention_2 instead of eager attention" if old == "eager" else
                 "use flash_attention_2 instead of sdpa (Axolotl then trains the embeddings in bf16, not fp32)")
+    if c is Change.QUANTIZE_EXPERTS and new:
+        return (f"{_STEP_WORDS[c]}, with lora_target_linear's modules listed in lora_target_modules "
+                f"({', '.join(map(str, new))}), since Axolotl refuses lora_target_linear beside it")
     if c is Change.STOCK_ZERO3_OFFLOAD:
         return f"DeepSpeed ZeRO-3 with the optimizer and the parameters offloaded to CPU ({new})"
     return _STEP_WORDS[c]
