@@ -62,7 +62,8 @@ def verdicts(tmp_path_factory) -> dict[str, tuple[str, dict, dict]]:
         config = yaml.safe_load(case["config"])
         if not isinstance(config, dict):
             continue
-        config.pop("base_model", None)
+        if config.get("base_model") == "x":  # the packs' placeholder; a real name is kept (some checks read it)
+            del config["base_model"]
         name = f"{code}-{i:03d}.yml"
         (root / name).write_text(yaml.safe_dump({**BASE, **config}, sort_keys=False), encoding="utf-8")
         written[name] = (code, case)

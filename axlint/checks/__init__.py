@@ -6,7 +6,8 @@ import importlib
 
 from axlint.rule import CHECKS, Check
 
-MODULES = ("axolotl", "deepspeed", "lora", "memory", "prerequisites", "schema", "startup", "syntax", "targets")
+MODULES = ("axolotl", "conflicts", "deepspeed", "lora", "memory", "prerequisites", "schema", "startup", "syntax",
+           "targets")
 """The modules of this package (a test keeps the list equal to the files: listing them is faster at start-up than
 scanning the folder)."""
 _loaded = False

@@ -54,11 +54,21 @@ def _selective_checkpointing(raw: dict[str, Any]) -> str | None:
     return None
 
 
-def _problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[str, str]]:
-    """(key, what is missing) for each feature whose prerequisite is not met. The validators (Axolotl 0.18.0
+def _problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str]]:
+    """(key path, what is missing) for each feature whose prerequisite is not met. The validators (Axolotl 0.18.0
     utils/schemas/validation.py unless named): `check_evals` (do_bench_eval), `check_fp8_config`,
     `check_selective_checkpointing`, `check_scaling_softmax_requires_flex`, `check_better_transformers`
-    (flash_optimum), `check_batch_flattening_fa`, and config.py `check_fp32_norms`."""
+    (flash_optimum), `check_batch_flattening_fa`, `check_pretraining_w_max_steps`, `check_peft_layers_pattern`,
+    `check_nemotron_h_gradient_checkpointing`, `check_push_ds_auth`, `check_fsdp2_cpu_offload_pin_memory`;
+    config.py `check_fp32_norms`, `check_torch_compile_options_requires_compile`; fsdp.py
+    `FSDPConfig.validate_size_based_wrap`."""
+    for key, problem in _flag_problems(run, raw):
+        yield (key,), problem
+    yield from _fsdp_problems(raw)
+
+
+def _flag_problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """(top-level key, what is missing) of the validators `_problems` lists."""
     attention = run.facts.attn_implementation.value
     if truthy(raw.get("do_bench_eval")) and not (truthy(raw.get("evals_per_epoch")) or truthy(raw.get("eval_steps"))):
         yield "do_bench_eval", "needs `evals_per_epoch` or `eval_steps`: the benchmark runs at evaluation time"
@@ -85,6 +95,38 @@ def _problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[str, str]
             yield "fp32_norms", "needs FSDP2: an `fsdp_config` block with `fsdp_version: 2`"
         elif _fsdp_version(raw) != 2:
             yield "fp32_norms", "needs `fsdp_version: 2`: FSDP1 keeps one dtype per flattened unit"
+    if truthy(raw.get("pretraining_dataset")) and not truthy(raw.get("max_steps")):  # check_pretraining_w_max_steps
+        yield "pretraining_dataset", "needs `max_steps`: a streamed pretraining dataset has no length to count steps from"
+    if truthy(raw.get("peft_layers_pattern")) and not truthy(raw.get("peft_layers_to_transform")):
+        yield "peft_layers_pattern", "needs `peft_layers_to_transform`, the layer indices it names"
+    if ("nemotron-h" in str(raw.get("base_model") or "").lower() and truthy(raw.get("gradient_checkpointing"))
+            and not run.facts.sample_packing.value):  # check_nemotron_h_gradient_checkpointing
+        yield ("gradient_checkpointing", "for a Nemotron-H model needs `sample_packing: true`: the model enables "
+                                         "checkpointing only through Axolotl's packing patch")
+    if truthy(raw.get("push_dataset_to_hub")) and raw.get("hf_use_auth_token") is not True:  # check_push_ds_auth
+        yield "push_dataset_to_hub", "needs `hf_use_auth_token: true`"
+    if raw.get("torch_compile_options") is not None and not truthy(raw.get("torch_compile")):
+        yield ("torch_compile_options",  # config.py check_torch_compile_options_requires_compile
+               "needs `torch_compile: true` (or `auto`), without which the flags do nothing")
+
+
+def _fsdp_problems(raw: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str]]:
+    """(path in `fsdp_config`, what is missing): unpinned offload memory needs FSDP2 (read from the top-level
+    `fsdp_version` only) and `offload_params`; size-based wrapping needs `min_num_params` (either key may carry
+    the legacy `fsdp_` prefix, which Axolotl strips first)."""
+    fsdp = raw.get("fsdp_config") if isinstance(raw.get("fsdp_config"), dict) else {}
+    if fsdp.get("cpu_offload_pin_memory") is False:
+        if str(raw.get("fsdp_version")) != "2":
+            yield (("fsdp_config", "cpu_offload_pin_memory"),
+                   "set to false needs FSDP2 written as a top-level `fsdp_version: 2`")
+        elif not truthy(fsdp.get("offload_params")):
+            yield (("fsdp_config", "cpu_offload_pin_memory"),
+                   "set to false needs `offload_params: true`: it only says whether offloaded parameters are pinned")
+    policy = next((k for k in ("auto_wrap_policy", "fsdp_auto_wrap_policy") if k in fsdp), None)
+    if policy is not None and fsdp[policy] == "SIZE_BASED_WRAP" and fsdp.get(
+            "min_num_params", fsdp.get("fsdp_min_num_params")) is None:
+        yield (("fsdp_config", policy), "is `SIZE_BASED_WRAP`, which needs `min_num_params`, the parameter count "
+                                        "of a wrapped unit")
 
 
 @register_check("startup_feature_prerequisite", args=("key", "problem"))
@@ -93,8 +135,8 @@ def feature_prerequisite(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     raw = _raw(run)
     if raw is None:
         return
-    for key, problem in _problems(run, raw):
-        yield ax_hit(run, (key,), key=key, problem=problem)
+    for path, problem in _problems(run, raw):
+        yield ax_hit(run, path, key=".".join(path), problem=problem)
 
 
 def _relora_problem(run: TrainingRun, raw: dict[str, Any]) -> tuple[str, str] | None:

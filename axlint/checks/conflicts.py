@@ -1,0 +1,169 @@
+"""Settings Axolotl refuses together, and values it refuses, at start-up. Each entry mirrors one validator of
+Axolotl 0.18.0 (`src/axolotl/utils/schemas/validation.py` unless its docstring names another file) and reads the
+config the way it does: `mode="before"` validators read the written value (`data.get(...)`: a key counts when it is
+truthy), `mode="after"` ones the validated field. tests/test_oracle_rule_cases.py holds the rules' cases to the real
+validators.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Iterator
+
+from axlint.checks.locate import ax_hit
+from axlint.lax import as_number, truthy
+from axlint.rule import Hit, Rule, format_value, register_check
+from axlint.run import TrainingRun
+
+Conflict = tuple[tuple[str, ...], str]
+"""(the key path to point at, what Axolotl refuses in words)."""
+
+PREFERENCE_RL = frozenset({"dpo", "kto", "orpo", "ipo"})
+"""The preference trainers FSDP2 cannot run on a 4/8-bit base model (`check_fsdp2_base_model_quant_rl`)."""
+
+CAUSAL_LM_METRICS = ("sacrebleu", "comet", "ter", "chrf", "perplexity")
+"""What `eval_causal_lm_metrics` takes (`SUPPORTED_METRICS`)."""
+
+LARGE_HEAD_ATTENTION = ("auto", "sdpa", "triton_flash")
+"""The policies `large_head_attention` takes (config.py `validate_large_head_attention`, case-insensitive)."""
+
+INDUCTOR_OPTIONS = frozenset({"coordinate_descent_tuning", "coordinate_descent_check_all_directions", "shape_padding",
+                              "epilogue_fusion", "max_autotune_gemm", "fx_graph_cache", "assume_aligned_inputs",
+                              "comprehensive_padding", "decompose_mem_bound_mm", "triton.cudagraphs"})
+"""The inductor flags `torch_compile_options` takes (`INDUCTOR_COMPILE_OPTIONS_ALLOWLIST`, utils/schemas/enums.py;
+config.py `validate_torch_compile_options`)."""
+
+
+def _raw(run: TrainingRun) -> dict[str, Any] | None:
+    return run.raw if run.axolotl is not None and isinstance(run.raw, dict) else None
+
+
+def _fsdp(raw: dict[str, Any]) -> dict[str, Any]:
+    block = raw.get("fsdp_config")
+    return block if isinstance(block, dict) else {}
+
+
+def _base_model(raw: dict[str, Any]) -> str:
+    return str(raw.get("base_model") or "").lower()
+
+
+def _kernel(raw: dict[str, Any]) -> str | None:
+    """The first LoRA kernel flag written true, as `check_multigpu_lora_kernels` lists them."""
+    return next((k for k in ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embedding_kernel")
+                 if truthy(raw.get(k))), None)
+
+
+def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
+    """Every pair (or set) of settings one of Axolotl's validators refuses, at the key a user would change."""
+    fsdp = _fsdp(raw)
+    datasets = raw.get("datasets")
+    if truthy(raw.get("adapter")) and truthy(raw.get("peft_layers_to_transform")) and truthy(
+            raw.get("unfrozen_parameters")):  # check_frozen
+        yield ("unfrozen_parameters",), "`unfrozen_parameters` beside an adapter's `peft_layers_to_transform`"
+    if truthy(raw.get("noisy_embedding_alpha")) and truthy(raw.get("neftune_noise_alpha")):  # check_neftune
+        yield (("noisy_embedding_alpha",), "both `noisy_embedding_alpha` and its new name `neftune_noise_alpha`; "
+                                           "delete `noisy_embedding_alpha`")
+    if truthy(raw.get("lr_groups")) and truthy(raw.get("loraplus_lr_ratio")):  # check_lr_groups
+        yield ("loraplus_lr_ratio",), "`lr_groups` together with `loraplus_lr_ratio`: both set per-module rates"
+    if truthy(raw.get("do_causal_lm_eval")) and truthy(raw.get("eval_sample_packing")):  # check_causal_lm_evals
+        yield ("eval_sample_packing",), "`eval_sample_packing` with `do_causal_lm_eval`, which generates per sample"
+    if truthy(raw.get("pretrain_multipack_buffer_size")) and truthy(raw.get("streaming_multipack_buffer_size")):
+        yield (("pretrain_multipack_buffer_size",),  # check_multipack_buffer_size
+               "both `pretrain_multipack_buffer_size` and its new name `streaming_multipack_buffer_size`; delete the "
+               "old one")
+    if (truthy(raw.get("streaming")) and truthy(raw.get("sample_packing")) and isinstance(datasets, list)
+            and len(datasets) > 1):  # check_streaming_w_multiple_datasets
+        yield ("sample_packing",), "`sample_packing` over more than one streamed dataset (not implemented)"
+    if "falcon" in _base_model(raw) and truthy(raw.get("fsdp")):  # check_falcon_fsdp
+        yield ("fsdp",), "FSDP (the `fsdp` list) for a Falcon model"
+    if raw.get("rl") == "simpo" and truthy(raw.get("warmup_ratio")):  # check_simpo_warmup
+        yield ("warmup_ratio",), "`warmup_ratio` with `rl: simpo`; use `warmup_steps`"
+    if "mpt" in _base_model(raw) and truthy(raw.get("gradient_checkpointing")):  # check_mpt_checkpointing
+        yield ("gradient_checkpointing",), "gradient checkpointing for an MPT model"
+    if raw.get("model_quantization_config") == "Mxfp4Config" and fsdp.get("cpu_ram_efficient_loading") is True:
+        yield (("fsdp_config", "cpu_ram_efficient_loading"),  # check_gpt_oss_fsdp_loading
+               "FSDP's `cpu_ram_efficient_loading` with `model_quantization_config: Mxfp4Config`")
+    if raw.get("fsdp_version") == 2 and raw.get("rl") in PREFERENCE_RL:  # check_fsdp2_base_model_quant_rl
+        quantized = next((k for k in ("load_in_8bit", "load_in_4bit") if truthy(raw.get(k))), None)
+        if quantized is not None:
+            yield ((quantized,), f"`{quantized}` with FSDP2 and `rl: {raw['rl']}`; use DeepSpeed or "
+                                 "`fsdp_version: 1`")
+    if truthy(raw.get("use_onebitllms")) and raw.get("adapter") in ("lora", "qlora"):  # check_onebitllms_lora
+        yield ("use_onebitllms",), f"`use_onebitllms` with `adapter: {raw['adapter']}`"
+    if truthy(raw.get("gptq")) and truthy(raw.get("revision_of_model")):  # check_gptq_w_revision
+        yield (("revision_of_model",), "`revision_of_model` for a GPTQ model; download that revision and point "
+                                       "`base_model` at it")
+    if truthy(raw.get("pretraining_dataset")) and truthy(raw.get("include_tokens_per_second")):  # pretrain_with_tps
+        yield ("include_tokens_per_second",), "`include_tokens_per_second` with `pretraining_dataset`"
+    kernel = _kernel(raw)
+    if (kernel is not None and raw.get("fsdp_config") is not None and str(raw.get("fsdp_version")) != "2"
+            and run.world_size > 1):  # config.py check_multigpu_lora_kernels
+        yield ((kernel,), f"`{kernel}` under FSDP1 on {run.world_size} GPUs; set a top-level `fsdp_version: 2` or "
+                          "turn the kernels off")
+    trl = raw.get("trl") if isinstance(raw.get("trl"), dict) else {}
+    if truthy(raw.get("beta")) and truthy(trl.get("beta")) and raw["beta"] != trl["beta"]:
+        yield ("beta",), "`beta` and `trl.beta` differ; keep one"  # config.py check_beta_and_trl_beta_match
+    if truthy(raw.get("dataset_exact_deduplication")):
+        if truthy(raw.get("streaming")) or truthy(raw.get("pretraining_dataset")):
+            yield (("dataset_exact_deduplication",),  # config.py check_deduplication_with_streaming
+                   "`dataset_exact_deduplication` on a streamed dataset (not implemented)")
+        elif truthy(raw.get("skip_prepare_dataset")):  # config.py check_deduplication_with_skip_prepare
+            yield (("dataset_exact_deduplication",),
+                   "`dataset_exact_deduplication` with `skip_prepare_dataset`, which skips the step that deduplicates")
+
+
+@register_check("startup_conflicting_settings", args=("problem",))
+def conflicting_settings(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Settings Axolotl refuses together (`_conflicts`)."""
+    raw = _raw(run)
+    if raw is None:
+        return
+    for path, problem in _conflicts(run, raw):
+        yield ax_hit(run, path, problem=problem)
+
+
+def _invalid_regex(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return True
+    return False
+
+
+def _refused_values(raw: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any, str]]:
+    """(path, value, what Axolotl takes instead) for each value a field validator refuses."""
+    alpha = as_number(raw.get("neftune_noise_alpha"))
+    if alpha is not None and alpha <= 0:  # validate_neftune_noise_alpha
+        yield ("neftune_noise_alpha",), raw["neftune_noise_alpha"], "it must be above 0"
+    metrics = raw.get("eval_causal_lm_metrics")
+    if truthy(metrics):  # check_causal_lm_evals
+        if not isinstance(metrics, list):
+            yield ("eval_causal_lm_metrics",), metrics, "it must be a list"
+        else:
+            for i, metric in enumerate(metrics):
+                if metric not in CAUSAL_LM_METRICS:
+                    yield (("eval_causal_lm_metrics", i), metric,
+                           f"the metrics are {', '.join(CAUSAL_LM_METRICS)}")
+    targets = raw.get("lora_target_modules")
+    if isinstance(targets, list):  # config.py check_lora_target_modules_regex
+        for i, target in enumerate(targets):
+            if isinstance(target, str) and _invalid_regex(target):
+                yield ("lora_target_modules", i), target, "it is not a valid Python regular expression"
+    policy = raw.get("large_head_attention")
+    if policy is not None and str(policy).lower() not in LARGE_HEAD_ATTENTION:  # config.py
+        yield ("large_head_attention",), policy, f"it takes {', '.join(LARGE_HEAD_ATTENTION)}"
+    options = raw.get("torch_compile_options")
+    if isinstance(options, dict):  # config.py validate_torch_compile_options
+        for flag in sorted(set(map(str, options)) - INDUCTOR_OPTIONS):
+            yield (("torch_compile_options", flag), options.get(flag),
+                   f"`{flag}` is not among the inductor flags Axolotl passes on ({', '.join(sorted(INDUCTOR_OPTIONS))})")
+
+
+@register_check("startup_refused_value", args=("key", "value", "problem"))
+def refused_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A value one of Axolotl's field validators refuses (`_refused_values`), at the value."""
+    raw = _raw(run)
+    if raw is None:
+        return
+    for path, value, problem in _refused_values(raw):
+        key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".")
+        yield ax_hit(run, path, "value", key=key, value=format_value(value), problem=problem)
