@@ -10,6 +10,7 @@ import re
 from typing import Any, Iterator
 
 from axlint.checks.locate import ax_hit
+from axlint.facts import LIGER_PLUGIN
 from axlint.lax import as_number, truthy
 from axlint.rule import Hit, Rule, format_value, register_check
 from axlint.run import TrainingRun
@@ -25,6 +26,17 @@ CAUSAL_LM_METRICS = ("sacrebleu", "comet", "ter", "chrf", "perplexity")
 
 LARGE_HEAD_ATTENTION = ("auto", "sdpa", "triton_flash")
 """The policies `large_head_attention` takes (config.py `validate_large_head_attention`, case-insensitive)."""
+
+AO_DTYPES = ("int4", "int8", "float8_e4m3fn", "fp8", "float8", "nvfp4", "mxfp4")
+"""What `qat` / `quantization` take for `weight_dtype` and `activation_dtype` (quantization.py
+`validate_ao_dtype`)."""
+
+IMAGE_RESIZE = ("bilinear", "bicubic", "lanczos")
+"""What `image_resize_algorithm` takes, case-insensitive (multimodal.py `convert_image_resize_algorithm`)."""
+
+RESERVED_PROCESSOR_KWARGS = ("revision", "trust_remote_code")
+"""Keys `processor_kwargs` may not hold; the top-level keys set them (model.py
+`reject_reserved_processor_kwargs`)."""
 
 INDUCTOR_OPTIONS = frozenset({"coordinate_descent_tuning", "coordinate_descent_check_all_directions", "shape_padding",
                               "epilogue_fusion", "max_autotune_gemm", "fx_graph_cache", "assume_aligned_inputs",
@@ -102,6 +114,15 @@ def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
     trl = raw.get("trl") if isinstance(raw.get("trl"), dict) else {}
     if truthy(raw.get("beta")) and truthy(trl.get("beta")) and raw["beta"] != trl["beta"]:
         yield ("beta",), "`beta` and `trl.beta` differ; keep one"  # config.py check_beta_and_trl_beta_match
+    yield from _rl_conflicts(run, raw)
+    if _lists(raw, LIGER_PLUGIN):  # integrations/liger/args.py
+        if raw.get("liger_swiglu") is not None and raw.get("liger_glu_activation") is not None:
+            yield (("liger_swiglu",), "both `liger_swiglu` and its new name `liger_glu_activation`; delete "
+                                      "`liger_swiglu`")  # check_deprecated_swiglu
+        if (raw.get("liger_glu_activation") is True and raw.get("tiled_mlp") is True
+                and not truthy(raw.get("tiled_mlp_use_original_mlp"))):  # check_tiled_mlp_conflict
+            yield (("tiled_mlp",), "`tiled_mlp` with `liger_glu_activation`, unless `tiled_mlp_use_original_mlp: "
+                                   "true` keeps the model's own MLP to tile")
     if truthy(raw.get("dataset_exact_deduplication")):
         if truthy(raw.get("streaming")) or truthy(raw.get("pretraining_dataset")):
             yield (("dataset_exact_deduplication",),  # config.py check_deduplication_with_streaming
@@ -109,6 +130,33 @@ def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
         elif truthy(raw.get("skip_prepare_dataset")):  # config.py check_deduplication_with_skip_prepare
             yield (("dataset_exact_deduplication",),
                    "`dataset_exact_deduplication` with `skip_prepare_dataset`, which skips the step that deduplicates")
+
+
+def _lists(raw: dict[str, Any], plugin: str) -> bool:
+    """`plugin` is in `plugins:`: its arguments (and their validators) join the config only then."""
+    plugins = raw.get("plugins")
+    return isinstance(plugins, list) and plugin in plugins
+
+
+def _rl_conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
+    """`check_dpo`, `check_gdpo` and `check_rl_config_gradient_checkpointing` (validation.py)."""
+    rl = raw.get("rl")
+    types, weights = raw.get("dpo_loss_type"), raw.get("dpo_loss_weights")
+    if (rl == "dpo" and isinstance(types, list) and isinstance(weights, list)
+            and len(types) != len(weights)):
+        yield (("dpo_loss_weights",), f"{len(weights)} `dpo_loss_weights` for {len(types)} `dpo_loss_type` "
+                                      "entries; give one weight per loss")
+    trl = raw.get("trl") if isinstance(raw.get("trl"), dict) else {}
+    if rl == "gdpo" and trl.get("multi_objective_aggregation") == "sum_then_normalize":
+        yield (("trl", "multi_objective_aggregation"), "`multi_objective_aggregation: sum_then_normalize` (that is "
+                                                       "GRPO's aggregation) with `rl: gdpo`")
+    kwargs = raw.get("gradient_checkpointing_kwargs")
+    if (truthy(rl) and truthy(raw.get("gradient_checkpointing")) and isinstance(kwargs, dict)
+            and truthy(kwargs.get("use_reentrant")) and truthy(raw.get("load_in_4bit"))
+            and raw.get("adapter") == "qlora" and run.world_size > 1):
+        yield (("gradient_checkpointing_kwargs", "use_reentrant"),
+               f"reentrant gradient checkpointing for a QLoRA `rl: {rl}` run on {run.world_size} GPUs; set "
+               "`use_reentrant: false`")
 
 
 @register_check("startup_conflicting_settings", args=("problem",))
@@ -151,6 +199,19 @@ def _refused_values(raw: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any,
     policy = raw.get("large_head_attention")
     if policy is not None and str(policy).lower() not in LARGE_HEAD_ATTENTION:  # config.py
         yield ("large_head_attention",), policy, f"it takes {', '.join(LARGE_HEAD_ATTENTION)}"
+    for block in ("qat", "quantization"):  # quantization.py validate_ao_dtype
+        config = raw.get(block)
+        for field in ("weight_dtype", "activation_dtype") if isinstance(config, dict) else ():
+            if config.get(field) is not None and config[field] not in AO_DTYPES:
+                yield (block, field), config[field], f"it takes {', '.join(AO_DTYPES)}"
+    resize = raw.get("image_resize_algorithm")
+    if isinstance(resize, str) and resize.lower() not in IMAGE_RESIZE:  # multimodal.py
+        yield ("image_resize_algorithm",), resize, f"it takes {', '.join(IMAGE_RESIZE)}"
+    kwargs = raw.get("processor_kwargs")
+    if isinstance(kwargs, dict):  # model.py reject_reserved_processor_kwargs
+        for key in (k for k in RESERVED_PROCESSOR_KWARGS if k in kwargs):
+            top = "revision_of_model" if key == "revision" else key
+            yield ("processor_kwargs", key), kwargs[key], f"set it with the top-level `{top}` instead"
     options = raw.get("torch_compile_options")
     if isinstance(options, dict):  # config.py validate_torch_compile_options
         for flag in sorted(set(map(str, options)) - INDUCTOR_OPTIONS):

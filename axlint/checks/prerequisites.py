@@ -11,6 +11,7 @@ from typing import Any, Iterator
 from axlint.checks.locate import ax_hit
 from axlint.checks.startup import release_adapters
 from axlint.edits import delete_key
+from axlint.facts import LIGER_PLUGIN
 from axlint.fixes import Applicability, Fix
 from axlint.lax import lax_bool, lax_int, truthy
 from axlint.rule import FixAvailability, Hit, Rule, register_check
@@ -59,7 +60,8 @@ def _problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[tuple[str
     utils/schemas/validation.py unless named): `check_evals` (do_bench_eval), `check_fp8_config`,
     `check_selective_checkpointing`, `check_scaling_softmax_requires_flex`, `check_better_transformers`
     (flash_optimum), `check_batch_flattening_fa`, `check_pretraining_w_max_steps`, `check_peft_layers_pattern`,
-    `check_nemotron_h_gradient_checkpointing`, `check_push_ds_auth`, `check_fsdp2_cpu_offload_pin_memory`;
+    `check_nemotron_h_gradient_checkpointing`, `check_push_ds_auth`, `check_fsdp2_cpu_offload_pin_memory`,
+    `check_dpo` (dpo_loss_weights); integrations/liger/args.py `check_liger_use_token_scaling_flce`;
     config.py `check_fp32_norms`, `check_torch_compile_options_requires_compile`; fsdp.py
     `FSDPConfig.validate_size_based_wrap`."""
     for key, problem in _flag_problems(run, raw):
@@ -105,6 +107,12 @@ def _flag_problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[str,
                                          "checkpointing only through Axolotl's packing patch")
     if truthy(raw.get("push_dataset_to_hub")) and raw.get("hf_use_auth_token") is not True:  # check_push_ds_auth
         yield "push_dataset_to_hub", "needs `hf_use_auth_token: true`"
+    if raw.get("rl") == "dpo" and raw.get("dpo_loss_weights") is not None and raw.get("dpo_loss_type") is None:
+        yield "dpo_loss_weights", "needs `dpo_loss_type`, the losses it weighs"  # check_dpo
+    plugins = raw.get("plugins") if isinstance(raw.get("plugins"), list) else []
+    if (LIGER_PLUGIN in plugins and truthy(raw.get("liger_use_token_scaling"))
+            and not truthy(raw.get("liger_fused_linear_cross_entropy"))):  # liger/args.py
+        yield "liger_use_token_scaling", "needs `liger_fused_linear_cross_entropy: true`, whose loss it scales"
     if raw.get("torch_compile_options") is not None and not truthy(raw.get("torch_compile")):
         yield ("torch_compile_options",  # config.py check_torch_compile_options_requires_compile
                "needs `torch_compile: true` (or `auto`), without which the flags do nothing")
