@@ -115,6 +115,8 @@ def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
     if truthy(raw.get("beta")) and truthy(trl.get("beta")) and raw["beta"] != trl["beta"]:
         yield ("beta",), "`beta` and `trl.beta` differ; keep one"  # config.py check_beta_and_trl_beta_match
     yield from _rl_conflicts(run, raw)
+    if not truthy(raw.get("rl")):
+        yield from _message_field_conflicts(datasets)
     if _lists(raw, LIGER_PLUGIN):  # integrations/liger/args.py
         if raw.get("liger_swiglu") is not None and raw.get("liger_glu_activation") is not None:
             yield (("liger_swiglu",), "both `liger_swiglu` and its new name `liger_glu_activation`; delete "
@@ -138,8 +140,24 @@ def _lists(raw: dict[str, Any], plugin: str) -> bool:
     return isinstance(plugins, list) and plugin in plugins
 
 
+def _message_field_conflicts(datasets: Any) -> Iterator[Conflict]:
+    """A `datasets` entry whose legacy `message_field_role` / `message_field_content` names another field than its
+    `message_property_mappings` does (utils/schemas/utils.py `handle_legacy_message_fields_logic`, run by
+    `SFTDataset`, the entry model when `rl` is unset; `test_datasets` entries are not checked there)."""
+    for i, entry in enumerate(datasets if isinstance(datasets, list) else []):
+        mappings = entry.get("message_property_mappings") if isinstance(entry, dict) else None
+        if not isinstance(mappings, dict):
+            continue
+        for legacy, field in (("message_field_role", "role"), ("message_field_content", "content")):
+            if legacy in entry and field in mappings and mappings[field] != entry[legacy]:
+                yield (("datasets", i, legacy), f"`{legacy}: {entry[legacy]}` and `message_property_mappings."
+                                                f"{field}: {mappings[field]}` name different fields; keep the "
+                                                "mapping, the legacy key is deprecated")
+
+
 def _rl_conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
-    """`check_dpo`, `check_gdpo` and `check_rl_config_gradient_checkpointing` (validation.py)."""
+    """`check_dpo`, `check_grpo_liger_sequence_parallel`, `check_gdpo` and `check_rl_config_gradient_checkpointing`
+    (validation.py)."""
     rl = raw.get("rl")
     types, weights = raw.get("dpo_loss_type"), raw.get("dpo_loss_weights")
     if (rl == "dpo" and isinstance(types, list) and isinstance(weights, list)
@@ -147,6 +165,10 @@ def _rl_conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
         yield (("dpo_loss_weights",), f"{len(weights)} `dpo_loss_weights` for {len(types)} `dpo_loss_type` "
                                       "entries; give one weight per loss")
     trl = raw.get("trl") if isinstance(raw.get("trl"), dict) else {}
+    cp = raw.get("context_parallel_size")
+    if rl == "grpo" and truthy(trl.get("use_liger_loss")) and isinstance(cp, int) and cp > 1:
+        yield (("context_parallel_size",), "context parallelism with `rl: grpo` and Liger's loss "
+                                           "(`trl.use_liger_loss`)")  # check_grpo_liger_sequence_parallel
     if rl == "gdpo" and trl.get("multi_objective_aggregation") == "sum_then_normalize":
         yield (("trl", "multi_objective_aggregation"), "`multi_objective_aggregation: sum_then_normalize` (that is "
                                                        "GRPO's aggregation) with `rl: gdpo`")
