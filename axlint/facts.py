@@ -211,6 +211,13 @@ def embedding_layers(model_type: str | None) -> tuple[str, ...]:
     return EMBEDDING_LAYERS.get(model_type or "", DEFAULT_EMBEDDING_LAYERS)
 
 
+def written_fsdp_version(raw: Mapping[str, Any]) -> int | None:
+    """The FSDP version as Axolotl's validated config holds it: the top-level `fsdp_version`, else the one written
+    in `fsdp_config` (`fsdp_version` or `version`); None when none is written."""
+    block = raw.get("fsdp_config") if isinstance(raw.get("fsdp_config"), Mapping) else {}
+    return lax_int(raw.get("fsdp_version") or block.get("fsdp_version") or block.get("version"))
+
+
 def keeps_fp32_embeddings(adapter: str | None, half: bool, sharding: ShardingKind, attn_implementation: str | None,
                           cce: bool) -> bool:
     """Whether Axolotl trains with the input and output embeddings in fp32 while the rest of the model is in half
@@ -538,7 +545,7 @@ def _states_sharding(raw: Mapping[str, Any], ds: Mapping[str, Any] | None, stage
         fsdp_stage = 0 if "no_shard" in strategy else 2 if ("shard_grad_op" in strategy or reshard is False) else 3
         offload = bool(lax_bool(fsdp_cfg.get("offload_params", fsdp_cfg.get("fsdp_offload_params")))) \
             or "offload" in strategy
-        version = lax_int(raw.get("fsdp_version") or fsdp_cfg.get("fsdp_version") or fsdp_cfg.get("version")) or 1
+        version = written_fsdp_version(raw) or 1
         return Sharding(ShardingKind.FSDP, fsdp_stage, world, offload, offload, fsdp_version=version)
     return Sharding(ShardingKind.DDP if world > 1 else ShardingKind.SINGLE, 0, world)
 

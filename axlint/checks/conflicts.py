@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from axlint.checks.locate import ax_hit
+from axlint.checks.locate import ax_hit, written_config
 from axlint.facts import LIGER_PLUGIN
 from axlint.lax import as_number, truthy
 from axlint.rule import Hit, Rule, format_value, register_check
@@ -43,10 +43,6 @@ INDUCTOR_OPTIONS = frozenset({"coordinate_descent_tuning", "coordinate_descent_c
                               "comprehensive_padding", "decompose_mem_bound_mm", "triton.cudagraphs"})
 """The inductor flags `torch_compile_options` takes (`INDUCTOR_COMPILE_OPTIONS_ALLOWLIST`, utils/schemas/enums.py;
 config.py `validate_torch_compile_options`)."""
-
-
-def _raw(run: TrainingRun) -> dict[str, Any] | None:
-    return run.raw if run.axolotl is not None and isinstance(run.raw, dict) else None
 
 
 def _fsdp(raw: dict[str, Any]) -> dict[str, Any]:
@@ -184,7 +180,7 @@ def _rl_conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
 @register_check("startup_conflicting_settings", args=("problem",))
 def conflicting_settings(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Settings Axolotl refuses together (`_conflicts`)."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None:
         return
     for path, problem in _conflicts(run, raw):
@@ -244,7 +240,7 @@ def _refused_values(raw: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any,
 @register_check("startup_refused_value", args=("key", "value", "problem"))
 def refused_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A value one of Axolotl's field validators refuses (`_refused_values`), at the value."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None:
         return
     for path, value, problem in _refused_values(raw):

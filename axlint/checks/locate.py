@@ -21,3 +21,9 @@ def first_written(run: "TrainingRun", *paths: "KeyPath", default: "KeyPath | Non
     """The first of `paths` written in the YAML, else `default`, else the first of them."""
     assert run.axolotl is not None
     return next((p for p in paths if run.axolotl.node(p) is not None), default or paths[0])
+
+
+def written_config(run: "TrainingRun") -> dict[str, Any] | None:
+    """The Axolotl config as written (the mapping the start-up validators' `data` is), or None when the run has no
+    Axolotl YAML or its top level is not a mapping."""
+    return run.raw if run.axolotl is not None and isinstance(run.raw, dict) else None

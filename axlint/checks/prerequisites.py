@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from axlint.checks.locate import ax_hit
+from axlint.checks.locate import ax_hit, written_config
 from axlint.checks.startup import release_adapters
 from axlint.edits import delete_key
-from axlint.facts import LIGER_PLUGIN
+from axlint.facts import LIGER_PLUGIN, written_fsdp_version
 from axlint.fixes import Applicability, Fix
 from axlint.lax import lax_bool, lax_int, truthy
 from axlint.rule import FixAvailability, Hit, Rule, register_check
@@ -27,17 +27,6 @@ VARLEN_ATTENTION = frozenset({"flash_attention_2", "flash_attention_3", "flex_at
 SAFETENSORS_ONLY_SINCE = "0.14.0"
 """The first Axolotl release that refuses `save_safetensors: false` (`ModelOutputConfig.validate_save_safetensors`,
 utils/schemas/model.py): it runs on transformers 5, which saves safetensors only."""
-
-
-def _raw(run: TrainingRun) -> dict[str, Any] | None:
-    return run.raw if run.axolotl is not None and isinstance(run.raw, dict) else None
-
-
-def _fsdp_version(raw: dict[str, Any]) -> int | None:
-    """The FSDP version as Axolotl's validated config holds it: top-level `fsdp_version`, else the one written in
-    `fsdp_config` (`fsdp_version` or `version`)."""
-    block = raw.get("fsdp_config") if isinstance(raw.get("fsdp_config"), dict) else {}
-    return lax_int(raw.get("fsdp_version") or block.get("fsdp_version") or block.get("version"))
 
 
 def _selective_checkpointing(raw: dict[str, Any]) -> str | None:
@@ -95,7 +84,7 @@ def _flag_problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[str,
     if truthy(raw.get("fp32_norms")):
         if raw.get("fsdp_config") is None:
             yield "fp32_norms", "needs FSDP2: an `fsdp_config` block with `fsdp_version: 2`"
-        elif _fsdp_version(raw) != 2:
+        elif written_fsdp_version(raw) != 2:
             yield "fp32_norms", "needs `fsdp_version: 2`: FSDP1 keeps one dtype per flattened unit"
     if truthy(raw.get("pretraining_dataset")) and not truthy(raw.get("max_steps")):  # check_pretraining_w_max_steps
         yield "pretraining_dataset", "needs `max_steps`: a streamed pretraining dataset has no length to count steps from"
@@ -140,7 +129,7 @@ def _fsdp_problems(raw: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str]]
 @register_check("startup_feature_prerequisite", args=("key", "problem"))
 def feature_prerequisite(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A feature flag whose prerequisite is missing (`_problems`), at the flag."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None:
         return
     for path, problem in _problems(run, raw):
@@ -169,7 +158,7 @@ def _relora_problem(run: TrainingRun, raw: dict[str, Any]) -> tuple[str, str] | 
 @register_check("startup_relora", args=("problem",))
 def relora(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`relora: true` with a setting `check_relora` refuses, or without one it needs."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or not truthy(raw.get("relora")):
         return
     found = _relora_problem(run, raw)
@@ -182,7 +171,7 @@ def relora(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 def save_safetensors_false(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`save_safetensors: false` under an Axolotl release from SAFETENSORS_ONLY_SINCE on. Deleting the line is safe:
     those releases can only save safetensors, which is what the line's absence means."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or lax_bool(raw.get("save_safetensors")) is not False:
         return
     version = run.schemas.axolotl if run.schemas is not None else None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from typing import Any, Iterator
 
-from axlint.checks.locate import ax_hit, first_written
+from axlint.checks.locate import ax_hit, first_written, written_config
 from axlint.facts import ATTENTION_ALIASES, CANONICAL_ATTENTION, LIGER_PLUGIN
 from axlint.mesh import PARALLEL_KEYS
 from axlint.lax import as_number, is_int
@@ -21,10 +21,6 @@ BATCH_KEYS = ("micro_batch_size", "gradient_accumulation_steps", "batch_size")
 EIGHT_BIT_UNDER_FSDP2 = frozenset({"adamw_8bit", "adamw_bnb_8bit"})
 
 
-def _raw(run: TrainingRun) -> dict[str, Any] | None:
-    return run.raw if run.axolotl is not None and isinstance(run.raw, dict) else None
-
-
 def _at(run: TrainingRun, *keys: str, **args: Any) -> Hit:
     """A hit at the first of `keys` that is written (line 1 when none is)."""
     return ax_hit(run, first_written(run, *((k,) for k in keys)), **args)
@@ -33,7 +29,7 @@ def _at(run: TrainingRun, *keys: str, **args: Any) -> Hit:
 @register_check("startup_batch_keys", args=("written",))
 def batch_keys(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Fewer than two of micro_batch_size, gradient_accumulation_steps, batch_size are set (truthy)."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is not None and sum(1 for k in BATCH_KEYS if raw.get(k)) < 2:
         written = [k for k in BATCH_KEYS if raw.get(k)]
         yield _at(run, *BATCH_KEYS, written=", ".join(f"`{k}`" for k in written) or "none of them")
@@ -42,7 +38,7 @@ def batch_keys(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("startup_save_schedule", args=("problem",))
 def save_schedule(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`save_steps` with a `save_strategy` other than steps, or next to `saves_per_epoch`."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or not raw.get("save_steps"):
         return
     if raw.get("save_strategy") and raw.get("save_strategy") != "steps":
@@ -55,7 +51,7 @@ def save_schedule(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 def eval_schedule(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`eval_steps` with an `eval_strategy` other than steps or next to `evals_per_epoch`; `evals_per_epoch` with
     an `eval_strategy` other than steps."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None:
         return
     strategy = raw.get("eval_strategy")
@@ -70,7 +66,7 @@ def eval_schedule(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("startup_eval_without_split")
 def eval_without_split(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`val_set_size: 0` written, an eval schedule set, no `test_datasets`, and `eval_strategy` not "no"."""
-    raw = _raw(run)
+    raw = written_config(run)
     if (raw is not None and raw.get("val_set_size") == 0 and (raw.get("eval_steps") or raw.get("eval_strategy"))
             and not raw.get("test_datasets") and raw.get("eval_strategy") != "no"):
         yield _at(run, "eval_steps", "eval_strategy")
@@ -78,7 +74,7 @@ def eval_without_split(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 def _value_without_companion(run: TrainingRun, key: str, value: str, companion: str) -> Iterator[Hit]:
     """`key: value` written while `companion`, which that value needs, is not set."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is not None and raw.get(key) == value and not raw.get(companion):
         yield _at(run, key, part="value")
 
@@ -91,7 +87,7 @@ def save_best_metric(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("startup_early_stopping", args=("problem",))
 def early_stopping(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`early_stopping_patience` needs `save_steps` and `eval_steps`, with eval_steps dividing save_steps."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or not raw.get("early_stopping_patience"):
         return
     save, every = raw.get("save_steps"), raw.get("eval_steps")
@@ -103,7 +99,7 @@ def early_stopping(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("startup_test_datasets_split")
 def test_datasets_split(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is not None and raw.get("test_datasets") and raw.get("val_set_size"):
         yield _at(run, "val_set_size")
 
@@ -111,7 +107,7 @@ def test_datasets_split(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("startup_streaming", args=("problem",))
 def streaming(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Streaming datasets need `max_steps` and cannot split off `val_set_size`."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or not raw.get("streaming"):
         return
     if raw.get("val_set_size"):
@@ -123,7 +119,7 @@ def streaming(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("startup_sharegpt_type", args=("type",))
 def sharegpt_type(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A `datasets` entry of `type: sharegpt...`, removed in favour of `type: chat_template`."""
-    raw = _raw(run)
+    raw = written_config(run)
     datasets = raw.get("datasets") if raw is not None else None
     if not isinstance(datasets, list):
         return
@@ -143,7 +139,7 @@ def jinja_template(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 def fsdp_8bit_optimizer(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """An 8-bit optimizer Axolotl refuses under FSDP: bitsandbytes' AdamW under FSDP2, any 8-bit optimizer with
     FSDP1 parameter offload."""
-    raw = _raw(run)
+    raw = written_config(run)
     fsdp = raw.get("fsdp_config") if raw is not None else None
     optimizer = str(raw.get("optimizer")) if raw is not None and raw.get("optimizer") else ""
     if not fsdp or "8bit" not in optimizer:
@@ -159,7 +155,7 @@ def fsdp_8bit_optimizer(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("startup_eval_table_packing")
 def eval_table_packing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    raw = _raw(run)
+    raw = written_config(run)
     if (raw is not None and raw.get("sample_packing") and raw.get("eval_table_size")
             and raw.get("eval_sample_packing") is not False):
         yield _at(run, "eval_table_size")
@@ -168,7 +164,7 @@ def eval_table_packing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("startup_attn_implementation", args=("problem",))
 def attn_implementation(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """An `attn_implementation` Axolotl does not accept (next to a legacy flag is AX118's finding)."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or raw.get("attn_implementation") is None:
         return
     value = raw["attn_implementation"]
@@ -186,7 +182,7 @@ def attn_implementation(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("startup_learning_rate", args=("value",))
 def learning_rate(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """A `learning_rate` string Python's float() cannot read (Axolotl converts strings with it)."""
-    raw = _raw(run)
+    raw = written_config(run)
     value = raw.get("learning_rate") if raw is not None else None
     if isinstance(value, str) and value:
         try:
@@ -198,7 +194,7 @@ def learning_rate(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("startup_required_keys", args=("missing",))
 def required_keys(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`base_model` and `learning_rate` are required fields; `datasets` or `pretraining_dataset` must be given."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None:
         return
     for key in ("base_model", "learning_rate"):
@@ -214,7 +210,7 @@ def grpo_generations(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """GRPO's generation batch against `trl.num_generations`: at least 2 generations, a batch they divide, and a
     full group per GPU (`check_grpo_batch_size_divisibility`). The batch is `trl.generation_batch_size`, else
     micro_batch_size × gradient_accumulation_steps as written (0 or unset count as 1; `batch_size` is not read)."""
-    raw = _raw(run)
+    raw = written_config(run)
     trl = raw.get("trl") if raw is not None and raw.get("rl") == "grpo" else None
     if not isinstance(trl, dict):
         return
@@ -256,7 +252,7 @@ def liger_tensor_parallel(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """With the Liger plugin listed: `liger_rms_norm` and `tensor_parallel_size` > 1 (`check_liger_rms_norm_tensor_
     parallel`, on the YAML as written), or Liger's fused linear cross-entropy with it (`check_tensor_parallel_size_
     liger_fused_linear_cross_entropy`)."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or not _listed(raw, LIGER_PLUGIN):
         return
     size = as_number(raw.get("tensor_parallel_size"))
@@ -272,7 +268,7 @@ def liger_tensor_parallel(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("startup_quantization_config_with_bnb", args=("flag", "method"))
 def quantization_config_with_bnb(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`model_quantization_config` with `load_in_8bit` or `load_in_4bit` (`check_model_quantization_config_vs_bnb`)."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or not raw.get("model_quantization_config"):
         return
     flag = next((k for k in ("load_in_8bit", "load_in_4bit") if raw.get(k)), None)
@@ -283,7 +279,7 @@ def quantization_config_with_bnb(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("startup_qat_conflicts", args=("key",))
 def qat_conflicts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`qat` with `peft`, `load_in_8bit` or `load_in_4bit`, in that order (`check_qat_config`)."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or not raw.get("qat"):
         return
     other = next((k for k in ("peft", "load_in_8bit", "load_in_4bit") if raw.get(k)), None)
@@ -294,7 +290,7 @@ def qat_conflicts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("startup_pretraining_val_split")
 def pretraining_val_split(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`val_set_size` with `pretraining_dataset` (`check_pretraining_w_val_set_size`)."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is not None and raw.get("pretraining_dataset") and raw.get("val_set_size"):
         yield _at(run, "val_set_size")
 
@@ -309,7 +305,7 @@ def mistral_common_edits(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`tokenizer_use_mistral_common` truthy with a key that edits the tokenizer. Axolotl also turns the flag on
     for Magistral models when it is not written, but in 0.18.0 that happens after this check has run, so only a
     written value counts (checked with its `validate_config`)."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or not raw.get("tokenizer_use_mistral_common"):
         return
     key = next((k for k in MISTRAL_COMMON_REFUSED if raw.get(k)), None)
@@ -321,7 +317,7 @@ def mistral_common_edits(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 def quantize_moe_experts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """`quantize_moe_experts` needs a LoRA/QLoRA adapter on a 4- or 8-bit load and no `lora_target_linear`, checked
     in that order (`check_quantize_moe_experts`)."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or not raw.get("quantize_moe_experts"):
         return
     if raw.get("lora_target_linear"):
@@ -341,7 +337,7 @@ KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
 def dsv4_module_lora(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """With the kernels plugin: `use_dsv4_kernels` and module-level LoRA (`lora_target_modules` or
     `lora_target_linear`) without `lora_exclude_modules` (`check_dsv4_attention_lora_unsupported`)."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or not _listed(raw, KERNELS_PLUGIN) or not raw.get("use_dsv4_kernels"):
         return
     key = next((k for k in ("lora_target_modules", "lora_target_linear") if raw.get(k)), None)
@@ -364,7 +360,7 @@ def adapter_unknown(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """An `adapter` that is neither built in nor registered by a listed plugin (`validate_adapter`: the plugin
     manager is asked, and only the plugins in `plugins:` are registered). A plugin from outside Axolotl may register
     adapters axlint cannot know, so a config that lists one is not judged."""
-    raw = _raw(run)
+    raw = written_config(run)
     adapter = raw.get("adapter") if raw is not None else None
     known = release_adapters(run) if adapter else None
     if known is None or adapter in known["builtin"]:
@@ -388,7 +384,7 @@ def parallel_layout(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Parallel sizes Axolotl cannot lay out on the GPUs given (``axlint.facts.build_mesh``, mirroring Axolotl
     0.18.0 ``_get_parallel_config_kwargs`` and accelerate's total-size check), on the first size written. Silent
     when the GPU count is assumed: the assumed count follows the sizes."""
-    raw = _raw(run)
+    raw = written_config(run)
     if raw is None or run.world_size_assumed or not run.facts.sharding.mesh_problem:
         return
     key = next((k for k in PARALLEL_KEYS if is_int(raw.get(k)) and raw[k] > 1), None)
