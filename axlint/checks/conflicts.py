@@ -38,6 +38,18 @@ RESERVED_PROCESSOR_KWARGS = ("revision", "trust_remote_code")
 """Keys `processor_kwargs` may not hold; the top-level keys set them (model.py
 `reject_reserved_processor_kwargs`)."""
 
+KERNEL_CHOICES = {"expert_backend": ("scattermoe", "sonicmoe", "eager", "builtin"),
+                  "moe_grouped_backend": ("auto", "marlin", "cutlass", "deepgemm"),
+                  "nonexpert_quantization": ("none", "bf16", "fp8", "fp8_blockwise", "nf4", "nvfp4"),
+                  "dsv4_fp4_grouped_mode": ("nvfp4",),
+                  "dsv4_fp8_nonexpert_mode": ("float8tensor", "bf16")}
+"""The KernelsPlugin's choice keys and what each takes, case-insensitive (integrations/kernels/args.py:
+`_canonicalize_expert_backend`, `check_moe_grouped_backend`, `check_nonexpert_quantization`,
+`check_dsv4_fp4_grouped_mode`, `check_dsv4_fp8_nonexpert_mode`)."""
+
+KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
+SPECTRUM_PLUGIN = "axolotl.integrations.spectrum.SpectrumPlugin"
+
 INDUCTOR_OPTIONS = frozenset({"coordinate_descent_tuning", "coordinate_descent_check_all_directions", "shape_padding",
                               "epilogue_fusion", "max_autotune_gemm", "fx_graph_cache", "assume_aligned_inputs",
                               "comprehensive_padding", "decompose_mem_bound_mm", "triton.cudagraphs"})
@@ -121,6 +133,15 @@ def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
                 and not truthy(raw.get("tiled_mlp_use_original_mlp"))):  # check_tiled_mlp_conflict
             yield (("tiled_mlp",), "`tiled_mlp` with `liger_glu_activation`, unless `tiled_mlp_use_original_mlp: "
                                    "true` keeps the model's own MLP to tile")
+    if _lists(raw, KERNELS_PLUGIN) and truthy(raw.get("use_scattermoe")) and truthy(raw.get("use_sonicmoe")):
+        yield (("use_sonicmoe",), "both `use_scattermoe` and `use_sonicmoe`: the experts run on one backend; keep "
+                                  "one")  # integrations/kernels/args.py check_mutually_exclusive
+    plugins = raw.get("plugins") if isinstance(raw.get("plugins"), list) else []
+    if (any(isinstance(p, str) and "SpectrumPlugin" in p for p in plugins) and truthy(raw.get("fsdp"))
+            and truthy(raw.get("fsdp_config")) and not truthy(fsdp.get("use_orig_params"))):
+        yield (("fsdp_config",), "FSDP (the `fsdp` list) with the Spectrum plugin without `fsdp_config."
+                                 "use_orig_params: true`: Spectrum freezes part of each flattened unit")
+        # integrations/spectrum/args.py check_fsdp_use_orig_params
     if truthy(raw.get("dataset_exact_deduplication")):
         if truthy(raw.get("streaming")) or truthy(raw.get("pretraining_dataset")):
             yield (("dataset_exact_deduplication",),  # config.py check_deduplication_with_streaming
@@ -195,6 +216,18 @@ def _invalid_regex(pattern: str) -> bool:
     return False
 
 
+def _positive_int(value: Any) -> bool:
+    """What `check_moe_dequant_chunk_size` (integrations/kernels/args.py) accepts: not a bool, `int()` reads it, a
+    float is whole, and it is above 0."""
+    if isinstance(value, bool):
+        return False
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return False
+    return number > 0 and not (isinstance(value, float) and not value.is_integer())
+
+
 def _refused_values(raw: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any, str]]:
     """(path, value, what Axolotl takes instead) for each value a field validator refuses."""
     alpha = as_number(raw.get("neftune_noise_alpha"))
@@ -230,6 +263,13 @@ def _refused_values(raw: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any,
         for key in (k for k in RESERVED_PROCESSOR_KWARGS if k in kwargs):
             top = "revision_of_model" if key == "revision" else key
             yield ("processor_kwargs", key), kwargs[key], f"set it with the top-level `{top}` instead"
+    if _lists(raw, KERNELS_PLUGIN):  # integrations/kernels/args.py
+        for key, choices in KERNEL_CHOICES.items():
+            if raw.get(key) is not None and str(raw[key]).lower() not in choices:
+                yield (key,), raw[key], f"it takes {', '.join(choices)}"
+        chunk = raw.get("moe_dequant_chunk_size")
+        if chunk is not None and not _positive_int(chunk):
+            yield ("moe_dequant_chunk_size",), chunk, "it must be a positive whole number"
     options = raw.get("torch_compile_options")
     if isinstance(options, dict):  # config.py validate_torch_compile_options
         for flag in sorted(set(map(str, options)) - INDUCTOR_OPTIONS):
