@@ -34,6 +34,8 @@ KeyPath = tuple[Any, ...]
 
 LIGER_PLUGIN = "axolotl.integrations.liger.LigerPlugin"
 CCE_PLUGIN = "axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"
+KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
+SWANLAB_PLUGIN = "axolotl.integrations.swanlab.SwanLabPlugin"
 
 LEGACY_ATTENTION: tuple[tuple[str, str], ...] = (
     ("xformers_attention", "xformers"), ("sage_attention", "sage"), ("flex_attention", "flex_attention"),

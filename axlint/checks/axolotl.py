@@ -5,7 +5,7 @@ from typing import Any, Iterator
 
 from axlint import edits
 from axlint.checks.locate import ax_hit
-from axlint.facts import CCE_PLUGIN, LEGACY_ATTENTION, LIGER_PLUGIN
+from axlint.facts import CCE_PLUGIN, KERNELS_PLUGIN, LEGACY_ATTENTION, LIGER_PLUGIN
 from axlint.fixes import Applicability, Fix
 from axlint.lax import is_int
 from axlint.rule import FixAvailability, Hit, Rule, register_check
@@ -14,7 +14,6 @@ from axlint.run import TrainingRun
 FLASH_LIBRARY = frozenset({"flash_attention_2", "flash_attention_3"})
 CROSS_ENTROPY_KEYS = ("cut_cross_entropy", "chunked_cross_entropy", "liger_cross_entropy",
                       "liger_fused_linear_cross_entropy")
-KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
 
 
 def plugins(run: TrainingRun) -> list[str]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from axlint.checks.locate import ax_hit, written_config
-from axlint.facts import LIGER_PLUGIN
+from axlint.checks.locate import ax_hit, lists_plugin, written_config
+from axlint.facts import KERNELS_PLUGIN, LIGER_PLUGIN, SWANLAB_PLUGIN
 from axlint.lax import as_number, truthy
 from axlint.rule import Hit, Rule, format_value, register_check
 from axlint.run import TrainingRun
@@ -47,8 +47,8 @@ KERNEL_CHOICES = {"expert_backend": ("scattermoe", "sonicmoe", "eager", "builtin
 `_canonicalize_expert_backend`, `check_moe_grouped_backend`, `check_nonexpert_quantization`,
 `check_dsv4_fp4_grouped_mode`, `check_dsv4_fp8_nonexpert_mode`)."""
 
-KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
-SPECTRUM_PLUGIN = "axolotl.integrations.spectrum.SpectrumPlugin"
+SWANLAB_MODES = ("cloud", "local", "offline", "disabled")
+"""What `swanlab_mode` takes (integrations/swanlab/args.py `validate_swanlab_mode`)."""
 
 INDUCTOR_OPTIONS = frozenset({"coordinate_descent_tuning", "coordinate_descent_check_all_directions", "shape_padding",
                               "epilogue_fusion", "max_autotune_gemm", "fx_graph_cache", "assume_aligned_inputs",
@@ -125,7 +125,7 @@ def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
     yield from _rl_conflicts(run, raw)
     if not truthy(raw.get("rl")):
         yield from _message_field_conflicts(datasets)
-    if _lists(raw, LIGER_PLUGIN):  # integrations/liger/args.py
+    if lists_plugin(raw, LIGER_PLUGIN):  # integrations/liger/args.py
         if raw.get("liger_swiglu") is not None and raw.get("liger_glu_activation") is not None:
             yield (("liger_swiglu",), "both `liger_swiglu` and its new name `liger_glu_activation`; delete "
                                       "`liger_swiglu`")  # check_deprecated_swiglu
@@ -133,9 +133,8 @@ def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
                 and not truthy(raw.get("tiled_mlp_use_original_mlp"))):  # check_tiled_mlp_conflict
             yield (("tiled_mlp",), "`tiled_mlp` with `liger_glu_activation`, unless `tiled_mlp_use_original_mlp: "
                                    "true` keeps the model's own MLP to tile")
-    if _lists(raw, KERNELS_PLUGIN) and truthy(raw.get("use_scattermoe")) and truthy(raw.get("use_sonicmoe")):
-        yield (("use_sonicmoe",), "both `use_scattermoe` and `use_sonicmoe`: the experts run on one backend; keep "
-                                  "one")  # integrations/kernels/args.py check_mutually_exclusive
+    if lists_plugin(raw, KERNELS_PLUGIN):
+        yield from _kernel_conflicts(raw)
     plugins = raw.get("plugins") if isinstance(raw.get("plugins"), list) else []
     if (any(isinstance(p, str) and "SpectrumPlugin" in p for p in plugins) and truthy(raw.get("fsdp"))
             and truthy(raw.get("fsdp_config")) and not truthy(fsdp.get("use_orig_params"))):
@@ -151,10 +150,26 @@ def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
                    "`dataset_exact_deduplication` with `skip_prepare_dataset`, which skips the step that deduplicates")
 
 
-def _lists(raw: dict[str, Any], plugin: str) -> bool:
-    """`plugin` is in `plugins:`: its arguments (and their validators) join the config only then."""
-    plugins = raw.get("plugins")
-    return isinstance(plugins, list) and plugin in plugins
+def _kernel_conflicts(raw: dict[str, Any]) -> Iterator[Conflict]:
+    """The Kernels plugin's backend flags (integrations/kernels/args.py): `expert_backend` against a legacy flag
+    written true for the other backend (`_canonicalize_expert_backend`), both legacy flags
+    (`check_mutually_exclusive`), and `nvfp4_merge_aware` beside the fused LoRA kernels (`check_nvfp4_merge_aware`)."""
+    backend = str(raw.get("expert_backend") or "").lower()
+    for flag, name in (("use_scattermoe", "scattermoe"), ("use_sonicmoe", "sonicmoe")):
+        if backend in KERNEL_CHOICES["expert_backend"] and raw.get(flag) is True and backend != name:
+            yield (flag,), f"`{flag}: true` against `expert_backend: {raw['expert_backend']}`; keep one"
+            return
+    if truthy(raw.get("use_scattermoe")) and truthy(raw.get("use_sonicmoe")):
+        yield ("use_sonicmoe",), "both `use_scattermoe` and `use_sonicmoe`: the experts run on one backend; keep one"
+    fused = [k for k in ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel") if raw.get(k) is True]
+    if truthy(raw.get("nvfp4_merge_aware")) and _sonicmoe(raw) and raw.get("adapter") == "lora" and fused:
+        yield ((fused[0],), f"`{fused[0]}` with `nvfp4_merge_aware`: the fused kernels bypass the LoRA layers "
+                            "whose delta it snaps to the NVFP4 grid")
+
+
+def _sonicmoe(raw: dict[str, Any]) -> bool:
+    """The SonicMoE expert backend is chosen: `use_sonicmoe`, or `expert_backend: sonicmoe`."""
+    return truthy(raw.get("use_sonicmoe")) or str(raw.get("expert_backend") or "").lower() == "sonicmoe"
 
 
 def _message_field_conflicts(datasets: Any) -> Iterator[Conflict]:
@@ -263,13 +278,25 @@ def _refused_values(raw: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], Any,
         for key in (k for k in RESERVED_PROCESSOR_KWARGS if k in kwargs):
             top = "revision_of_model" if key == "revision" else key
             yield ("processor_kwargs", key), kwargs[key], f"set it with the top-level `{top}` instead"
-    if _lists(raw, KERNELS_PLUGIN):  # integrations/kernels/args.py
+    if lists_plugin(raw, KERNELS_PLUGIN):  # integrations/kernels/args.py
         for key, choices in KERNEL_CHOICES.items():
             if raw.get(key) is not None and str(raw[key]).lower() not in choices:
                 yield (key,), raw[key], f"it takes {', '.join(choices)}"
+        start = raw.get("nvfp4_merge_aware_start_step")  # check_nvfp4_merge_aware
+        if (truthy(raw.get("nvfp4_merge_aware")) and start is not None
+                and (isinstance(start, bool) or (isinstance(start, float) and not 0 < start < 1)
+                     or (isinstance(start, int) and start < 0) or not isinstance(start, (int, float)))):
+            yield (("nvfp4_merge_aware_start_step",), start,
+                   "it is a step (a whole number from 0) or a fraction of max_steps (between 0 and 1)")
         chunk = raw.get("moe_dequant_chunk_size")
         if chunk is not None and not _positive_int(chunk):
             yield ("moe_dequant_chunk_size",), chunk, "it must be a positive whole number"
+    if lists_plugin(raw, SWANLAB_PLUGIN):  # integrations/swanlab/args.py
+        mode, project = raw.get("swanlab_mode"), raw.get("swanlab_project")
+        if mode is not None and mode not in SWANLAB_MODES:  # validate_swanlab_mode
+            yield ("swanlab_mode",), mode, f"it takes {', '.join(SWANLAB_MODES)}"
+        if isinstance(project, str) and not project.strip():  # validate_swanlab_project
+            yield ("swanlab_project",), project, "a project name cannot be empty; name one or delete the line"
     options = raw.get("torch_compile_options")
     if isinstance(options, dict):  # config.py validate_torch_compile_options
         for flag in sorted(set(map(str, options)) - INDUCTOR_OPTIONS):

@@ -27,3 +27,9 @@ def written_config(run: "TrainingRun") -> dict[str, Any] | None:
     """The Axolotl config as written (the mapping the start-up validators' `data` is), or None when the run has no
     Axolotl YAML or its top level is not a mapping."""
     return run.raw if run.axolotl is not None and isinstance(run.raw, dict) else None
+
+
+def lists_plugin(raw: dict[str, Any], plugin: str) -> bool:
+    """`plugin` is in the written `plugins:` list: its arguments, and their validators, join the config only then."""
+    plugins = raw.get("plugins")
+    return isinstance(plugins, list) and plugin in plugins

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from axlint.checks.locate import ax_hit, written_config
+from axlint.checks.locate import ax_hit, lists_plugin, written_config
 from axlint.checks.startup import release_adapters
 from axlint.edits import delete_key
-from axlint.facts import LIGER_PLUGIN, written_fsdp_version
+from axlint.facts import KERNELS_PLUGIN, LIGER_PLUGIN, SWANLAB_PLUGIN, written_fsdp_version
 from axlint.fixes import Applicability, Fix
 from axlint.lax import lax_bool, lax_int, truthy
 from axlint.rule import FixAvailability, Hit, Rule, register_check
@@ -98,13 +98,30 @@ def _flag_problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[str,
         yield "push_dataset_to_hub", "needs `hf_use_auth_token: true`"
     if raw.get("rl") == "dpo" and raw.get("dpo_loss_weights") is not None and raw.get("dpo_loss_type") is None:
         yield "dpo_loss_weights", "needs `dpo_loss_type`, the losses it weighs"  # check_dpo
-    plugins = raw.get("plugins") if isinstance(raw.get("plugins"), list) else []
-    if (LIGER_PLUGIN in plugins and truthy(raw.get("liger_use_token_scaling"))
+    if (lists_plugin(raw, LIGER_PLUGIN) and truthy(raw.get("liger_use_token_scaling"))
             and not truthy(raw.get("liger_fused_linear_cross_entropy"))):  # liger/args.py
         yield "liger_use_token_scaling", "needs `liger_fused_linear_cross_entropy: true`, whose loss it scales"
+    if lists_plugin(raw, SWANLAB_PLUGIN) and raw.get("use_swanlab") is True and not truthy(
+            raw.get("swanlab_project")):  # integrations/swanlab/args.py validate_swanlab_enabled_requires_project
+        yield "use_swanlab", "needs `swanlab_project`, the project the runs are logged to"
+    if lists_plugin(raw, KERNELS_PLUGIN):
+        yield from _merge_aware_problems(raw)
     if raw.get("torch_compile_options") is not None and not truthy(raw.get("torch_compile")):
         yield ("torch_compile_options",  # config.py check_torch_compile_options_requires_compile
                "needs `torch_compile: true` (or `auto`), without which the flags do nothing")
+
+
+def _merge_aware_problems(raw: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """The Kernels plugin's `check_nvfp4_merge_aware` (integrations/kernels/args.py): the start step needs the
+    feature, and the feature needs the SonicMoE backend and a LoRA adapter."""
+    if not truthy(raw.get("nvfp4_merge_aware")):
+        if raw.get("nvfp4_merge_aware_start_step") is not None:
+            yield "nvfp4_merge_aware_start_step", "needs `nvfp4_merge_aware: true`"
+        return
+    if not (truthy(raw.get("use_sonicmoe")) or str(raw.get("expert_backend") or "").lower() == "sonicmoe"):
+        yield "nvfp4_merge_aware", "needs the SonicMoE expert backend (`expert_backend: sonicmoe`)"
+    elif raw.get("adapter") != "lora":
+        yield "nvfp4_merge_aware", "needs `adapter: lora`: it snaps the LoRA delta to the NVFP4 grid of the base"
 
 
 def _fsdp_problems(raw: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str]]:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import difflib
 from typing import Any, Iterator
 
-from axlint.checks.locate import ax_hit, first_written, written_config
-from axlint.facts import ATTENTION_ALIASES, CANONICAL_ATTENTION, LIGER_PLUGIN
+from axlint.checks.locate import ax_hit, first_written, lists_plugin, written_config
+from axlint.facts import ATTENTION_ALIASES, CANONICAL_ATTENTION, KERNELS_PLUGIN, LIGER_PLUGIN
 from axlint.mesh import PARALLEL_KEYS
 from axlint.lax import as_number, is_int
 from axlint.rule import Hit, Rule, register_check
@@ -242,18 +242,13 @@ def grpo_generations(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                              f"must be at least num_generations × GPUs = {generations * run.world_size}")
 
 
-def _listed(raw: dict[str, Any], plugin: str) -> bool:
-    plugins = raw.get("plugins")
-    return isinstance(plugins, list) and plugin in plugins
-
-
 @register_check("startup_liger_tensor_parallel", args=("key", "why"))
 def liger_tensor_parallel(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """With the Liger plugin listed: `liger_rms_norm` and `tensor_parallel_size` > 1 (`check_liger_rms_norm_tensor_
     parallel`, on the YAML as written), or Liger's fused linear cross-entropy with it (`check_tensor_parallel_size_
     liger_fused_linear_cross_entropy`)."""
     raw = written_config(run)
-    if raw is None or not _listed(raw, LIGER_PLUGIN):
+    if raw is None or not lists_plugin(raw, LIGER_PLUGIN):
         return
     size = as_number(raw.get("tensor_parallel_size"))
     if size is None or size <= 1:
@@ -330,7 +325,6 @@ def quantize_moe_experts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield _at(run, "quantize_moe_experts", problem="it needs `load_in_4bit: true` or `load_in_8bit: true`")
 
 
-KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
 
 
 @register_check("startup_dsv4_module_lora", args=("key",))
@@ -338,7 +332,7 @@ def dsv4_module_lora(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """With the kernels plugin: `use_dsv4_kernels` and module-level LoRA (`lora_target_modules` or
     `lora_target_linear`) without `lora_exclude_modules` (`check_dsv4_attention_lora_unsupported`)."""
     raw = written_config(run)
-    if raw is None or not _listed(raw, KERNELS_PLUGIN) or not raw.get("use_dsv4_kernels"):
+    if raw is None or not lists_plugin(raw, KERNELS_PLUGIN) or not raw.get("use_dsv4_kernels"):
         return
     key = next((k for k in ("lora_target_modules", "lora_target_linear") if raw.get(k)), None)
     if key and not raw.get("lora_exclude_modules"):
