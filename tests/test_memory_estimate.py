@@ -579,3 +579,24 @@ def test_fp32_experts_double_their_bytes():
     assert fp32.setup.experts_fp32 and fp32.setup.expert_bytes == 4 and not setup.experts_fp32
     assert fp32.components["weights"] - plain.components["weights"] == 2 * QWEN_MOE.expert_params
     assert any("casts them to fp32" in note for note in fp32.assumptions)
+
+
+@pytest.mark.parametrize(("load", "per_element"), [("load_in_8bit", 12), ("load_in_4bit", 8)])
+def test_lora_on_quantized_experts_merges_a_weight_of_the_dequantized_dtype(load, per_element):
+    """GLM-4.7-Flash with LoRA on the experts' 3-D weights, stored quantized (quantize_moe_experts): bitsandbytes'
+    int8 dequantization gives fp32 (the forward holds W, ΔW and W + ΔW, 12 bytes an element), the 4-bit one the
+    load dtype (the backward's copy, gradient and fp32 gradient, 8 bytes). With checkpointing nothing is kept."""
+    from axlint.memory.activations import merged_weight_bytes
+    from axlint.memory.params import adapted_expert_parameters
+
+    glm = resolve_architecture("zai-org/GLM-4.7-Flash")
+    hw = parse_hardware("1x48GB")
+    config = {load: True, "quantize_moe_experts": True, "adapter": "lora" if load == "load_in_8bit" else "qlora",
+              "lora_r": 32, "lora_target_modules": ["q_proj", "v_proj"], "gradient_checkpointing": True,
+              "lora_target_parameters": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"], "bf16": True,
+              "sequence_len": 2048, "sample_packing": True, "micro_batch_size": 2}
+    setup = read_setup(facts(config, None, glm, hw), glm)
+    layer = glm.num_layers - 1  # a layer with routed experts
+    n = sum(p.count * p.d_in * p.d_out for p in adapted_expert_parameters(glm, setup, layer))
+    assert n > 500e6  # 64 experts' gate_up and down projections of one layer
+    assert merged_weight_bytes(glm, setup) == (0.0, per_element * n)

@@ -335,10 +335,14 @@ def merged_weight_bytes(arch: Architecture, setup: TrainSetup) -> tuple[float, f
     """LoRA on a parameter (PEFT's ``ParamWrapper``: ``lora_target_parameters``, or old expert names PEFT converts):
     each forward of the layer computes ΔW = B·A from the fp32 adapters, casts it to the weight's dtype and runs the
     module on W + ΔW, a full copy of the weight that autograd keeps for the matmul's backward; backward makes that
-    copy's gradient and casts it to fp32 for B and A (PEFT 0.19.1 tuners/lora/layer.py ``ParamWrapper._activate_lora``,
-    ``get_delta_weight``, ``_LoraParameterProxy``; torch ``parametrize.cached``). For n adapted elements in a layer:
-    (stored, backward) = (Σ over layers 2n without gradient checkpointing, 0 with it; the largest layer's 2n + 2n +
-    4n). Not counted when the KernelsPlugin's ScatterMoE / SonicMoE runs the experts with their own LoRA path."""
+    copy's gradient and casts it to fp32 for B and A (PEFT 0.18.1 / 0.19.1 tuners/lora/layer.py
+    ``ParamWrapper._activate_lora``, ``get_delta_weight``, ``_LoraParameterProxy``; torch ``parametrize.cached``).
+    For n adapted elements in a layer whose weight reaches the module in b bytes (``merged_weight_dtype_bytes``):
+    stored = Σ over layers b·n without gradient checkpointing, 0 with it; the layer's moment = the larger of its
+    forward (W, the fp32 ΔW and its cast to b, then W + ΔW: max(b + 4 + b, 3b)·n, the cast only when b < 4) and its
+    backward (the copy, its gradient and the fp32 gradient: (2b + 4)·n, the last only when b < 4): 8n for a bf16
+    weight, 12n for an fp32 one. Not counted when the KernelsPlugin's ScatterMoE / SonicMoE runs the experts with
+    their own LoRA path."""
     if not setup.adapter or not setup.lora_target_parameters or setup.expert_kernels:
         return 0.0, 0.0
     per_group = []  # (adapted elements in each layer of a params.layer_groups group, its layers)
@@ -346,8 +350,22 @@ def merged_weight_bytes(arch: Architecture, setup: TrainSetup) -> tuple[float, f
         n = sum(lin.count * lin.d_in * lin.d_out for lin in adapted_expert_parameters(arch, setup, layers[0]))
         router = adapted_router(arch, setup, layers[0])
         per_group.append((n + (router.d_in * router.d_out if router else 0), len(layers)))
-    stored = 0.0 if setup.gradient_checkpointing else setup.param_bytes * sum(n * count for n, count in per_group)
-    return stored, (2 * setup.param_bytes + C.FP32) * max((n for n, _ in per_group), default=0)
+    b = merged_weight_dtype_bytes(setup)
+    cast = b if b < C.FP32 else 0
+    moment = max(b + C.FP32 + cast, 3 * b, 2 * b + (C.FP32 if b < C.FP32 else 0))
+    stored = 0.0 if setup.gradient_checkpointing else b * sum(n * count for n, count in per_group)
+    return stored, moment * max((n for n, _ in per_group), default=0)
+
+
+def merged_weight_dtype_bytes(setup: TrainSetup) -> int:
+    """Bytes per element of a LoRA-targeted expert weight as the module reads it: Axolotl's ``quantize_moe_experts``
+    dequantizes 8-bit experts with bitsandbytes' ``int8_vectorwise_dequant``, which returns fp32 (bitsandbytes
+    0.50.1 functional.py; Axolotl 0.18.0 monkeypatch/moe_quant.py ``Bnb8bitParametrization``), and 4-bit ones to
+    their original dtype (``Bnb4bitParametrization``, nn/parametrize.py); unquantized experts are read in their own
+    dtype (``TrainSetup.expert_bytes``: fp32 after PEFT's kbit preparation)."""
+    if setup.quantize_experts and setup.quantization == "int8":
+        return C.FP32
+    return setup.param_bytes if setup.quantize_experts else setup.expert_bytes
 
 
 def dequantized_weight_bytes(arch: Architecture, setup: TrainSetup) -> float:
