@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from axlint.checks.locate import ax_hit, lists_plugin, written_config
+from axlint.checks.locate import ax_hit, key_label, lists_plugin, written_config
 from axlint.facts import KERNELS_PLUGIN, LIGER_PLUGIN, SWANLAB_PLUGIN
 from axlint.lax import as_number, truthy
 from axlint.rule import Hit, Rule, format_value, register_check
@@ -311,5 +311,4 @@ def refused_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if raw is None:
         return
     for path, value, problem in _refused_values(raw):
-        key = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".")
-        yield ax_hit(run, path, "value", key=key, value=format_value(value), problem=problem)
+        yield ax_hit(run, path, "value", key=key_label(path), value=format_value(value), problem=problem)

@@ -33,3 +33,8 @@ def lists_plugin(raw: dict[str, Any], plugin: str) -> bool:
     """`plugin` is in the written `plugins:` list: its arguments, and their validators, join the config only then."""
     plugins = raw.get("plugins")
     return isinstance(plugins, list) and plugin in plugins
+
+
+def key_label(path: "KeyPath") -> str:
+    """A key path as a message names it: `fsdp_config.offload_params`, `lora_target_modules[0]`."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".")

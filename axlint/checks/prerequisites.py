@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from axlint.checks.locate import ax_hit, lists_plugin, written_config
+from axlint.checks.locate import ax_hit, key_label, lists_plugin, written_config
 from axlint.checks.startup import release_adapters
 from axlint.edits import delete_key
 from axlint.facts import KERNELS_PLUGIN, LIGER_PLUGIN, SWANLAB_PLUGIN, written_fsdp_version
@@ -56,6 +56,7 @@ def _problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[tuple[str
     for key, problem in _flag_problems(run, raw):
         yield (key,), problem
     yield from _fsdp_problems(raw)
+    yield from _swanlab_problems(raw)
 
 
 def _flag_problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -101,9 +102,6 @@ def _flag_problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[str,
     if (lists_plugin(raw, LIGER_PLUGIN) and truthy(raw.get("liger_use_token_scaling"))
             and not truthy(raw.get("liger_fused_linear_cross_entropy"))):  # liger/args.py
         yield "liger_use_token_scaling", "needs `liger_fused_linear_cross_entropy: true`, whose loss it scales"
-    if lists_plugin(raw, SWANLAB_PLUGIN) and raw.get("use_swanlab") is True and not truthy(
-            raw.get("swanlab_project")):  # integrations/swanlab/args.py validate_swanlab_enabled_requires_project
-        yield "use_swanlab", "needs `swanlab_project`, the project the runs are logged to"
     if lists_plugin(raw, KERNELS_PLUGIN):
         yield from _merge_aware_problems(raw)
     if raw.get("torch_compile_options") is not None and not truthy(raw.get("torch_compile")):
@@ -122,6 +120,22 @@ def _merge_aware_problems(raw: dict[str, Any]) -> Iterator[tuple[str, str]]:
         yield "nvfp4_merge_aware", "needs the SonicMoE expert backend (`expert_backend: sonicmoe`)"
     elif raw.get("adapter") != "lora":
         yield "nvfp4_merge_aware", "needs `adapter: lora`: it snaps the LoRA delta to the NVFP4 grid of the base"
+
+
+def _swanlab_problems(raw: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], str]]:
+    """With the SwanLab plugin listed, `use_swanlab` defaults to true, and then `swanlab_project` is required
+    (integrations/swanlab/args.py `validate_swanlab_enabled_requires_project`): at `use_swanlab` when it is written,
+    else at the plugin's entry in `plugins:`."""
+    if not lists_plugin(raw, SWANLAB_PLUGIN) or truthy(raw.get("swanlab_project")):
+        return
+    written = raw.get("use_swanlab", True)
+    if written is True or lax_bool(written) is True:
+        if "use_swanlab" in raw:
+            yield ("use_swanlab",), "needs `swanlab_project`, the project the runs are logged to"
+        else:
+            yield (("plugins", raw["plugins"].index(SWANLAB_PLUGIN)),
+                   "(the SwanLab plugin) turns SwanLab on, since `use_swanlab` defaults to true, and SwanLab needs "
+                   "`swanlab_project`, the project the runs are logged to; name one or set `use_swanlab: false`")
 
 
 def _fsdp_problems(raw: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str]]:
@@ -150,7 +164,7 @@ def feature_prerequisite(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if raw is None:
         return
     for path, problem in _problems(run, raw):
-        yield ax_hit(run, path, key=".".join(path), problem=problem)
+        yield ax_hit(run, path, key=key_label(path), problem=problem)
 
 
 def _relora_problem(run: TrainingRun, raw: dict[str, Any]) -> tuple[str, str] | None:
