@@ -754,11 +754,13 @@ def image_feed(raw: Mapping[str, Any]) -> ImageFeed | None:
 
 
 def _expert_kernels(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> tuple[str, ...]:
-    """The KernelsPlugin expert paths a run turns on (``use_scattermoe`` / ``use_sonicmoe``, Axolotl 0.18.0
-    integrations/kernels/args.py); without the plugin the flags do nothing."""
+    """The KernelsPlugin expert paths a run turns on: ``use_scattermoe`` / ``use_sonicmoe``, or ``expert_backend:
+    scattermoe`` / ``sonicmoe``, which Axolotl writes onto those flags (Axolotl 0.18.0 integrations/kernels/args.py
+    ``_canonicalize_expert_backend``); without the plugin the keys do nothing."""
     if not any(p.endswith("kernels.KernelsPlugin") for p in plugins):
         return ()
-    return tuple(name for name in ("scattermoe", "sonicmoe") if _flag(raw, f"use_{name}"))
+    backend = str(raw.get("expert_backend") or "").lower()
+    return tuple(name for name in ("scattermoe", "sonicmoe") if _flag(raw, f"use_{name}") or backend == name)
 
 
 def _dsv4_nonexpert_mode(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> str | None:

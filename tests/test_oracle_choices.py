@@ -19,7 +19,8 @@ from axlint.checks.conflicts import (
 from axlint.checks.prerequisites import VARLEN_ATTENTION
 from axlint.facts import KERNELS_PLUGIN, SWANLAB_PLUGIN
 from tests.oracle.venv import judge, oracle_python
-from tests.test_oracle_rule_cases import BASE, CAPABILITIES
+from tests.test_oracle import CAPABILITIES
+from tests.test_oracle_rule_cases import BASE
 
 NOT_A_CHOICE = "no-such-choice"
 

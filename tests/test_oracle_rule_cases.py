@@ -14,10 +14,10 @@ import yaml
 from axlint.packs import load_rules
 from tests.corpus import CORPUS
 from tests.oracle.venv import judge, oracle_python
+from tests.test_oracle import CAPABILITIES
 
-CAPABILITIES = {"bf16": True, "fp8": True, "n_gpu": 8, "n_node": 1, "compute_capability": "sm_90"}
 HARDWARE = "8xH100"
-"""The GPUs those capabilities describe: a case written for them is judged too."""
+"""The GPUs CAPABILITIES describe (tests/test_oracle.py): a case written for them is judged too."""
 BASE = {"base_model": "HuggingFaceTB/SmolLM2-135M",
         "datasets": [{"path": "mhenrichsen/alpaca_2k_test", "type": "alpaca"}],
         "micro_batch_size": 2, "gradient_accumulation_steps": 1, "num_epochs": 1, "learning_rate": 0.0001,

@@ -189,3 +189,15 @@ def test_a_zero_hyperparameter_stays_zero() -> None:
     assert facts.adam_betas == (0.0, 0.999) and facts.adam_epsilon == 1e-6 and facts.max_grad_norm == 0.0
     assert facts.ds["optimizer"]["params"] == {"betas": [0.0, 0.999], "eps": 1e-6}
     assert facts.ds["gradient_clipping"] == 0.0
+
+
+@pytest.mark.parametrize(("written", "kernels"), [
+    ({"expert_backend": "sonicmoe"}, ("sonicmoe",)), ({"expert_backend": "ScatterMoE"}, ("scattermoe",)),
+    ({"use_scattermoe": True}, ("scattermoe",)), ({"expert_backend": "eager"}, ()),
+])
+def test_the_expert_backend_turns_its_kernel_path_on_as_axolotl_canonicalizes_it(written, kernels):
+    """Axolotl writes `expert_backend` onto use_scattermoe / use_sonicmoe (`_canonicalize_expert_backend`); without
+    the Kernels plugin listed none of them does anything."""
+    plugin = {"plugins": ["axolotl.integrations.kernels.KernelsPlugin"]}
+    assert resolve_facts({**plugin, **written}).expert_kernels == kernels
+    assert resolve_facts(written).expert_kernels == ()

@@ -25,20 +25,15 @@ sys.path.insert(0, str(ROOT))
 
 from axlint.diagnostics import Severity  # noqa: E402
 from axlint.lint import LintOptions, lint_text  # noqa: E402
-from axlint.packs import load_rules, select_rules  # noqa: E402
-from axlint.schemas.validator import choose_versions  # noqa: E402
 from tests.corpus import CORPUS  # noqa: E402
 from tests.oracle.venv import judge, oracle_python  # noqa: E402
-from tests.test_oracle import LATER_STAGE  # noqa: E402
-
-CAPABILITIES = {"bf16": True, "fp8": True, "n_gpu": 8, "n_node": 1, "compute_capability": "sm_90"}
+from tests.test_oracle import CAPABILITIES, LATER_STAGE, RULES, SCHEMAS, SILENT  # noqa: E402
 
 
 def triage(folder: Path) -> list[dict]:
     """One record per config: Axolotl's verdict, its refusal and the key it names, axlint's errors."""
-    rules = select_rules(load_rules(), ignore=["MEM"])
-    options = LintOptions(rules, schemas=choose_versions(axolotl="0.18.0", deepspeed="0.18.9"))
-    silent = {r.code for r in rules if r.docs.get("silent_failure")} | {c for c, key in LATER_STAGE if not key}
+    options = LintOptions(RULES, schemas=SCHEMAS)
+    silent = SILENT | {c for c, key in LATER_STAGE if not key}
     configs = sorted(p for p in folder.iterdir() if p.suffix in (".yml", ".yaml") and p.is_file())
     with tempfile.TemporaryDirectory(prefix="axlint-triage-") as scratch:
         root = Path(scratch)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Iterator
 
-from axlint.checks.locate import ax_hit, key_label, lists_plugin, written_config
+from axlint.checks.locate import ax_hit, key_label, lists_plugin, written_block, written_config
 from axlint.facts import KERNELS_PLUGIN, LIGER_PLUGIN, SWANLAB_PLUGIN
 from axlint.lax import as_number, truthy
 from axlint.rule import Hit, Rule, format_value, register_check
@@ -57,11 +57,6 @@ INDUCTOR_OPTIONS = frozenset({"coordinate_descent_tuning", "coordinate_descent_c
 config.py `validate_torch_compile_options`)."""
 
 
-def _fsdp(raw: dict[str, Any]) -> dict[str, Any]:
-    block = raw.get("fsdp_config")
-    return block if isinstance(block, dict) else {}
-
-
 def _base_model(raw: dict[str, Any]) -> str:
     return str(raw.get("base_model") or "").lower()
 
@@ -74,7 +69,7 @@ def _kernel(raw: dict[str, Any]) -> str | None:
 
 def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
     """Every pair (or set) of settings one of Axolotl's validators refuses, at the key a user would change."""
-    fsdp = _fsdp(raw)
+    fsdp = written_block(raw, "fsdp_config")
     datasets = raw.get("datasets")
     if truthy(raw.get("adapter")) and truthy(raw.get("peft_layers_to_transform")) and truthy(
             raw.get("unfrozen_parameters")):  # check_frozen
@@ -119,7 +114,7 @@ def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
             and run.world_size > 1):  # config.py check_multigpu_lora_kernels
         yield ((kernel,), f"`{kernel}` under FSDP1 on {run.world_size} GPUs; set a top-level `fsdp_version: 2` or "
                           "turn the kernels off")
-    trl = raw.get("trl") if isinstance(raw.get("trl"), dict) else {}
+    trl = written_block(raw, "trl")
     if truthy(raw.get("beta")) and truthy(trl.get("beta")) and raw["beta"] != trl["beta"]:
         yield ("beta",), "`beta` and `trl.beta` differ; keep one"  # config.py check_beta_and_trl_beta_match
     yield from _rl_conflicts(run, raw)
@@ -134,7 +129,7 @@ def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
             yield (("tiled_mlp",), "`tiled_mlp` with `liger_glu_activation`, unless `tiled_mlp_use_original_mlp: "
                                    "true` keeps the model's own MLP to tile")
     if lists_plugin(raw, KERNELS_PLUGIN):
-        yield from _kernel_conflicts(raw)
+        yield from _kernel_conflicts(run, raw)
     plugins = raw.get("plugins") if isinstance(raw.get("plugins"), list) else []
     if (any(isinstance(p, str) and "SpectrumPlugin" in p for p in plugins) and truthy(raw.get("fsdp"))
             and truthy(raw.get("fsdp_config")) and not truthy(fsdp.get("use_orig_params"))):
@@ -150,7 +145,7 @@ def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
                    "`dataset_exact_deduplication` with `skip_prepare_dataset`, which skips the step that deduplicates")
 
 
-def _kernel_conflicts(raw: dict[str, Any]) -> Iterator[Conflict]:
+def _kernel_conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
     """The Kernels plugin's backend flags (integrations/kernels/args.py): `expert_backend` against a legacy flag
     written true for the other backend (`_canonicalize_expert_backend`), both legacy flags
     (`check_mutually_exclusive`), and `nvfp4_merge_aware` beside the fused LoRA kernels (`check_nvfp4_merge_aware`)."""
@@ -162,14 +157,10 @@ def _kernel_conflicts(raw: dict[str, Any]) -> Iterator[Conflict]:
     if truthy(raw.get("use_scattermoe")) and truthy(raw.get("use_sonicmoe")):
         yield ("use_sonicmoe",), "both `use_scattermoe` and `use_sonicmoe`: the experts run on one backend; keep one"
     fused = [k for k in ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel") if raw.get(k) is True]
-    if truthy(raw.get("nvfp4_merge_aware")) and _sonicmoe(raw) and raw.get("adapter") == "lora" and fused:
+    if (truthy(raw.get("nvfp4_merge_aware")) and "sonicmoe" in run.facts.expert_kernels
+            and raw.get("adapter") == "lora" and fused):
         yield ((fused[0],), f"`{fused[0]}` with `nvfp4_merge_aware`: the fused kernels bypass the LoRA layers "
                             "whose delta it snaps to the NVFP4 grid")
-
-
-def _sonicmoe(raw: dict[str, Any]) -> bool:
-    """The SonicMoE expert backend is chosen: `use_sonicmoe`, or `expert_backend: sonicmoe`."""
-    return truthy(raw.get("use_sonicmoe")) or str(raw.get("expert_backend") or "").lower() == "sonicmoe"
 
 
 def _message_field_conflicts(datasets: Any) -> Iterator[Conflict]:
@@ -196,7 +187,7 @@ def _rl_conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
             and len(types) != len(weights)):
         yield (("dpo_loss_weights",), f"{len(weights)} `dpo_loss_weights` for {len(types)} `dpo_loss_type` "
                                       "entries; give one weight per loss")
-    trl = raw.get("trl") if isinstance(raw.get("trl"), dict) else {}
+    trl = written_block(raw, "trl")
     cp = raw.get("context_parallel_size")
     if rl == "grpo" and truthy(trl.get("use_liger_loss")) and isinstance(cp, int) and cp > 1:
         yield (("context_parallel_size",), "context parallelism with `rl: grpo` and Liger's loss "

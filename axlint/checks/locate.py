@@ -38,3 +38,9 @@ def lists_plugin(raw: dict[str, Any], plugin: str) -> bool:
 def key_label(path: "KeyPath") -> str:
     """A key path as a message names it: `fsdp_config.offload_params`, `lora_target_modules[0]`."""
     return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in path).lstrip(".")
+
+
+def written_block(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    """The mapping written under `key` (`fsdp_config`, `trl`, ...), empty when it is missing or not a mapping."""
+    block = raw.get(key)
+    return block if isinstance(block, dict) else {}

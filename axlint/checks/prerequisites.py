@@ -2,18 +2,19 @@
 no longer takes. Each function mirrors one validator of Axolotl 0.18.0 and reads the config the way it does: a
 `mode="before"` validator reads the written value (`data.get(...)`), a `mode="after"` one the validated field, for
 which the resolved run (`run.facts`: the attention backend after the legacy flags, the FSDP version wherever it is
-written) stands in. tests/test_oracle.py and the rules' cases hold them to the real validators.
+written, the expert kernels) stands in. tests/test_oracle_rule_cases.py and tests/test_oracle_choices.py hold them
+to the real validators.
 """
 from __future__ import annotations
 
 from typing import Any, Iterator
 
-from axlint.checks.locate import ax_hit, key_label, lists_plugin, written_config
+from axlint.checks.locate import ax_hit, key_label, lists_plugin, written_block, written_config
 from axlint.checks.startup import release_adapters
 from axlint.edits import delete_key
 from axlint.facts import KERNELS_PLUGIN, LIGER_PLUGIN, SWANLAB_PLUGIN, written_fsdp_version
 from axlint.fixes import Applicability, Fix
-from axlint.lax import lax_bool, lax_int, truthy
+from axlint.lax import lax_bool, truthy
 from axlint.rule import FixAvailability, Hit, Rule, register_check
 from axlint.run import TrainingRun
 from axlint.schemas.validator import version_key
@@ -64,7 +65,7 @@ def _flag_problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[str,
     attention = run.facts.attn_implementation.value
     if truthy(raw.get("do_bench_eval")) and not (truthy(raw.get("evals_per_epoch")) or truthy(raw.get("eval_steps"))):
         yield "do_bench_eval", "needs `evals_per_epoch` or `eval_steps`: the benchmark runs at evaluation time"
-    if truthy(raw.get("fp8_enable_fsdp_float8_all_gather")) and lax_int(raw.get("fsdp_version")) != 2:
+    if truthy(raw.get("fp8_enable_fsdp_float8_all_gather")) and raw.get("fsdp_version") != 2:
         yield ("fp8_enable_fsdp_float8_all_gather",
                "needs FSDP2 written as a top-level `fsdp_version: 2` (this check reads no `fsdp_config` key)")
     if truthy(raw.get("selective_checkpointing")) and (problem := _selective_checkpointing(raw)) is not None:
@@ -103,20 +104,20 @@ def _flag_problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[str,
             and not truthy(raw.get("liger_fused_linear_cross_entropy"))):  # liger/args.py
         yield "liger_use_token_scaling", "needs `liger_fused_linear_cross_entropy: true`, whose loss it scales"
     if lists_plugin(raw, KERNELS_PLUGIN):
-        yield from _merge_aware_problems(raw)
+        yield from _merge_aware_problems(run, raw)
     if raw.get("torch_compile_options") is not None and not truthy(raw.get("torch_compile")):
         yield ("torch_compile_options",  # config.py check_torch_compile_options_requires_compile
                "needs `torch_compile: true` (or `auto`), without which the flags do nothing")
 
 
-def _merge_aware_problems(raw: dict[str, Any]) -> Iterator[tuple[str, str]]:
+def _merge_aware_problems(run: TrainingRun, raw: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """The Kernels plugin's `check_nvfp4_merge_aware` (integrations/kernels/args.py): the start step needs the
     feature, and the feature needs the SonicMoE backend and a LoRA adapter."""
     if not truthy(raw.get("nvfp4_merge_aware")):
         if raw.get("nvfp4_merge_aware_start_step") is not None:
             yield "nvfp4_merge_aware_start_step", "needs `nvfp4_merge_aware: true`"
         return
-    if not (truthy(raw.get("use_sonicmoe")) or str(raw.get("expert_backend") or "").lower() == "sonicmoe"):
+    if "sonicmoe" not in run.facts.expert_kernels:
         yield "nvfp4_merge_aware", "needs the SonicMoE expert backend (`expert_backend: sonicmoe`)"
     elif raw.get("adapter") != "lora":
         yield "nvfp4_merge_aware", "needs `adapter: lora`: it snaps the LoRA delta to the NVFP4 grid of the base"
@@ -142,7 +143,7 @@ def _fsdp_problems(raw: dict[str, Any]) -> Iterator[tuple[tuple[str, ...], str]]
     """(path in `fsdp_config`, what is missing): unpinned offload memory needs FSDP2 (read from the top-level
     `fsdp_version` only) and `offload_params`; size-based wrapping needs `min_num_params` (either key may carry
     the legacy `fsdp_` prefix, which Axolotl strips first)."""
-    fsdp = raw.get("fsdp_config") if isinstance(raw.get("fsdp_config"), dict) else {}
+    fsdp = written_block(raw, "fsdp_config")
     if fsdp.get("cpu_offload_pin_memory") is False:
         if str(raw.get("fsdp_version")) != "2":
             yield (("fsdp_config", "cpu_offload_pin_memory"),

@@ -351,8 +351,11 @@ def merged_weight_bytes(arch: Architecture, setup: TrainSetup) -> tuple[float, f
         router = adapted_router(arch, setup, layers[0])
         per_group.append((n + (router.d_in * router.d_out if router else 0), len(layers)))
     b = merged_weight_dtype_bytes(setup)
-    cast = b if b < C.FP32 else 0
-    moment = max(b + C.FP32 + cast, 3 * b, 2 * b + (C.FP32 if b < C.FP32 else 0))
+    widened = b < C.FP32  # ΔW and the gradient for B and A are fp32 copies beside a narrower weight
+    forward = b + C.FP32 + (b if widened else 0)  # W, the fp32 ΔW, its cast to the weight's dtype
+    merge = 3 * b  # W, ΔW, W + ΔW
+    backward = 2 * b + (C.FP32 if widened else 0)  # the copy, its gradient, the fp32 gradient
+    moment = max(forward, merge, backward)
     stored = 0.0 if setup.gradient_checkpointing else b * sum(n * count for n, count in per_group)
     return stored, moment * max((n for n, _ in per_group), default=0)
 
