@@ -10,7 +10,7 @@ from axlint.memory.activations import backward_temp_bytes_per_token, dequantized
 from axlint.memory.estimate import COMPONENTS
 from axlint.memory.logits import logits_bytes
 from axlint.memory.overhead import expandable_segments_enabled
-from axlint.memory.setup import read_setup
+from axlint.memory.setup import ModelLoader, read_setup
 from axlint.memory.states import known_optimizers, optimizer_spec
 from tests.resolved import facts
 
@@ -511,7 +511,7 @@ def test_the_solver_s_flash_attention_and_zero_options_end_the_fp32_embeddings()
     assert not setup.with_changes(sharding=replace(setup.sharding, kind=ShardingKind.DEEPSPEED, stage=3)) \
         .embeddings_fp32
     assert setup.with_changes(sharding=replace(setup.sharding, kind=ShardingKind.DDP, world=2)).embeddings_fp32
-    assert not setup.with_changes(axolotl_loader=False).embeddings_fp32
+    assert not setup.with_changes(loader=ModelLoader.TRANSFORMERS).embeddings_fp32
 
 
 def test_a_reward_model_with_the_cce_plugin_keeps_bf16_embeddings_and_the_note_follows_the_count():
@@ -573,12 +573,29 @@ def test_a_4bit_adapter_run_leaves_the_unquantized_experts_in_fp32(config, ds, h
 def test_fp32_experts_double_their_bytes():
     """Qwen3-30B-A3B QLoRA without quantize_moe_experts: 29 B expert weights at 4 bytes instead of 2."""
     fp32 = est(MOE_QLORA, arch=QWEN_MOE)
-    setup = fp32.setup.with_changes(axolotl_loader=False)
+    setup = fp32.setup.with_changes(loader=ModelLoader.TRANSFORMERS)
     from axlint.memory.estimate import estimate_setup
     plain = estimate_setup(setup, QWEN_MOE, H100)
     assert fp32.setup.experts_fp32 and fp32.setup.expert_bytes == 4 and not setup.experts_fp32
     assert fp32.components["weights"] - plain.components["weights"] == 2 * QWEN_MOE.expert_params
     assert any("casts them to fp32" in note for note in fp32.assumptions)
+
+
+def test_a_plain_kbit_script_keeps_every_unquantized_weight_in_fp32():
+    """PEFT's kbit preparation in a script of one's own casts embeddings, lm_head and unquantized experts to fp32
+    and nothing casts them back, whatever runs the training; Axolotl's loader casts the embeddings back for QLoRA."""
+    from dataclasses import replace
+
+    from axlint.facts import ShardingKind
+
+    axolotl = est(MOE_QLORA, arch=QWEN_MOE).setup
+    kbit = axolotl.with_changes(loader=ModelLoader.PEFT_KBIT)
+    assert kbit.embeddings_fp32 and kbit.embedding_bytes == 4 and not axolotl.embeddings_fp32
+    fsdp = replace(kbit.sharding, kind=ShardingKind.FSDP, stage=3, world=2)
+    assert kbit.with_changes(sharding=fsdp).experts_fp32 and not axolotl.with_changes(sharding=fsdp).experts_fp32
+    assert not kbit.with_changes(quantize_experts=True).experts_fp32
+    unquantized = kbit.with_changes(quantization=None)
+    assert not unquantized.embeddings_fp32 and not unquantized.experts_fp32
 
 
 @pytest.mark.parametrize(("load", "per_element"), [("load_in_8bit", 12), ("load_in_4bit", 8)])

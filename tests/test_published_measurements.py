@@ -62,6 +62,19 @@ def test_a_sharded_loader_row_has_no_load_peak():
     assert bench.estimate_row({**row, "loader": None}).phase == "model load"
 
 
+def test_a_kbit_loader_row_trains_fp32_embeddings_and_residual():
+    # the Unsloth HF baseline: PEFT's kbit preparation with nothing casting back, 4-byte checkpointed layer inputs
+    row = next(r for r in ROWS if r["id"] == "unsloth-hf-fa2-llama33-70b-48gb-oom")
+    assert row["loader"] == "peft-kbit"
+    kbit, axolotl = bench.estimate_row(row), bench.estimate_row({**row, "loader": None})
+    assert kbit.setup.embeddings_fp32 and not axolotl.setup.embeddings_fp32
+    arch = kbit.arch
+    assert kbit.components["weights"] - axolotl.components["weights"] == pytest.approx(
+        2 * 2 * arch.vocab_size * arch.hidden_size, rel=0.01)  # embed_tokens and lm_head at 4 bytes instead of 2
+    assert kbit.components["activations"] > axolotl.components["activations"]
+    assert not kbit.fits and axolotl.fits  # the run was out of memory on 48 GB
+
+
 def test_published_md_summary_is_current():
     fresh = "\n".join(bench.summary_lines(bench.summary(bench.evaluate()))).strip()
     written = bench.written_summary(bench.REPORT.read_text(encoding="utf-8"))

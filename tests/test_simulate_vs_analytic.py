@@ -23,7 +23,7 @@ from axlint.architectures import Architecture, resolve_architecture
 from axlint.hardware import parse_hardware
 from axlint.memory.activations import layer_bytes_per_token, mlp_bytes
 from axlint.memory.estimate import estimate_memory
-from axlint.memory.setup import read_setup
+from axlint.memory.setup import ModelLoader, read_setup
 from axlint.run import axolotl_defaults
 from axlint.simulate import simulate
 from tests.resolved import facts
@@ -156,7 +156,8 @@ def test_per_layer_activations_match_one_simulated_layer(model: str, fp32_residu
     layer on today's code, within 1 %: GQA, qk-norm, Gemma norms and GeGLU included; bf16 embeddings (as
     Transformers loads the model) and Axolotl's fp32 ones."""
     arch = architecture(model, None)
-    setup = read_setup(facts(config(model, {}), None, arch, H100), arch).with_changes(axolotl_loader=fp32_residual)
+    setup = read_setup(facts(config(model, {}), None, arch, H100), arch).with_changes(
+        loader=ModelLoader.AXOLOTL if fp32_residual else ModelLoader.TRANSFORMERS)
     assert setup.embeddings_fp32 is fp32_residual
     analytic = layer_bytes_per_token(arch, setup, 0) + setup.embedding_bytes * arch.hidden_size
     assert analytic == pytest.approx(one_layer_saved_bytes_per_token(arch, fp32_residual=fp32_residual), rel=0.01)
@@ -205,7 +206,7 @@ def test_moe_block_activations_match_real_tensors(fp32_experts: bool) -> None:
     base = architecture(MOE, None)
     arch = dataclasses.replace(base, model_id=f"{MOE}[small]", config={**base.config, **small})
     setup = read_setup(facts(config(MOE, {**ATTENTION_LORA, **QLORA}), None, arch, H100), arch)
-    setup = setup.with_changes(axolotl_loader=fp32_experts)
+    setup = setup.with_changes(loader=ModelLoader.AXOLOTL if fp32_experts else ModelLoader.TRANSFORMERS)
     assert setup.experts_fp32 is fp32_experts
     measured = moe_block_saved_bytes_per_token(arch, fp32_experts)
     assert mlp_bytes(arch, setup, 0) == pytest.approx(measured, rel=0.01)

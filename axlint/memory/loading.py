@@ -38,7 +38,7 @@ from typing import Any, Mapping
 from axlint.architectures import Architecture
 from axlint.facts import ModelLoad, ShardingKind
 from axlint.memory import constants as C
-from axlint.memory.setup import TrainSetup
+from axlint.memory.setup import ModelLoader, TrainSetup
 from axlint.memory.sharding import largest_layer_unit_bytes, root_unit_bytes
 
 LOAD_PHASE = "model load"
@@ -54,7 +54,8 @@ def whole_model_load(arch: Architecture, setup: TrainSetup) -> str:
     does."""
     s, load = setup.sharding, setup.model_load
     zero3 = s.kind is ShardingKind.DEEPSPEED and s.stage == 3
-    if not (s.kind is ShardingKind.FSDP or zero3) or s.world < 2 or s.mesh.tp > 1 or not setup.axolotl_loader:
+    if (not (s.kind is ShardingKind.FSDP or zero3) or s.world < 2 or s.mesh.tp > 1
+            or setup.loader is not ModelLoader.AXOLOTL):
         return ""
     quantized = setup.quantization in ("nf4", "int8")
     if quantized and load.quantized_off_gpu:

@@ -6,6 +6,7 @@ Every other module of ``axlint.memory`` reads this typed object, never the confi
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any
 
 from axlint.architectures import Architecture
@@ -38,6 +39,25 @@ reward_model), core/trainers/trl.py; TRL 1.8.0 (Axolotl's pin) trainer/reward_tr
 ``DataCollatorForPreference.torch_call``: ``input_ids = chosen_ids + rejected_ids`` padded into one batch, and
 ``compute_loss``: one ``model(**inputs)``, ``torch.chunk(logits, 2)``, ``-logsigmoid(chosen - rejected)``;
 experimental/prm/prm_trainer.py: DataCollatorForTokenClassification, the model's own token-classification loss)."""
+
+
+class ModelLoader(str, Enum):
+    """What loads the model and sets the dtype of the parameters that are not quantized.
+
+    AXOLOTL        Axolotl's loader (0.18.0 ``loaders/model.py``): ``keeps_fp32_embeddings`` and
+                   ``kbit_upcasts_experts`` say what it leaves in fp32.
+    TRANSFORMERS   a plain Transformers script: every parameter in the load dtype.
+    PEFT_KBIT      a plain script that runs PEFT's ``prepare_model_for_kbit_training`` on a 4/8-bit load, which casts
+                   every fp16/bf16 parameter that is not a 4-bit one to fp32 (PEFT 0.13.2 to 0.21.2
+                   ``utils/other.py``), and nothing casts them back: embeddings, lm_head, norms and unquantized
+                   experts train in fp32.
+                   Their residual stream is fp32 too (``embeddings_fp32``): an fp32 norm returns ``weight * x`` in
+                   fp32 and bitsandbytes' Linear4bit returns its output in its input's dtype (0.44.1 / 0.45.0
+                   ``nn/modules.py``), so every residual add is fp32."""
+
+    AXOLOTL = "axolotl"
+    TRANSFORMERS = "transformers"
+    PEFT_KBIT = "peft-kbit"
 
 
 @dataclass(frozen=True)
@@ -80,7 +100,7 @@ class TrainSetup:
     expert_modules: bool = False                  # the repository's own code builds the experts as nn.Linear modules
     prequantized: Prequantized | None = None      # the checkpoint's own quantization (config.json)
     images: ImageFeed | None = None               # the images a multimodal run feeds (processor_type set)
-    axolotl_loader: bool = True                   # Axolotl loads the model (False: a plain Transformers script)
+    loader: ModelLoader = ModelLoader.AXOLOTL     # what loads the model and casts its unquantized parameters
     cut_cross_entropy: bool = False               # Axolotl's cut_cross_entropy is on, whatever head computes the loss
     model_load: ModelLoad = field(default_factory=ModelLoad)  # how the model reaches the GPUs before FSDP shards it
     assumptions: tuple[str, ...] = ()
@@ -88,19 +108,27 @@ class TrainSetup:
     @property
     def embeddings_fp32(self) -> bool:
         """The embeddings (and an untied lm_head) stay fp32 in this setup (``facts.keeps_fp32_embeddings``): the
-        solver's flash attention, CCE and ZeRO options turn it off as Axolotl would. Only Axolotl's loader casts
-        them; a model loaded in bf16 by a plain Transformers script keeps them in bf16. Axolotl's loader reads its
-        ``cut_cross_entropy`` flag, which a reward model's head leaves on though its loss is plain PyTorch."""
-        return self.axolotl_loader and keeps_fp32_embeddings(self.adapter, self.param_bytes == C.BF16,
-                                                             self.sharding.kind, self.attn_implementation,
-                                                             self.cut_cross_entropy or self.loss is LossKernel.CCE)
+        solver's flash attention, CCE and ZeRO options turn it off as Axolotl would. A model loaded in bf16 by a
+        plain Transformers script keeps them in bf16; PEFT's kbit preparation without a cast back leaves them fp32
+        (``ModelLoader``). Axolotl's loader reads its ``cut_cross_entropy`` flag, which a reward model's head leaves
+        on though its loss is plain PyTorch."""
+        if self.loader is ModelLoader.PEFT_KBIT:
+            return self.quantization is not None and self.param_bytes == C.BF16
+        return self.loader is ModelLoader.AXOLOTL and keeps_fp32_embeddings(
+            self.adapter, self.param_bytes == C.BF16, self.sharding.kind, self.attn_implementation,
+            self.cut_cross_entropy or self.loss is LossKernel.CCE)
 
     @property
     def experts_fp32(self) -> bool:
-        """The routed experts are fp32 in this setup (``facts.kbit_upcasts_experts``), unless the checkpoint stores
-        them in a format of its own (FP8, NVFP4, ...)."""
+        """The routed experts are fp32 in this setup (``facts.kbit_upcasts_experts``; under a kbit loader of a plain
+        script whenever a 4/8-bit load leaves them unquantized), unless the checkpoint stores them in a format of
+        its own (FP8, NVFP4, ...)."""
         stored = self.prequantized is not None and not self.prequantized.bnb
-        return self.axolotl_loader and not stored and kbit_upcasts_experts(
+        if stored:
+            return False
+        if self.loader is ModelLoader.PEFT_KBIT:
+            return self.quantization is not None and not self.quantize_experts
+        return self.loader is ModelLoader.AXOLOTL and kbit_upcasts_experts(
             self.adapter, self.quantization, self.sharding.kind, self.quantize_experts)
 
     @property

@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from axlint.facts import RunFacts
-from axlint.memory.setup import TrainSetup
+from axlint.memory.setup import ModelLoader, TrainSetup
 
 MIB = 2**20
 
@@ -22,8 +22,9 @@ def repeat_kv_sdpa_extra(arch: Any) -> float:
 
 
 def shifted_logits_extra(arch: Any, batch: int, tokens: int) -> float:
-    """Reserved bytes the pre-4.46 transformers loss left beyond today's (the Liger chart's stack, 2024-08): the model
-    upcast the logits and made a shifted fp32 copy ``logits[..., :-1, :].contiguous()``, so the log-softmax and both
+    """Reserved bytes the transformers loss before 4.49 left beyond today's (the Liger chart's stack, 2024-08): the model
+    (``LlamaForCausalLM.forward`` until 4.45, ``loss/loss_utils.py`` ``ForCausalLMLoss`` in 4.46.3 to 4.48.3) upcast
+    the logits and made a shifted fp32 copy ``logits[..., :-1, :].contiguous()`` (4.49.0 pads the labels instead), so the log-softmax and both
     fp32 gradients have (T − b)·V elements; the slice's backward then asks for a full T·V fp32 zero tensor, which none
     of the cached (T − b)·V blocks can hold once 4·b·V exceeds the allocator's 2 MiB rounding (b = 8: 4.1 MB), and
     a fifth 4·T·V block is mapped: 18·T·V reserved where today's loss reserves 14·T·V (overhead.loss_unreused_bytes).
@@ -63,3 +64,10 @@ def sharded_load(setup: TrainSetup) -> TrainSetup:
     the GPU and moved it to the CPU or the meta device (4.57 ``modeling_utils.py`` ``_load_state_dict_into_meta_model``)
     (``memory.loading``)."""
     return setup.with_changes(model_load=replace(setup.model_load, quantized_off_gpu=True))
+
+
+def kbit_prepared_script(setup: TrainSetup) -> TrainSetup:
+    """A run of a plain Transformers + PEFT script on a 4/8-bit load that ran PEFT's ``prepare_model_for_kbit_training``
+    and nothing that casts back (``ModelLoader.PEFT_KBIT``): embeddings, lm_head and norms train in fp32, and so does
+    the residual stream between the layers."""
+    return setup.with_changes(loader=ModelLoader.PEFT_KBIT)

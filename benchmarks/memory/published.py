@@ -6,13 +6,14 @@ is resolved with ``axlint.facts.resolve_facts`` on the row's hardware; a ``confi
 allocated -> peak_allocated, reserved -> peak_reserved, device -> peak_device; every row's outcome (ran / oom) is
 compared with the estimate's fit call (what must stay resident, ``MemoryEstimate.required``, within the GPU's
 memory). A row measured on an older stack (``stack``) gets that stack's difference: on the loss of transformers before
-4.46 the shifted fp32 logits copy of that loss is added (``old_stack.shifted_logits_extra``) to every figure and to
+4.49 the shifted fp32 logits copy of that loss is added (``old_stack.shifted_logits_extra``) to every figure and to
 the fit call; on PEFT before 0.19 the LoRA targets are not converted for transformers 5's MoE experts
 (``old_stack.unconverted_targets``); on transformers 4 with per-expert ``nn.Linear`` experts those are quantized and
 wrapped as modules (``old_stack.linear_experts``). A row whose model reached the GPUs already sharded (``loader:
 sharded``: Answer.AI's own training script, or transformers 4, which moved each quantized weight to the CPU or the
 meta device under FSDP's cpu_ram_efficient_loading) is estimated without the whole-model load of today's Axolotl
-(``old_stack.sharded_load``).
+(``old_stack.sharded_load``); one whose script ran PEFT's kbit preparation with nothing casting back (``loader:
+peft-kbit``) with fp32 embeddings, norms and residual stream (``old_stack.kbit_prepared_script``).
 
     python benchmarks/memory/published.py            # prints the report and writes benchmarks/memory/published.md
     python benchmarks/memory/published.py --check    # exit 1 when published.md's figures differ from a fresh run
@@ -41,6 +42,7 @@ from axlint.memory.estimate import estimate_setup  # noqa: E402
 from axlint.memory.overhead import resident_bytes  # noqa: E402
 from axlint.memory.setup import read_setup  # noqa: E402
 from benchmarks.memory.old_stack import (  # noqa: E402
+    kbit_prepared_script,
     linear_experts,
     sharded_load,
     shifted_logits_extra,
@@ -55,12 +57,13 @@ GIB = 2**30
 METRICS = {"allocated": "peak_allocated", "reserved": "peak_reserved", "device": "peak_device"}
 SETS = ("calibration", "check")
 SUMMARY_BEGIN, SUMMARY_END = "<!-- summary:begin -->", "<!-- summary:end -->"
-OLD_LOSS = "transformers<4.46"
+OLD_LOSS = "transformers<4.49"
 SETUP_STACKS = {"peft<0.19": unconverted_targets, "transformers<5 linear experts": linear_experts}
 """Stacks that differ in what is loaded and adapted: the row's TrainSetup is changed before it is estimated."""
 STACKS = (OLD_LOSS, *SETUP_STACKS)
 SHARDED_LOADER = "sharded"
-LOADERS = (SHARDED_LOADER,)
+KBIT_LOADER = "peft-kbit"
+LOADERS = (SHARDED_LOADER, KBIT_LOADER)
 """Row ``loader`` values: how the model reached the GPUs where it was not today's Axolotl load."""
 
 
@@ -71,7 +74,7 @@ class Result:
 
     @property
     def old_loss_bytes(self) -> float:
-        """The pre-4.46 loss's shifted fp32 logits copy, for a ``stack: "transformers<4.46"`` row on the HF loss."""
+        """The pre-4.49 loss's shifted fp32 logits copy, for a ``stack: "transformers<4.49"`` row on the HF loss."""
         e = self.estimate
         if self.row.get("stack") != OLD_LOSS or e.components["logits"] == 0:
             return 0.0
@@ -130,6 +133,8 @@ def estimate_row(row: dict[str, Any]):
         setup = stack(setup, facts)
     if row.get("loader") == SHARDED_LOADER:
         setup = sharded_load(setup)
+    if row.get("loader") == KBIT_LOADER:
+        setup = kbit_prepared_script(setup)
     return estimate_setup(setup, arch, hw)
 
 
@@ -251,12 +256,13 @@ def render(results: list[Result]) -> str:
         "",
         "`calibration`: the points axlint's constants were tuned on (tests/test_memory_calibration.py). `check`: "
         "published figures axlint was not tuned on. Rows measured on an older stack (`stack`) get its difference: "
-        "on the loss of transformers before 4.46 its shifted fp32 logits copy is added, as the calibration test does; "
+        "on the loss of transformers before 4.49 its shifted fp32 logits copy is added, as the calibration test does; "
         "on PEFT before 0.19 the LoRA targets are not converted for transformers 5's 3-D experts; on transformers 4 "
         "with per-expert `nn.Linear` experts (`transformers<5 linear experts`) those are quantized by a 4/8-bit "
         "load and wrapped by module targets; a row whose model reached the GPUs already sharded (`loader: sharded`: "
-        "Answer.AI's script, or transformers 4 under cpu_ram_efficient_loading or ZeRO-3) has no whole-model load "
-        "(benchmarks/memory/old_stack.py).",
+        "Answer.AI's script, or transformers 4 under cpu_ram_efficient_loading or ZeRO-3) has no whole-model load; "
+        "a row whose script ran PEFT's kbit preparation with nothing casting back (`loader: peft-kbit`) trains "
+        "with fp32 embeddings, norms and residual stream (benchmarks/memory/old_stack.py).",
         "",
         SUMMARY_BEGIN, *summary_lines(s), SUMMARY_END,
         "",
