@@ -113,9 +113,18 @@ def test_unsloth_qlora_context_table(tokens, gpu_gb):
 
 
 def test_unsloth_qlora_slope_per_token():
-    """The table's points lie on one line, 2.47 GB per 1,000 tokens: 4-byte layer inputs on an fp32 residual."""
-    slope = (_unsloth(28454, "1x80GB").peak_device - _unsloth(932, "1x80GB").peak_device) / (28454 - 932)
-    _record("Unsloth QLoRA slope GiB per 1k tokens", slope * 1000 / GIB, (80 - 12) / (28454 - 932) * 1000, 0.02)
+    """The table's points lie on one line, 2.47 GB of card per 1,000 tokens. The device estimate's slope is within
+    5 % of it with the fp32 residual stream of PEFT's kbit preparation (4-byte layer inputs under checkpointing);
+    with Axolotl's bf16 one it is more than 10 % short."""
+    measured = (80 - 12) / (28454 - 932) * 1000
+
+    def slope(loader: ModelLoader) -> float:
+        lo, hi = (_unsloth(tokens, "1x80GB") for tokens in (932, 28454))
+        lo, hi = (estimate_setup(e.setup.with_changes(loader=loader), e.arch, e.hw) for e in (lo, hi))
+        return (hi.peak_device - lo.peak_device) / (28454 - 932) * 1000 / GIB
+
+    _record("Unsloth QLoRA slope GiB per 1k tokens", slope(ModelLoader.PEFT_KBIT), measured, 0.05)
+    assert slope(ModelLoader.AXOLOTL) < 0.9 * measured
 
 
 def test_unsloth_qlora_8gb_is_oom():

@@ -1,7 +1,7 @@
 """Memory outside the live tensors: allocator slack, CUDA context, NCCL (PyTorch CUDA caching
 allocator notes, `docs/source/notes/cuda.rst`; Stas Bekman, ml-engineering).
 
-  peak_reserved = peak_allocated × (1 + slack)      slack 0.15, 0.05 with expandable_segments:True
+  peak_reserved = peak_allocated × (1 + slack)      slack 0.10, 0.05 with expandable_segments:True
                   + the loss's cached-unreused block when the peak is the loss moment (loss_unreused_bytes)
   peak_device   = peak_reserved + CUDA context (0.75 GiB) + NCCL (1.0 GiB when world > 1; 0.55 GiB for DeepSpeed
                   on one GPU)
