@@ -255,6 +255,31 @@ def test_fsdp1_full_finetune_trains_fp32_params():
     assert lora.components["weights"] < 0.6 * v1.components["weights"]
 
 
+def test_fsdp1_keeps_the_whole_4bit_quantization_state_on_every_gpu():
+    """FSDP1 shards and offloads the packed 4-bit data; bitsandbytes' quant_state is no parameter and stays whole on
+    each GPU: n·(1/64 + 4/(64·256)) bytes with double quant. FSDP2 is left as it was (not read)."""
+    from dataclasses import replace
+
+    from axlint.memory.estimate import estimate_setup
+    from axlint.memory.states import quantized_params
+
+    hw = parse_hardware("2xH100")
+    qlora = {"adapter": "qlora", "load_in_4bit": True, "lora_r": 16, "lora_target_linear": True,
+             "gradient_checkpointing": True, "fsdp_config": {"fsdp_sharding_strategy": "FULL_SHARD"}}
+
+    def weights(config):  # in training, after the load (a model that reached the GPUs already sharded)
+        setup = est(config, None, hw).setup
+        setup = setup.with_changes(model_load=replace(setup.model_load, quantized_off_gpu=True))
+        return setup, estimate_setup(setup, L8B, hw).components["weights"]
+
+    setup, sharded = weights(qlora)
+    state = quantized_params(L8B, setup) * (1 / 64 + 4 / (64 * 256))
+    _, v2 = weights({**qlora, "fsdp_version": 2})
+    _, offloaded = weights({**qlora, "fsdp_config": {**qlora["fsdp_config"], "fsdp_offload_params": True}})
+    assert sharded - v2 == pytest.approx(state / 2)
+    assert offloaded == pytest.approx(state)
+
+
 def test_fsdp_step_sees_only_sharded_states():
     # the gathered units are resharded in the post-backward hooks: no sharding buffers at the optimizer step
     fsdp = {"fsdp_config": {"fsdp_sharding_strategy": "FULL_SHARD"}, "optimizer": "adamw_torch",

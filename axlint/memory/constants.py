@@ -12,6 +12,7 @@ FP32 = 4
 INT8 = 1
 # NF4: 4 bits + one fp32 absmax per 64 values = 4.5 bit; double quant: 8-bit absmax + fp32 per 256 blocks
 # = 4 + 8/64 + 32/(64*256) = 4.127 bit [SRC QLoRA paper, Dettmers et al. 2023]
+NF4_PACKED_BYTES = 4 / 8  # the packed 4-bit values alone; the rest of NF4_BYTES is the quantization state
 NF4_BYTES = 4.5 / 8
 NF4_DOUBLE_QUANT_BYTES = (4 + 8 / 64 + 32 / (64 * 256)) / 8
 

@@ -7,6 +7,7 @@ Per-GPU share of each state (ZeRO numbering; FSDP full_shard = 3, shard_grad_op 
   Routed experts under expert parallelism: 1/ep of them per rank, that slice ÷ dp_shard when sharded.
   Offloaded optimizer (ZeRO-Offload / FSDP CPU offload): states, master and fp32 grads live in CPU RAM.
   Offloaded params (stage 3): the weight partition lives in CPU RAM.
+  FSDP1 and a 4-bit model: the weights' quantization state is whole on every GPU (``quant_state_replicated``).
 
 Buffers on the GPU:
   ZeRO-1/2   the gradient bucket rbs·2, double-buffered with overlap_comm, reduced in place; allocated at each
@@ -37,6 +38,16 @@ def weight_share(s: Sharding) -> float:
     if s.offload_param and s.stage == 3:
         return 0.0
     return 1 / s.state_ranks if s.stage == 3 else 1.0
+
+
+def quant_state_replicated(s: Sharding) -> bool:
+    """Every rank holds the whole quantization state of the 4-bit weights on its GPU: FSDP1 shards, gathers and
+    offloads FlatParameters, which hold only the parameters' data (torch ``distributed/fsdp/_flat_param.py``),
+    while bitsandbytes keeps the state as a Python attribute (``Params4bit.quant_state``, mirrored on
+    ``Linear4bit.quant_state``), neither parameter nor buffer, and dequantizes with it on the GPU (bitsandbytes
+    0.43 ``nn/modules.py``). Answer.AI's script quantizes each weight on the rank's GPU and moves only its data to
+    the CPU or the meta device (fsdp_qlora ``train.py`` ``load_and_quantize``, 049515f)."""
+    return s.kind is ShardingKind.FSDP and s.fsdp_version == 1 and s.state_ranks > 1
 
 
 def gradient_share(s: Sharding) -> float:

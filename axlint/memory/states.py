@@ -224,7 +224,7 @@ def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     if stored is not None:
         base = prequantized_bytes(arch, setup, stored)[0]
     elif setup.quantization:
-        q = arch.quantizable_params + arch.tower_linear_params + (arch.expert_params if setup.quantize_experts else 0)
+        q = quantized_params(arch, setup)
         base = q * _quantized_bytes(setup) + (arch.total_params - q) * setup.param_bytes
     else:
         base = arch.total_params * setup.param_bytes
@@ -233,6 +233,22 @@ def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     embeddings = upcast_params(arch, setup) * (C.FP32 - setup.param_bytes)
     experts = arch.expert_params * (setup.expert_bytes - setup.param_bytes)
     return base + t.adapter * C.FP32 + copies + upcast + embeddings + experts
+
+
+def quantized_params(arch: Architecture, setup: TrainSetup) -> int:
+    """The weights a 4/8-bit load quantizes: the decoder's and a tower's Linears, and the routed experts with
+    ``quantize_moe_experts``."""
+    return arch.quantizable_params + arch.tower_linear_params + (arch.expert_params if setup.quantize_experts else 0)
+
+
+def quant_state_bytes(arch: Architecture, setup: TrainSetup) -> float:
+    """bitsandbytes' quantization state of the 4-bit weights, the part of W beyond the packed 4 bits: per 64-value
+    block an fp32 absmax, or with double quant an 8-bit absmax and an fp32 one per 256 blocks (``NF4_BYTES`` /
+    ``NF4_DOUBLE_QUANT_BYTES`` − ``NF4_PACKED_BYTES``). 0 without a 4-bit load of axlint's own, and for a checkpoint
+    stored quantized."""
+    if setup.quantization != "nf4" or stored_checkpoint(setup) is not None:
+        return 0.0
+    return quantized_params(arch, setup) * (_quantized_bytes(setup) - C.NF4_PACKED_BYTES)
 
 
 def expert_weight_bytes(arch: Architecture, setup: TrainSetup) -> float:
