@@ -94,15 +94,16 @@ def test_converted_names_match_the_experts_and_other_expert_names_match_nothing(
 
 def test_merged_weights_are_kept_per_layer_without_checkpointing():
     """Qwen3-MoE of 2 layers, 4 experts: gate_up 4 x 64 x 64 and down 4 x 32 x 64 per layer = 24,576 elements;
-    bf16: 2 x 24,576 x 2 layers kept without checkpointing; the backward of a layer 2 + 2 + 4 bytes each."""
+    bf16: 2 x 24,576 x 2 layers kept without checkpointing; a layer's moment both ΔW and the merged copies, 2 + 2
+    bytes each (experts stored in bf16 have no dequantized copy)."""
     arch = Architecture.from_config("t", "model-config", _hf_config("qwen3_moe", MOE).to_dict())
     run = {"base_model": "t", "adapter": "lora", "lora_r": 4, "bf16": True,
            "lora_target_modules": ["gate_proj", "up_proj", "down_proj"]}
     n = 4 * 64 * 64 + 4 * 32 * 64
     setup = read_setup(facts(run, None, arch, H100), arch)
-    assert merged_weight_bytes(arch, setup) == (2 * n * 2, 8 * n)
+    assert merged_weight_bytes(arch, setup) == (2 * n * 2, 4 * n)
     checkpointed = read_setup(facts({**run, "gradient_checkpointing": True}, None, arch, H100), arch)
-    assert merged_weight_bytes(arch, checkpointed) == (0.0, 8 * n)
+    assert merged_weight_bytes(arch, checkpointed) == (0.0, 4 * n)
 
 
 def test_a_regex_is_resolved_to_the_names_it_reaches_then_converted():

@@ -333,31 +333,33 @@ def layer_backward_bytes(arch: Architecture, setup: TrainSetup, tokens: int, lay
 
 def merged_weight_bytes(arch: Architecture, setup: TrainSetup) -> tuple[float, float]:
     """LoRA on a parameter (PEFT's ``ParamWrapper``: ``lora_target_parameters``, or old expert names PEFT converts):
-    each forward of the layer computes ΔW = B·A from the fp32 adapters, casts it to the weight's dtype and runs the
-    module on W + ΔW, a full copy of the weight that autograd keeps for the matmul's backward; backward makes that
-    copy's gradient and casts it to fp32 for B and A (PEFT 0.18.1 / 0.19.1 tuners/lora/layer.py
-    ``ParamWrapper._activate_lora``, ``get_delta_weight``, ``_LoraParameterProxy``; torch ``parametrize.cached``).
-    For n adapted elements in a layer whose weight reaches the module in b bytes (``merged_weight_dtype_bytes``):
-    stored = Σ over layers b·n without gradient checkpointing, 0 with it; the layer's moment = the larger of its
-    forward (W, the fp32 ΔW and its cast to b, then W + ΔW: max(b + 4 + b, 3b)·n, the cast only when b < 4) and its
-    backward (the copy, its gradient and the fp32 gradient: (2b + 4)·n, the last only when b < 4): 8n for a bf16
-    weight, 12n for an fp32 one. Not counted when the KernelsPlugin's ScatterMoE / SonicMoE runs the experts with
-    their own LoRA path."""
+    before the experts run, each wrapper computes ΔW = B·A (autocast's bmm gives it in the half dtype) and casts it to
+    the dtype the module reads W in; the module then reads each weight once (the parametrization cache) as W + ΔW, a
+    full copy that autograd keeps for the matmul's backward, and a quantized weight is first dequantized into a copy
+    of its own (PEFT 0.18.1 / 0.19.1 tuners/lora/layer.py ``ParamWrapper._activate_lora``, ``get_delta_weight``,
+    ``_LoraParameterProxy``; transformers 5 experts read gate_up_proj before down_proj).
+    For n adapted elements in a layer whose weights reach the module in b bytes (``merged_weight_dtype_bytes``):
+    stored = Σ over layers b·n without gradient checkpointing, 0 with it; the layer's moment, when the last weight
+    read (n_last elements, down_proj) is merged, = both ΔW b·n + the merged copies b·n + its dequantized copy
+    b·n_last: b·(2n + n_last) for experts stored quantized, 2b·n for experts stored in b. Measured on CPU with
+    PEFT 0.19.1 and transformers 5.14.1, Axolotl 0.18.0's pins (``benchmarks/memory/merged_weight_probe.py``, run
+    against this formula by tests/test_oracle_merged_weight.py): 4.21 n (bf16), 8.28 n (fp32), 4.84 n (nf4, read in
+    bf16), 9.53 n (int8, read in fp32) against 4.0, 8.0, 4.67 and 9.33 n; the rest is the block's own activations,
+    counted with them. Not counted when the KernelsPlugin's ScatterMoE / SonicMoE runs the experts with their own
+    LoRA path."""
     if not setup.adapter or not setup.lora_target_parameters or setup.expert_kernels:
         return 0.0, 0.0
-    per_group = []  # (adapted elements in each layer of a params.layer_groups group, its layers)
+    per_group = []  # (adapted elements in a layer of a params.layer_groups group, of its last-read weight, layers)
     for layers in layer_groups(arch, setup):
-        n = sum(lin.count * lin.d_in * lin.d_out for lin in adapted_expert_parameters(arch, setup, layers[0]))
+        weights = [lin.count * lin.d_in * lin.d_out for lin in adapted_expert_parameters(arch, setup, layers[0])]
         router = adapted_router(arch, setup, layers[0])
-        per_group.append((n + (router.d_in * router.d_out if router else 0), len(layers)))
+        n = sum(weights) + (router.d_in * router.d_out if router else 0)
+        per_group.append((n, weights[-1] if weights else 0, len(layers)))
     b = merged_weight_dtype_bytes(setup)
-    widened = b < C.FP32  # ΔW and the gradient for B and A are fp32 copies beside a narrower weight
-    forward = b + C.FP32 + (b if widened else 0)  # W, the fp32 ΔW, its cast to the weight's dtype
-    merge = 3 * b  # W, ΔW, W + ΔW
-    backward = 2 * b + (C.FP32 if widened else 0)  # the copy, its gradient, the fp32 gradient
-    moment = max(forward, merge, backward)
-    stored = 0.0 if setup.gradient_checkpointing else b * sum(n * count for n, count in per_group)
-    return stored, moment * max((n for n, _ in per_group), default=0)
+    dequantized = setup.quantize_experts
+    moment = max((b * (2 * n + (last if dequantized else 0)) for n, last, _ in per_group), default=0)
+    stored = 0.0 if setup.gradient_checkpointing else b * sum(n * count for n, _, count in per_group)
+    return stored, moment
 
 
 def merged_weight_dtype_bytes(setup: TrainSetup) -> int:
