@@ -8,6 +8,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from axlint import datacache
 from axlint.architectures.model import Architecture
 from axlint.paths import expand_user, home, is_dir, is_file
 
@@ -32,8 +33,9 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 @lru_cache(maxsize=1)
 def load_catalog() -> tuple[dict[str, Any], ...]:
-    """The shipped catalog entries (``id``, ``aliases``, ``source``, ``config``, ``published_parameters``)."""
-    return tuple(json.loads(CATALOG_PATH.read_text(encoding="utf-8"))["models"])
+    """The shipped catalog entries (``id``, ``aliases``, ``source``, ``config``, ``published_parameters``), parsed
+    once per change of the file (`axlint.datacache`)."""
+    return tuple(datacache.load_json(CATALOG_PATH, "catalog")["models"])
 
 
 def _strip_mirror_suffix(name: str) -> str:
