@@ -89,12 +89,16 @@ class Node:
 
 @dataclass
 class Pair:
+    """One entry of a mapping: its key node and its value node, each with its span."""
+
     key: Node
     value: Node
 
 
 @dataclass
 class Document:
+    """A loaded config file: its path and text, "yaml" or "json", the span-keeping node tree and the plain data."""
+
     path: Path
     text: str
     format: str
