@@ -6,7 +6,6 @@ each rule to the contract of what emits it (`axlint.rule.validate_contract`).
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any, Iterable
@@ -105,6 +104,7 @@ def implied_fixable(entry: dict[str, Any]) -> FixAvailability:
 
 
 def _validate_pack(path: Path, data: Any) -> None:
+    import json
     import jsonschema  # only for user packs: the built-in ones are validated by the test suite
 
     schema = json.loads((Path(__file__).parent / "schemas" / "rulepack.schema.json").read_text(encoding="utf-8"))

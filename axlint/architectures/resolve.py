@@ -1,7 +1,6 @@
 """Find the architecture of ``base_model``: explicit config.json, local folder, HF cache, catalog, (Hub)."""
 from __future__ import annotations
 
-import json
 import os
 import re
 from functools import lru_cache
@@ -23,6 +22,8 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     """A config.json's mapping; None for anything else (not a regular file, unreadable, not JSON, over 1 MB)."""
     if not is_file(path):
         return None
+    import json  # imported where JSON is read or written: its import compiles regexes, ~2 ms of a YAML check
+
     try:
         with path.open("rb") as fh:
             data = json.loads(fh.read(1_000_000))
@@ -143,6 +144,7 @@ def _cached_config(model_id: str, roots: Iterable[Path]) -> Path | None:
 
 def _fetch_hub_config(model_id: str) -> dict[str, Any] | None:
     """GET config.json from the Hub (only when the user asked for online resolution); HF_TOKEN if set."""
+    import json
     import urllib.request  # only for --online: http.client/ssl cost ~25 ms at start-up
 
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", model_id):

@@ -13,7 +13,6 @@ release to check against (asked for, else installed, else the newest bundled) wi
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -131,8 +130,7 @@ def version_key(version: str) -> tuple[int, ...]:
 @lru_cache(maxsize=None)
 def bundled(package: str) -> tuple[dict, ...]:
     """The index entries of `package`'s bundled schemas, oldest first."""
-    with open(SCHEMA_DIR / package / "versions.json", encoding="utf-8") as fh:
-        entries = json.load(fh)[package]
+    entries = datacache.load_json(SCHEMA_DIR / package / "versions.json", f"schema-{package}-versions")[package]
     return tuple(sorted(entries, key=lambda e: version_key(e["version"])))
 
 
