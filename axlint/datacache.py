@@ -1,12 +1,13 @@
 """Parsed data files kept between runs in the cache folder, as ``marshal``.
 
 `axlint check` reads the same files on every run: the built-in rule packs (YAML with docs and tests), the bundled
-JSON Schema of each release it checks against and the model catalog. Parsing them was several milliseconds of
-each start-up; ``marshal`` gives the same dicts and lists back about three times faster than ``json`` (and a
-hundred times faster than YAML). Each entry is keyed by the source's length and CRC-32 (``hashlib`` alone costs
-more to import), so an edited file is parsed again, and named for the interpreter's bytecode magic number as a
-``__pycache__`` file is, so that two Pythons sharing the folder keep one entry each. Entries are written
-atomically, only for data that ``marshal`` gives back equal; a cache that cannot be read or written is skipped.
+JSON Schema of each release it checks against (and their index, `versions.json`) and the model catalog. Parsing
+them was several milliseconds of each start-up; ``marshal`` gives the same dicts and lists back about three times
+faster than ``json`` (and a hundred times faster than YAML). Each entry is keyed by the source's length and CRC-32
+(``hashlib`` alone costs more to import), so an edited file is parsed again, and named for the interpreter's
+bytecode magic number as a ``__pycache__`` file is, so that two Pythons sharing the folder keep one entry each.
+Entries are written atomically, only for data that ``marshal`` gives back equal; a cache that cannot be read or
+written is skipped.
 """
 from __future__ import annotations
 
