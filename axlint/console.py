@@ -18,7 +18,8 @@ garbage held between two collections (the corpus of 252 configs makes ~470 objec
 
 
 def main() -> None:
-    """Set up the process (collector, output streams, dataclass code cache), then run the click group."""
+    """Set up the process (collector, output streams, PyYAML's unused regex, dataclass code cache), then run the
+    click group."""
     import gc
     import sys
 
@@ -26,8 +27,9 @@ def main() -> None:
     for stream in (sys.stdout, sys.stderr):  # a lone surrogate (a file name that is not UTF-8) prints as `\udcff`
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
-    from axlint import codecache
+    from axlint import codecache, lazypattern
 
+    lazypattern.defer(lazypattern.YAML_NON_PRINTABLE)  # before `yaml` is imported
     code = codecache.install()  # before the command's modules create their dataclasses
     from axlint.cli import cli
 
