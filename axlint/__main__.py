@@ -1,3 +1,3 @@
-from axlint.cli import main
+from axlint.console import main
 
 main()

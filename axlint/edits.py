@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextvars
 import functools
-import json
 import math
 import re
 from contextlib import contextmanager
@@ -144,6 +143,8 @@ def yaml_scalar(value: Any, context: str = "value", quote: str = "") -> str:
         return "'" + value.replace("'", "''") + "'"
     if quote != '"' and _plain_ok(value, context):
         return value
+    import json  # imported where JSON is read or written: its import compiles regexes, ~2 ms of a YAML check
+
     return json.dumps(value, ensure_ascii=False)
 
 
@@ -177,6 +178,8 @@ def _yaml_item(value: Any, indent: str, style: "_Style") -> list[str]:
 
 def json_value(value: Any, indent: str, unit: str | None, eol: str) -> str:
     """`json.dumps` of a value whose first line continues a line indented by `indent` (unit None: one line)."""
+    import json
+
     if unit is None:
         return json.dumps(value, ensure_ascii=False, allow_nan=False)
     text = json.dumps(value, ensure_ascii=False, allow_nan=False, indent=unit)
@@ -445,6 +448,8 @@ def insert_key(doc: Document, parent_path: KeyPath, key: str, value: Any, after:
     anchor = parent.get(after) if after is not None else None
     anchor = anchor or (parent.pairs[-1] if parent.pairs else None)
     if doc.format == "json":
+        import json
+
         return [_json_insert(doc, parent, anchor, json.dumps(key, ensure_ascii=False) + ": ", value, style)]
     if _is_flow_context(doc, parent):
         entry = f"{yaml_scalar(key, 'flow-key')}: {yaml_flow(value)}"
@@ -516,6 +521,8 @@ def rename_key(doc: Document, path: KeyPath, new_key: str) -> list[Edit]:
     if key is None or parent is None or key.value == new_key or parent.get(new_key) is not None:
         return []
     if doc.format == "json":
+        import json
+
         text = json.dumps(new_key, ensure_ascii=False)
     else:
         text = yaml_scalar(new_key, "flow-key" if _is_flow_context(doc, parent) else "key", key.style)

@@ -19,6 +19,8 @@ class Applicability(str, Enum):
 
 @dataclass(frozen=True)
 class Fix:
+    """The edits of one file that make one fix, how safe they are to apply, and their title."""
+
     path: Path
     edits: tuple[Edit, ...]
     applicability: Applicability

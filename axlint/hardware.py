@@ -18,6 +18,8 @@ DEFAULT_GPU = "H100-80GB"
 
 @dataclass(frozen=True)
 class GPU:
+    """One GPU model of the table: its memory, whether it computes in bf16 and has NVLink, the names it goes by."""
+
     name: str
     memory_gib: float
     bf16: bool

@@ -35,6 +35,8 @@ class ConfigKind(str, Enum):
 
 @dataclass(frozen=True)
 class Verdict:
+    """What a file is (Axolotl, DeepSpeed or other) and, for other files, why it is skipped."""
+
     kind: ConfigKind
     reason: str  # why a file is skipped; empty for configs
 

@@ -27,6 +27,8 @@ from axlint.suppression import apply_suppressions
 
 @dataclass
 class LintOptions:
+    """What every file of a lint is checked with: the rules, the hardware and the schema versions."""
+
     rules: list[Rule]
     hardware: Any = None
     model_config: Path | None = None
@@ -67,6 +69,8 @@ class Skipped:
 
 @dataclass
 class LintResult:
+    """The findings, documents, runs and skipped files of a lint; `merge` adds another result to it."""
+
     diagnostics: list[Diagnostic] = field(default_factory=list)
     documents: dict[Path, Document] = field(default_factory=dict)
     runs: list[TrainingRun] = field(default_factory=list)

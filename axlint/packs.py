@@ -6,18 +6,15 @@ each rule to the contract of what emits it (`axlint.rule.validate_contract`).
 """
 from __future__ import annotations
 
-import json
-import os
 import re
-import zlib
 from pathlib import Path
 from typing import Any, Iterable
 
 import yaml
 
+from axlint import datacache
 from axlint.checks import load_builtin_checks
 from axlint.diagnostics import Severity
-from axlint.paths import cache_dir
 from axlint.rule import CHECKS, FixAvailability, Rule, validate_contract
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -39,45 +36,18 @@ _CODE = re.compile(r"^[A-Z]{2,5}\d{3}$")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
-def _pack_cache_file(path: Path) -> Path | None:
-    """One entry per pack name, whatever copy of axlint reads it: the cache stays a handful of files."""
-    folder = cache_dir()
-    return folder / "packs" / f"{path.stem}.json" if folder is not None else None
-
-
 def read_pack_data(path: Path, *, cached: bool) -> Any:
     """The loaded YAML of a pack. The built-in packs carry docs and tests, so parsing them was most of the
-    start-up time of `axlint check`; with `cached` the result is kept as JSON (about 100x faster to load), keyed
-    by the content's length and CRC-32 (hashlib alone costs more to import). A cache that cannot be read or
-    written is skipped silently."""
-    raw = path.read_bytes()
-    cache = _pack_cache_file(path) if cached else None
-    if cache is None:
-        return yaml.load(raw.decode("utf-8"), Loader=_Loader)
-    digest = f"{len(raw)}-{zlib.crc32(raw):08x}"
-    try:
-        entry = json.loads(cache.read_text(encoding="utf-8"))
-        if entry["digest"] == digest:
-            return entry["data"]
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    data = yaml.load(raw.decode("utf-8"), Loader=_Loader)
-    _write_cache(cache, digest, data)
-    return data
+    start-up time of `axlint check`; with `cached` the result is kept in the cache folder (`axlint.datacache`,
+    one entry per pack name, whatever copy of axlint reads it)."""
+    if not cached:
+        return _parse_yaml(path.read_bytes())
+    return datacache.load(path, f"pack-{path.stem}", _parse_yaml)
 
 
-def _write_cache(cache: Path, digest: str, data: Any) -> None:
-    """Atomic write of a cache entry, only for data that JSON gives back unchanged."""
-    try:
-        text = json.dumps({"digest": digest, "data": data})
-        if json.loads(text)["data"] != data:
-            return
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f"{cache.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, cache)
-    except (OSError, TypeError, ValueError):
-        pass
+def _parse_yaml(raw: bytes) -> Any:
+    """A pack's YAML, with libyaml's loader where PyYAML has it."""
+    return yaml.load(raw.decode("utf-8"), Loader=_Loader)
 
 
 def load_pack(path: Path, *, validate: bool = False) -> list[Rule]:
@@ -134,6 +104,7 @@ def implied_fixable(entry: dict[str, Any]) -> FixAvailability:
 
 
 def _validate_pack(path: Path, data: Any) -> None:
+    import json
     import jsonschema  # only for user packs: the built-in ones are validated by the test suite
 
     schema = json.loads((Path(__file__).parent / "schemas" / "rulepack.schema.json").read_text(encoding="utf-8"))

@@ -18,6 +18,9 @@ class SettingsError(Exception):
 
 @dataclass
 class Settings:
+    """The settings read from `source` (`.axlint.toml`, or `[tool.axlint]` in pyproject.toml); a key not written
+    keeps its default."""
+
     select: list[str] | None = None
     ignore: list[str] = field(default_factory=list)
     extend_select: list[str] = field(default_factory=list)

@@ -14,6 +14,8 @@ _SUPPRESS = re.compile(r"#\s*axlint:\s*(ignore|file-ignore)\[([^\]]*)\]")
 
 @dataclass
 class Suppression:
+    """One `# axlint: ignore[...]` or `file-ignore[...]` comment, and the codes it has silenced so far (`used`)."""
+
     kind: str
     selectors: list[str]
     line: int

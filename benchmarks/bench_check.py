@@ -6,7 +6,8 @@ Measures, each as a fresh subprocess (what a pre-commit hook or an editor pays):
   1. one typical config: wall time, median of --runs;
   2. the whole Axolotl corpus (every YAML) in one process: median of a few runs;
   3. the corpus one file per process: mean over --per-file files spread over the corpus (0 = all).
-yamllint (default rules) runs on exactly the same files. CPU time (user + sys of the child) is printed too,
+yamllint (default rules) runs on exactly the same files, the two tools in turn (run by run, file by file), so that
+the neighbours' load on a shared machine falls on both alike. CPU time (user + sys of the child) is printed too,
 because wall time on a busy machine says more about the neighbours than about axlint. By default axlint runs from
 this checkout (`python -m axlint`, which in an editable install also pays for the editable-import finder);
 `--axlint venv/bin/axlint` times an installed copy instead, as users run it.
@@ -59,14 +60,26 @@ def run_once(cmd: list[str], env: dict[str, str]) -> Timing:
     return Timing(wall, child_cpu() - cpu)
 
 
-def median_of(cmd: list[str], env: dict[str, str], runs: int) -> Timing:
-    timings = [run_once(cmd, env) for _ in range(runs)]
-    return Timing(statistics.median(t.wall for t in timings), statistics.median(t.cpu for t in timings))
+def medians_alternating(cmds: list[list[str]], env: dict[str, str], runs: int) -> list[Timing]:
+    """The median of `runs` timings of each command, the commands run in turn within each round: on a shared
+    machine the neighbours' load comes and goes within seconds, and timing one tool's runs after the other's put
+    it on one of them only."""
+    timings: list[list[Timing]] = [[] for _ in cmds]
+    for _ in range(runs):
+        for cmd, times in zip(cmds, timings):
+            times.append(run_once(cmd, env))
+    return [Timing(statistics.median(t.wall for t in times), statistics.median(t.cpu for t in times))
+            for times in timings]
 
 
-def mean_per_file(tool: list[str], files: list[Path], env: dict[str, str]) -> Timing:
-    timings = [run_once([*tool, str(f)], env) for f in files]
-    return Timing(statistics.mean(t.wall for t in timings), statistics.mean(t.cpu for t in timings))
+def means_per_file(tools: list[list[str]], files: list[Path], env: dict[str, str]) -> list[Timing]:
+    """The mean timing of each tool over `files`, one process per file, the tools in turn on each file."""
+    timings: list[list[Timing]] = [[] for _ in tools]
+    for f in files:
+        for tool, times in zip(tools, timings):
+            times.append(run_once([*tool, str(f)], env))
+    return [Timing(statistics.mean(t.wall for t in times), statistics.mean(t.cpu for t in times))
+            for times in timings]
 
 
 def spread(files: list[Path], count: int) -> list[Path]:
@@ -108,12 +121,13 @@ def main() -> None:
     yamllint = [sys.executable, "-m", "yamllint", "-f", "parsable"]
     with tempfile.TemporaryDirectory(prefix="axlint-bench-pyc-") as pycache:
         env = child_env(Path(pycache))
-        for tool in (axlint, yamllint):  # warm-up: bytecode and axlint's pack cache
+        for tool in (axlint, yamllint):  # warm-up: bytecode and axlint's caches (packs, data, dataclass code)
             run_once([*tool, str(args.config)], env)
-        one = [median_of([*tool, str(args.config)], env, args.runs) for tool in (axlint, yamllint)]
-        corpus = [median_of([*tool, *map(str, files)], env, args.corpus_runs) for tool in (axlint, yamllint)]
+        one = medians_alternating([[*tool, str(args.config)] for tool in (axlint, yamllint)], env, args.runs)
+        corpus = medians_alternating([[*tool, *map(str, files)] for tool in (axlint, yamllint)], env,
+                                     args.corpus_runs)
         sample = spread(files, args.per_file)
-        per_file = [mean_per_file(tool, sample, env) for tool in (axlint, yamllint)]
+        per_file = means_per_file([axlint, yamllint], sample, env)
 
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; python {sys.version.split()[0]}")
     print(f"{'':<40} {'axlint':>22}  {'yamllint':>22}  ratio")

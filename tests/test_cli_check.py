@@ -6,6 +6,7 @@ exit status a shell sees.
 from __future__ import annotations
 
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from axlint import __version__
+from axlint import __version__, datacache
 from axlint.cli import cli
 from axlint.packs import builtin_rules_dir, load_rules, read_pack_data
 
@@ -308,8 +309,9 @@ def test_builtin_packs_are_cached_and_an_edited_pack_is_read_again(tmp_path, mon
     pack.parent.mkdir()
     pack.write_text(_pack(), encoding="utf-8")
     assert read_pack_data(pack, cached=True)["rules"][0]["code"] == "TEAM001"
-    entry = tmp_path / "cache" / "packs" / "core.json"
-    assert json.loads(entry.read_text())["data"]["rules"][0]["code"] == "TEAM001"
+    entry = datacache.cache_file("pack-core")
+    assert entry is not None and entry.parent == tmp_path / "cache" / "data"
+    assert marshal.loads(entry.read_bytes())[1]["rules"][0]["code"] == "TEAM001"
     pack.write_text(_pack(code="TEAM002"), encoding="utf-8")
     assert read_pack_data(pack, cached=True)["rules"][0]["code"] == "TEAM002"
 
@@ -319,13 +321,13 @@ def test_user_packs_are_not_cached(project, monkeypatch):
     (project / "packs").mkdir()
     (project / "packs" / "team.yaml").write_text(_pack(), encoding="utf-8")
     assert codes("high-lr.yml", "--rules-dir", "packs", "--select", "TEAM001") == {"TEAM001"}
-    assert not (project / "cache" / "packs" / "team.json").exists()
+    assert not list((project / "cache" / "data").glob("pack-team.*"))
 
 
 def test_a_corrupt_cache_entry_is_ignored(project, monkeypatch):
     monkeypatch.setenv("AXLINT_CACHE_DIR", str(project / "cache"))
     assert codes("mixed.yml", "--select", "AX001") == {"AX001"}
-    entries = list((project / "cache" / "packs").glob("*.json"))
+    entries = list((project / "cache" / "data").glob("pack-*.marshal"))
     assert len(entries) == len(list(builtin_rules_dir().glob("*.yaml")))
     for entry in entries:
         entry.write_bytes(b'{"digest": [1], "data": \xff')

@@ -1,13 +1,13 @@
 """Find the architecture of ``base_model``: explicit config.json, local folder, HF cache, catalog, (Hub)."""
 from __future__ import annotations
 
-import json
 import os
 import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from axlint import datacache
 from axlint.architectures.model import Architecture
 from axlint.paths import expand_user, home, is_dir, is_file
 
@@ -22,6 +22,8 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     """A config.json's mapping; None for anything else (not a regular file, unreadable, not JSON, over 1 MB)."""
     if not is_file(path):
         return None
+    import json  # imported where JSON is read or written: its import compiles regexes, ~2 ms of a YAML check
+
     try:
         with path.open("rb") as fh:
             data = json.loads(fh.read(1_000_000))
@@ -32,8 +34,9 @@ def _read_json(path: Path) -> dict[str, Any] | None:
 
 @lru_cache(maxsize=1)
 def load_catalog() -> tuple[dict[str, Any], ...]:
-    """The shipped catalog entries (``id``, ``aliases``, ``source``, ``config``, ``published_parameters``)."""
-    return tuple(json.loads(CATALOG_PATH.read_text(encoding="utf-8"))["models"])
+    """The shipped catalog entries (``id``, ``aliases``, ``source``, ``config``, ``published_parameters``), parsed
+    once per change of the file (`axlint.datacache`)."""
+    return tuple(datacache.load_json(CATALOG_PATH, "catalog")["models"])
 
 
 def _strip_mirror_suffix(name: str) -> str:
@@ -141,6 +144,7 @@ def _cached_config(model_id: str, roots: Iterable[Path]) -> Path | None:
 
 def _fetch_hub_config(model_id: str) -> dict[str, Any] | None:
     """GET config.json from the Hub (only when the user asked for online resolution); HF_TOKEN if set."""
+    import json
     import urllib.request  # only for --online: http.client/ssl cost ~25 ms at start-up
 
     if not re.fullmatch(r"[\w.-]+/[\w.-]+", model_id):

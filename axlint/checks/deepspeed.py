@@ -8,7 +8,6 @@ since nothing says a launcher will fill it. tests/test_oracle_deepspeed.py runs 
 """
 from __future__ import annotations
 
-import json
 from typing import Any, Iterator
 
 from axlint.document import KeyPath
@@ -63,6 +62,14 @@ DEPRECATED_ZERO = {"cpu_offload": "offload_optimizer", "cpu_offload_param": "off
 
 OFFLOAD_KEEPS_OPTIMIZER = {"adamw_torch", "adamw_torch_fused", "adagrad", "lion_32bit"}
 """Axolotl/HF optimizer names that accelerate's `map_pytorch_optim_to_deepspeed` keeps under offload."""
+
+
+def _json(value: Any) -> str:
+    """A value as the DeepSpeed file writes it. json is imported on first use: its import compiles regexes, ~2 ms
+    of every check that reads no JSON."""
+    import json
+
+    return json.dumps(value)
 
 
 # ---------------------------------------------------------------------------------------------------- reading
@@ -345,7 +352,7 @@ def check_zero_stage_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     else:
         effect = ("DeepSpeed accepts only 0, 1, 2 or 3 (and whole numbers written as text); under the HF Trainer "
                   "or Axolotl, accelerate calls int() on it and refuses the launch")
-    yield ds_hit(run, path, fix=fix, stage=json.dumps(stage), effect=effect)
+    yield ds_hit(run, path, fix=fix, stage=_json(stage), effect=effect)
 
 
 @register_check("ds_zero_stage_quoted", fix=FixAvailability.SOMETIMES)
@@ -387,7 +394,7 @@ def check_zero3_gather(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if (found and found[1] is True) or (found is None and deprecated is True):
         return
     name = found[0] if found else "stage3_gather_16bit_weights_on_model_save"
-    setting = f"`{name}: {json.dumps(found[1])}`" if found else "the flag unset (default false)"
+    setting = f"`{name}: {_json(found[1])}`" if found else "the flag unset (default false)"
     fix = ds_fix(run, ("zero_optimization", name), f"set `{name}` to true", Applicability.SAFE, value=True)
     if found:
         yield ds_hit(run, ("zero_optimization", name), fix=fix, setting=setting)
@@ -524,8 +531,8 @@ def check_optimizer_params(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             continue
         got = [as_number(v) for v in have] if isinstance(have, list) else as_number(have)
         if got != want:
-            yield ds_hit(run, path, key=".".join(path), ds_value=json.dumps(have), yaml_key=yaml_key,
-                         yaml_value=json.dumps(want), fix=auto_fix(run, path, Applicability.UNSAFE))
+            yield ds_hit(run, path, key=".".join(path), ds_value=_json(have), yaml_key=yaml_key,
+                         yaml_value=_json(want), fix=auto_fix(run, path, Applicability.UNSAFE))
 
 
 @register_check("ds_block_overrides_yaml", args=("block", "yaml_key", "yaml_value", "config"))
@@ -604,7 +611,7 @@ def check_scheduler_steps_fixed(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         if value is None or isinstance(value, str) or value == want:
             continue
         path = ("scheduler", "params", key)
-        yield ds_hit(run, path, key=key, value=json.dumps(value), what=what,
+        yield ds_hit(run, path, key=key, value=_json(value), what=what,
                      fix=auto_fix(run, path, Applicability.UNSAFE))
 
 

@@ -7,7 +7,6 @@ differential suite (tests/test_oracle.py) runs the real validators on the same c
 """
 from __future__ import annotations
 
-import difflib
 from typing import Any, Iterator
 
 from axlint.checks.locate import ax_hit, first_written, lists_plugin, written_config
@@ -16,6 +15,7 @@ from axlint.mesh import PARALLEL_KEYS
 from axlint.lax import as_number, is_int
 from axlint.rule import Hit, Rule, register_check
 from axlint.run import TrainingRun
+from axlint.schemas.validator import close_match
 
 BATCH_KEYS = ("micro_batch_size", "gradient_accumulation_steps", "batch_size")
 EIGHT_BIT_UNDER_FSDP2 = frozenset({"adamw_8bit", "adamw_bnb_8bit"})
@@ -368,7 +368,7 @@ def adapter_unknown(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if plugin is not None:
         advice = f"list `{plugin}` under `plugins:`"
     else:
-        close = difflib.get_close_matches(str(adapter), [*known["builtin"], *known["plugins"]], n=1)
+        close = close_match(str(adapter), [*known["builtin"], *known["plugins"]], n=1, cutoff=0.6)
         advice = f"did you mean `{close[0]}`?" if close else f"write one of {', '.join(known['builtin'])}"
     yield ax_hit(run, ("adapter",), "value", adapter=adapter, advice=advice)
 

@@ -113,6 +113,9 @@ def schema_options(fn: Callable) -> Callable:
 
 @dataclass
 class Setup:
+    """What a linting command needs from its options and settings: the selected and all rules, the hardware,
+    the schema versions."""
+
     settings: Settings
     rules: list[Rule]
     all_rules: list[Rule]

@@ -62,6 +62,8 @@ class ModelLoader(str, Enum):
 
 @dataclass(frozen=True)
 class TrainSetup:
+    """The training settings the memory estimate reads, resolved from the run's facts (`read_setup`)."""
+
     param_bytes: int                 # model load dtype: 2 (bf16/fp16) or 4 (fp32)
     quantization: str | None         # "nf4" | "int8" | None
     double_quant: bool

@@ -1,7 +1,6 @@
 """Machine-readable outputs: JSON (ruff-like), SARIF 2.1.0, GitHub Actions workflow commands."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from axlint import __version__
@@ -37,6 +36,8 @@ def diagnostic_json(d: Diagnostic) -> dict:
 
 
 def render_json(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
+    import json  # imported where JSON is read or written: its import compiles regexes, ~2 ms of a YAML check
+
     return json.dumps([diagnostic_json(d) for d in diags], indent=2) + "\n"
 
 
@@ -98,6 +99,8 @@ def render_sarif(diags: list[Diagnostic], documents: dict[Path, Document], rules
                                       "https://github.com/axlint/axlint", "rules": descriptors}},
                   "results": results}],
     }
+    import json
+
     return json.dumps(log, indent=2) + "\n"
 
 

@@ -13,7 +13,6 @@ release to check against (asked for, else installed, else the newest bundled) wi
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -22,6 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from axlint import datacache
 from axlint.document import Document, KeyPath, Node
 
 if TYPE_CHECKING:
@@ -130,8 +130,7 @@ def version_key(version: str) -> tuple[int, ...]:
 @lru_cache(maxsize=None)
 def bundled(package: str) -> tuple[dict, ...]:
     """The index entries of `package`'s bundled schemas, oldest first."""
-    with open(SCHEMA_DIR / package / "versions.json", encoding="utf-8") as fh:
-        entries = json.load(fh)[package]
+    entries = datacache.load_json(SCHEMA_DIR / package / "versions.json", f"schema-{package}-versions")[package]
     return tuple(sorted(entries, key=lambda e: version_key(e["version"])))
 
 
@@ -217,10 +216,9 @@ def default_choice() -> SchemaChoice:
 @lru_cache(maxsize=None)
 def load_schema(name: str, version: str | None = None) -> dict:
     """The schema of `name` ("axolotl" or "deepspeed") at a bundled `version` (default: `default_choice()`),
-    read once per process."""
+    read once per process (and parsed once per change of the file: `axlint.datacache`)."""
     version = version or getattr(default_choice(), name)
-    with open(SCHEMA_DIR / name / f"{version}.schema.json", encoding="utf-8") as fh:
-        return json.load(fh)
+    return datacache.load_json(SCHEMA_DIR / name / f"{version}.schema.json", f"schema-{name}-{version}")
 
 
 def check_document(doc: Document, schema_name: str, version: str | None = None) -> list[SchemaProblem]:

@@ -1,0 +1,61 @@
+"""PyYAML's unused reader regex, compiled on first use in the console script (axlint.lazypattern)."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from axlint.lazypattern import YAML_NON_PRINTABLE, LazyPattern
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLES = ["plain: text", "bell \x07 here", "nul \x00", "é ✓ 𝔘 \ufeff", "\ud800 lone surrogate", "tab\tnew\nline\r", "\x85\x9f"]
+
+
+def test_a_lazy_pattern_matches_as_the_compiled_one_and_compiles_once():
+    lazy, plain = LazyPattern(YAML_NON_PRINTABLE), re.compile(YAML_NON_PRINTABLE)
+    assert lazy.pattern == YAML_NON_PRINTABLE and lazy._compiled is None
+    for text in SAMPLES:
+        found, expected = lazy.search(text), plain.search(text)
+        assert (found and (found.group(), found.span())) == (expected and (expected.group(), expected.span()))
+        assert lazy.findall(text) == plain.findall(text)
+    compiled = lazy._compiled
+    lazy.match("x")
+    assert compiled is not None and lazy._compiled is compiled
+
+
+def test_yaml_gets_the_stand_in_and_its_pure_python_reader_still_refuses_what_it_refused():
+    probe = """
+import yaml
+before = type(yaml.reader.Reader.NON_PRINTABLE).__name__
+try:
+    yaml.load("a: b\\x07\\n", Loader=yaml.SafeLoader)
+except yaml.YAMLError as exc:
+    print(before, type(yaml.reader.Reader.NON_PRINTABLE._compiled).__name__, str(exc).replace("\\n", " "))
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    setup = "from axlint import lazypattern; lazypattern.defer(lazypattern.YAML_NON_PRINTABLE)\n"
+    lazy = subprocess.run([sys.executable, "-c", setup + probe], capture_output=True, text=True, env=env, check=True)
+    plain = subprocess.run([sys.executable, "-c", probe.replace("._compiled", "")], capture_output=True, text=True,
+                           env=env, check=True)
+    assert lazy.stdout.split(" ", 2)[:2] == ["LazyPattern", "Pattern"]
+    assert plain.stdout.split(" ", 2)[:2] == ["Pattern", "Pattern"]
+    assert lazy.stdout.split(" ", 2)[2] == plain.stdout.split(" ", 2)[2] and "special characters" in lazy.stdout
+
+
+def test_the_console_script_leaves_the_pattern_uncompiled_through_a_check():
+    probe = """
+import sys
+sys.argv = ["axlint", "check", "-q", "fixtures/axolotl/examples/llama-3/lora-1b.yml"]
+from axlint.console import main
+try:
+    main()
+except SystemExit:
+    pass
+import yaml
+print("STANDIN", type(yaml.reader.Reader.NON_PRINTABLE).__name__, yaml.reader.Reader.NON_PRINTABLE._compiled)
+"""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, cwd=ROOT)
+    assert done.stdout.rsplit("STANDIN ", 1)[1].split() == ["LazyPattern", "None"], done.stderr
