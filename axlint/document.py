@@ -19,6 +19,7 @@ from axlint.diagnostics import Span
 
 KeyPath = tuple[str | int, ...]
 
+UTF8_BOM = b"\xef\xbb\xbf"
 MAX_FILE_BYTES = 5 * 1024 * 1024
 """Axolotl and DeepSpeed configs are a few KiB; anything above 5 MiB is refused, not parsed."""
 MAX_EXPANDED_NODES = 200_000
@@ -190,7 +191,7 @@ def starts_with_bom(path: Path) -> bool:
         if not stat.S_ISREG(path.stat().st_mode):
             return False
         with path.open("rb") as fh:
-            return fh.read(3) == b"\xef\xbb\xbf"
+            return fh.read(len(UTF8_BOM)) == UTF8_BOM
     except (OSError, ValueError):
         return False
 
@@ -203,9 +204,10 @@ def decode_bytes(raw: bytes) -> str:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        before = raw[:exc.start]
+        body = raw[len(UTF8_BOM):] if raw.startswith(UTF8_BOM) else raw  # utf-8-sig counts after the BOM
+        before = body[:exc.start]
         line, col = before.count(b"\n") + 1, exc.start - (before.rfind(b"\n") + 1) + 1
-        raise DocumentError(f"not UTF-8 text (invalid byte 0x{raw[exc.start]:02x})",
+        raise DocumentError(f"not UTF-8 text (invalid byte 0x{body[exc.start]:02x})",
                             Span(line, col, line, col + 1, exc.start, exc.start + 1)) from None
     return text
 

@@ -220,5 +220,11 @@ def test_decode_bytes():
     with pytest.raises(DocumentError, match="not UTF-8") as info:
         decode_bytes(b"a: 1\nb: \xc3(\n")
     assert (info.value.span.line, info.value.span.col) == (2, 4)
+    with pytest.raises(DocumentError, match="invalid byte 0xc3") as info:  # after a byte order mark as well
+        decode_bytes(b"\xef\xbb\xbfa: 1\nb: \xc3(\n")
+    assert (info.value.span.line, info.value.span.col) == (2, 4)
+    with pytest.raises(DocumentError, match="invalid byte 0xff") as info:
+        decode_bytes(b"\xef\xbb\xbf\xff: 1\n")
+    assert (info.value.span.line, info.value.span.col) == (1, 1)
     with pytest.raises(DocumentError, match="MiB"):
         decode_bytes(b"a" * (MAX_FILE_BYTES + 1))
