@@ -160,3 +160,24 @@ def test_expert_parallelism_keeps_a_slice_of_the_experts() -> None:
     assert per_gpu(process, fsdp, expert_weights=0.5, expert_trainable=0.5) == {
         "parameters": 600, "gradients": 100, "optimizer_states": 200, "master_weights": 100, "activations": 100}
     assert per_gpu(process, fsdp)["parameters"] == 800  # a dense model: the parameters stay whole
+
+
+def test_lora_on_the_experts_parameters_is_simulated() -> None:
+    """``lora_target_parameters`` wraps the routed experts' 3-D weights in PEFT's ParamWrapper, as Axolotl passes
+    them on: r·E·(d_in + d_out) adapter weights per wrapped weight (the estimate's count) beyond the module LoRA."""
+    from axlint.memory.params import trainable
+    from axlint.memory.setup import read_setup
+
+    moe = Architecture("tiny-qwen3-moe", "model-config", "qwen3_moe", {
+        **TINY, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 64, "head_dim": 32,
+        "decoder_sparse_step": 1, "mlp_only_layers": []})
+    config = {"micro_batch_size": 1, "sequence_len": 128, "bf16": True, "gradient_checkpointing": True,
+              "attn_implementation": "sdpa", "optimizer": "adamw_torch", "adapter": "lora", "lora_r": 4,
+              "lora_target_modules": ["q_proj", "v_proj"]}
+    experts = {**config, "lora_target_parameters": ["mlp.experts.gate_up_proj", "mlp.experts.down_proj"]}
+    modules_only, with_experts = (simulate(facts(c, None, moe, None), moe, None) for c in (config, experts))
+    h, i, e, layers = TINY["hidden_size"], 64, 4, TINY["num_hidden_layers"]
+    adapters = layers * 4 * e * ((h + 2 * i) + (i + h))  # gate_up [E, 2I, h] and down [E, h, I], rank 4
+    assert with_experts.trainable_parameters - modules_only.trainable_parameters == adapters
+    run = facts(experts, None, moe, None)
+    assert with_experts.trainable_parameters == trainable(moe, read_setup(run, moe)).total

@@ -124,9 +124,10 @@ def apply_lora(model: Any, spec: TrainSpec) -> Any:
     """Wrap `model` with PEFT LoRA adapters as Axolotl configures them."""
     from peft import LoraConfig, get_peft_model
 
+    parameters = {"target_parameters": spec.lora_target_parameters} if spec.lora_target_parameters else {}
     lora = LoraConfig(r=spec.lora_r, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout,
                       target_modules=spec.lora_target_modules, task_type="CAUSAL_LM", bias="none",
-                      modules_to_save=spec.lora_modules_to_save or None)
+                      modules_to_save=spec.lora_modules_to_save or None, **parameters)  # PEFT >= 0.17 has them
     return get_peft_model(model, lora)
 
 

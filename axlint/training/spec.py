@@ -38,6 +38,8 @@ class TrainSpec:
     liger: dict[str, bool] = field(default_factory=dict)
     lora_modules_to_save: list[str] = field(default_factory=list)
     """Modules PEFT keeps a trainable full copy of (`lora_modules_to_save`, e.g. embed_tokens and lm_head)."""
+    lora_target_parameters: list[str] = field(default_factory=list)
+    """Parameters PEFT wraps in a LoRA `ParamWrapper` (`lora_target_parameters`, e.g. the experts' 3-D weights)."""
     embeddings_fp32: bool = False
     """Axolotl leaves the input and output embeddings in fp32 (`RunFacts.embeddings_fp32`)."""
     experts_fp32: bool = False
@@ -91,6 +93,7 @@ def train_spec(facts: RunFacts) -> TrainSpec:
         optimizer=facts.optimizer.value,
         liger={key: True for key, enabled in zip(LIGER_KEYS, on) if enabled},
         lora_modules_to_save=list(facts.lora.modules_to_save),
+        lora_target_parameters=list(facts.lora.target_parameters),
         embeddings_fp32=facts.embeddings_fp32,
         experts_fp32=facts.experts_fp32,
     )
