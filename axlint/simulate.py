@@ -24,7 +24,8 @@ The per-GPU numbers then apply what one process cannot show:
   states and master weights (stage ≥ 1), gradients (≥ 2) and parameters (3) by the ranks that shard them, and a
   CPU-offloaded state (optimizer, its gradients, offloaded parameters) leaves the GPU; the buffers sharding adds
   (gathered units, reduce buckets, DDP's gradient buckets: `sharding.buffer_bytes`) are added as
-  "sharding_buffers", since one process cannot show them;
+  "sharding_buffers", since one process cannot show them, and so is the 4-bit weights' quantization state that
+  FSDP1 leaves whole on every GPU (`sharding.replicated_quant_state_bytes`), to the parameters;
 - QLoRA stores the frozen linears (a vision or audio tower's too) in NF4 with double quantization (≈ 4.127 bits per
   weight), and its LoRA layers keep their input in the half dtype under autocast, as PEFT's bitsandbytes layers do;
 - 8-bit (and other non-torch) optimizer states, their number × bytes per trainable weight, are live at every moment
@@ -49,6 +50,7 @@ from axlint.memory.sharding import (
     gradients_offloaded,
     mixed_share,
     optimizer_share,
+    replicated_quant_state_bytes,
     weight_share,
 )
 from axlint.memory.states import expert_trainable_fraction, expert_weight_fraction, optimizer_spec
@@ -177,6 +179,7 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
     setup = read_setup(facts, arch)
     gpu = per_gpu(process, facts.sharding, expert_weight_fraction(arch, setup, trainable_counts(arch, setup)),
                   expert_trainable_fraction(arch, setup))
+    gpu["parameters"] += math.ceil(replicated_quant_state_bytes(arch, setup))
     gpu["sharding_buffers"] = int(buffer_bytes(arch, setup, gpu["gradients"]))
     notes += sharding_notes(facts.sharding, gpu["sharding_buffers"])
     return SimulationResult(

@@ -181,3 +181,16 @@ def test_lora_on_the_experts_parameters_is_simulated() -> None:
     assert with_experts.trainable_parameters - modules_only.trainable_parameters == adapters
     run = facts(experts, None, moe, None)
     assert with_experts.trainable_parameters == trainable(moe, read_setup(run, moe)).total
+
+
+def test_fsdp1_qlora_with_offload_keeps_the_quantization_state_on_the_gpu() -> None:
+    """FSDP1 offloads the 4-bit weights' data, not bitsandbytes' quantization state, which stays whole on every
+    GPU: n·(1/64 + 4/(64·256)) bytes of double-quantized NF4 over the decoder's linears, as the estimate counts."""
+    config = {"micro_batch_size": 1, "sequence_len": 256, "bf16": True, "optimizer": "adamw_torch_fused",
+              "adapter": "qlora", "load_in_4bit": True, "lora_r": 8, "lora_target_linear": True,
+              "fsdp": ["full_shard", "auto_wrap"], "fsdp_config": {"fsdp_offload_params": True}}
+    hw = SimpleNamespace(count=4)
+    result = simulate(facts(config, None, ARCH, hw), ARCH, hw)
+    h, i, layers = TINY["hidden_size"], TINY["intermediate_size"], TINY["num_hidden_layers"]
+    linears = layers * (2 * h * h + 2 * h * 64 + 3 * h * i)
+    assert result.per_gpu_bytes["parameters"] == pytest.approx(linears * (1 / 64 + 4 / (64 * 256)), abs=1)

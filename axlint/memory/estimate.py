@@ -81,7 +81,7 @@ from axlint.memory.sharding import (
     gradient_share,
     mixed_share,
     optimizer_share,
-    quant_state_replicated,
+    replicated_quant_state_bytes,
     step_buffer_bytes,
     step_temp_bytes,
     weight_share,
@@ -96,7 +96,6 @@ from axlint.memory.states import (
     optimizer_spec,
     optimizer_state_bytes,
     optimizer_temp_bytes,
-    quant_state_bytes,
     weight_bytes,
 )
 
@@ -190,9 +189,8 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     whole = t if arch is model else trainable(model, setup)  # the model's, all ranks together
     s = setup.sharding
     w_all = weight_bytes(arch, setup, t)
-    w = w_all * mixed_share(s, weight_share(s), expert_weight_fraction(arch, setup, t))
-    if quant_state_replicated(s):
-        w += quant_state_bytes(arch, setup) * (1 - weight_share(s))
+    w = w_all * mixed_share(s, weight_share(s), expert_weight_fraction(arch, setup, t)) \
+        + replicated_quant_state_bytes(arch, setup)
     experts = expert_trainable_fraction(arch, setup)
     g = gradient_bytes(arch, setup, t, spec) * mixed_share(s, gradient_share(s), experts)
     o_share = mixed_share(s, optimizer_share(s), experts)

@@ -7,7 +7,7 @@ Per-GPU share of each state (ZeRO numbering; FSDP full_shard = 3, shard_grad_op 
   Routed experts under expert parallelism: 1/ep of them per rank, that slice ÷ dp_shard when sharded.
   Offloaded optimizer (ZeRO-Offload / FSDP CPU offload): states, master and fp32 grads live in CPU RAM.
   Offloaded params (stage 3): the weight partition lives in CPU RAM.
-  FSDP1 and a 4-bit model: the weights' quantization state is whole on every GPU (``quant_state_replicated``).
+  FSDP1 and a 4-bit model: the weights' quantization state is whole on every GPU (``replicated_quant_state_bytes``).
 
 Buffers on the GPU:
   ZeRO-1/2   the gradient bucket rbs·2, double-buffered with overlap_comm, reduced in place; allocated at each
@@ -30,7 +30,7 @@ from axlint.architectures import Architecture
 from axlint.facts import ShardingKind
 from axlint.memory import constants as C
 from axlint.memory.setup import Sharding, TrainSetup
-from axlint.memory.states import layer_weight_bytes
+from axlint.memory.states import layer_weight_bytes, quant_state_bytes
 
 
 def weight_share(s: Sharding) -> float:
@@ -40,7 +40,16 @@ def weight_share(s: Sharding) -> float:
     return 1 / s.state_ranks if s.stage == 3 else 1.0
 
 
-def quant_state_replicated(s: Sharding) -> bool:
+def replicated_quant_state_bytes(arch: Architecture, setup: TrainSetup) -> float:
+    """What one GPU holds of the 4-bit weights' quantization state (``states.quant_state_bytes``) beyond its share
+    of the weights, where every rank keeps all of it (``_quant_state_replicated``)."""
+    s = setup.sharding
+    if not _quant_state_replicated(s):
+        return 0.0
+    return quant_state_bytes(arch, setup) * (1 - weight_share(s))
+
+
+def _quant_state_replicated(s: Sharding) -> bool:
     """Every rank holds the whole quantization state of the 4-bit weights on its GPU: FSDP1 shards, gathers and
     offloads FlatParameters, which hold only the parameters' data (torch ``distributed/fsdp/_flat_param.py``),
     while bitsandbytes keeps the state as a Python attribute (``Params4bit.quant_state``, mirrored on
