@@ -61,10 +61,9 @@ OLD_LOSS = "transformers<4.49"
 SETUP_STACKS = {"peft<0.19": unconverted_targets, "transformers<5 linear experts": linear_experts}
 """Stacks that differ in what is loaded and adapted: the row's TrainSetup is changed before it is estimated."""
 STACKS = (OLD_LOSS, *SETUP_STACKS)
-SHARDED_LOADER = "sharded"
-KBIT_LOADER = "peft-kbit"
-LOADERS = (SHARDED_LOADER, KBIT_LOADER)
-"""Row ``loader`` values: how the model reached the GPUs where it was not today's Axolotl load."""
+LOADERS = {"sharded": sharded_load, "peft-kbit": kbit_prepared_script}
+"""Row ``loader`` values: how the model was loaded and reached the GPUs where it was not today's Axolotl load, and
+what that changes in the row's TrainSetup."""
 
 
 @dataclass
@@ -131,10 +130,8 @@ def estimate_row(row: dict[str, Any]):
     setup = read_setup(facts, arch)
     if (stack := SETUP_STACKS.get(row.get("stack"))) is not None:
         setup = stack(setup, facts)
-    if row.get("loader") == SHARDED_LOADER:
-        setup = sharded_load(setup)
-    if row.get("loader") == KBIT_LOADER:
-        setup = kbit_prepared_script(setup)
+    if (loader := LOADERS.get(row.get("loader"))) is not None:
+        setup = loader(setup)
     return estimate_setup(setup, arch, hw)
 
 
