@@ -12,7 +12,7 @@ from axlint.memory.estimate import estimate_setup
 from axlint.memory.activations import layer_bytes_per_token
 from axlint.memory.overhead import resident_bytes
 from axlint.memory.setup import ModelLoader, read_setup
-from benchmarks.memory.old_stack import repeat_kv_sdpa_extra, shifted_logits_extra
+from benchmarks.memory.old_stack import kbit_prepared_script, repeat_kv_sdpa_extra, shifted_logits_extra
 from tests.resolved import facts
 
 GIB, MIB = 2**30, 2**20
@@ -100,7 +100,7 @@ def _unsloth(tokens: int, hardware: str):
     arch = resolve_architecture("meta-llama/Llama-3.1-8B")
     hw = parse_hardware(hardware)
     setup = read_setup(facts({**UNSLOTH, "sequence_len": tokens}, None, arch, hw), arch)
-    return estimate_setup(setup.with_changes(loader=ModelLoader.PEFT_KBIT), arch, hw)
+    return estimate_setup(kbit_prepared_script(setup), arch, hw)
 
 
 @pytest.mark.parametrize("tokens, gpu_gb", [(932, 12), (2551, 16), (5789, 24), (12264, 40), (15502, 48),

@@ -22,12 +22,13 @@ def repeat_kv_sdpa_extra(arch: Any) -> float:
 
 
 def shifted_logits_extra(arch: Any, batch: int, tokens: int) -> float:
-    """Reserved bytes the transformers loss before 4.49 left beyond today's (the Liger chart's stack, 2024-08): the model
-    (``LlamaForCausalLM.forward`` until 4.45, ``loss/loss_utils.py`` ``ForCausalLMLoss`` in 4.46.3 to 4.48.3) upcast
-    the logits and made a shifted fp32 copy ``logits[..., :-1, :].contiguous()`` (4.49.0 pads the labels instead), so the log-softmax and both
-    fp32 gradients have (T − b)·V elements; the slice's backward then asks for a full T·V fp32 zero tensor, which none
-    of the cached (T − b)·V blocks can hold once 4·b·V exceeds the allocator's 2 MiB rounding (b = 8: 4.1 MB), and
-    a fifth 4·T·V block is mapped: 18·T·V reserved where today's loss reserves 14·T·V (overhead.loss_unreused_bytes).
+    """Reserved bytes the transformers loss before 4.49 left beyond today's (the Liger chart's stack, 2024-08): the
+    model (``LlamaForCausalLM.forward`` until 4.45, ``loss/loss_utils.py`` ``ForCausalLMLoss`` in 4.46.3 to 4.48.3)
+    upcast the logits and made a shifted fp32 copy ``logits[..., :-1, :].contiguous()`` (4.49.0 pads the labels
+    instead), so the log-softmax and both fp32 gradients have (T − b)·V elements; the slice's backward then asks for
+    a full T·V fp32 zero tensor, which none of the cached (T − b)·V blocks can hold once 4·b·V exceeds the
+    allocator's 2 MiB rounding (b = 8: 4.1 MB), and a fifth 4·T·V block is mapped: 18·T·V reserved where today's loss
+    reserves 14·T·V (overhead.loss_unreused_bytes).
     [INF from the old LlamaForCausalLM.forward and the caching allocator's best-fit; memory-model.md §1.3]"""
     if 4 * batch * arch.vocab_size <= 2 * MIB:
         return 0.0
