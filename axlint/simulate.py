@@ -153,7 +153,7 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
             optimizer = torch.optim.SGD(params, lr=spec.learning_rate, foreach=False)
         else:
             optimizer = torch.optim.AdamW(params, lr=spec.learning_rate, **adamw_flavour(spec.optimizer))
-        tracker = _tracker_class()()
+        tracker = peak_tracker_class()()
         tracker.track_external(model, optimizer)
         vocab = int(model.config.get_text_config().vocab_size)
         with tracker:
@@ -216,7 +216,7 @@ class _NoHook:
         return None
 
 
-def _tracker_class() -> type:
+def peak_tracker_class() -> type:
     """`MemTracker` that accepts frozen parameters and keeps only the global peak.
 
     Stock `MemTracker` registers gradient hooks on every parameter (an error for frozen ones) and updates the

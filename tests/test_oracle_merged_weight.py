@@ -7,6 +7,7 @@ the estimate counts apart."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -39,7 +40,8 @@ BLOCK = {"num_experts": probe.EXPERTS, "hidden_size": probe.HIDDEN, "moe_interme
 @pytest.fixture(scope="module")
 def measured() -> dict[str, dict]:
     done = subprocess.run([str(oracle_python()), str(ROOT / "benchmarks" / "memory" / "merged_weight_probe.py"),
-                           *CASES], capture_output=True, text=True, check=True, cwd=ROOT)
+                           *CASES], capture_output=True, text=True, check=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})  # the probe imports the checkout's axlint
     rows = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     return {row["case"]: row for row in rows}
 

@@ -18,7 +18,8 @@ case:
          ``int8_vectorwise_dequant`` kernel, ``A * stats * (1 / 127)``, written out here
 and for the quantized cases the parametrization cache hooks bitsandbytes and Axolotl register on the module.
 
-Peak = PyTorch's ``MemTracker`` peak above the start of the forward; n = the elements of both weights. The token
+Peak = PyTorch's ``MemTracker`` peak above the start of the forward, with the simulation tier's tracker
+(``axlint.simulate.peak_tracker_class``: axlint must be importable); n = the elements of both weights. The token
 count is kept small so that the weights' copies dominate what the block keeps for its backward.
 """
 from __future__ import annotations
@@ -42,6 +43,8 @@ def probe(case: str) -> dict[str, Any]:
     from peft.tuners.lora.layer import ParamWrapper
     from transformers import Qwen3NextConfig
     from transformers.models.qwen3_next.modeling_qwen3_next import Qwen3NextExperts
+
+    from axlint.simulate import peak_tracker_class
 
     torch.manual_seed(0)
     config = Qwen3NextConfig(num_experts=EXPERTS, hidden_size=HIDDEN, moe_intermediate_size=INTERMEDIATE,
@@ -69,7 +72,7 @@ def probe(case: str) -> dict[str, Any]:
     hidden = torch.randn(TOKENS, HIDDEN, dtype=torch.bfloat16, requires_grad=True)
     top_k_index = torch.randint(0, EXPERTS, (TOKENS, TOP_K))
     top_k_weights = torch.rand(TOKENS, TOP_K, dtype=torch.bfloat16)
-    tracker = _tracker()
+    tracker = peak_tracker_class()()
     tracker.track_external(wrapped, hidden, top_k_index, top_k_weights)
     with tracker:
         start = _total(tracker.get_tracker_snapshot("current"))
@@ -123,25 +126,6 @@ def _quantize(experts: Any, names: tuple[str, ...], case: str, torch: Any, nn: A
 
     experts.register_forward_pre_hook(enable)
     experts.register_forward_hook(disable, always_call=True)
-
-
-def _tracker() -> Any:
-    """``MemTracker`` that installs no gradient hooks (the wrapped weights are frozen) and keeps only the peak."""
-    from copy import deepcopy
-
-    from torch.distributed._tools.mem_tracker import _TOTAL_KEY, MemTracker
-
-    class PeakTracker(MemTracker):
-        def _track_module_params_and_buffers(self, module: Any, install_grad_hooks: bool = True) -> Any:
-            return super()._track_module_params_and_buffers(module, install_grad_hooks=False)
-
-        def _update_peak_stats(self, peak_state: Any) -> None:
-            for dev, snap in self._curr_mem_snap.items():
-                if self._peak_mem.get(dev, 0) < snap[_TOTAL_KEY]:
-                    self._peak_mem[dev] = snap[_TOTAL_KEY]
-                    self._peak_mem_snap[dev] = deepcopy(snap)
-
-    return PeakTracker()
 
 
 def _total(snapshot: dict[Any, dict[Any, int]]) -> int:
