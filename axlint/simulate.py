@@ -42,7 +42,7 @@ from typing import Any, Callable, Mapping
 
 from axlint.facts import RunFacts, Sharding, ShardingKind
 from axlint.memory import constants as C
-from axlint.memory.setup import read_setup
+from axlint.memory.setup import TrainSetup, read_setup
 from axlint.memory.params import trainable as trainable_counts
 from axlint.memory.sharding import (
     buffer_bytes,
@@ -54,6 +54,7 @@ from axlint.memory.sharding import (
     weight_share,
 )
 from axlint.memory.states import expert_trainable_fraction, expert_weight_fraction, optimizer_spec
+from axlint.training.kernel_standins import kernel_standins
 from axlint.training.model import (
     build_model,
     count_parameters,
@@ -120,9 +121,11 @@ def per_gpu(process: Mapping[str, int], sharding: Sharding, expert_weights: floa
     return {key: math.ceil(value * shares[key]) if key in shares else value for key, value in process.items()}
 
 
-def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> SimulationResult:
+def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
+             setup: TrainSetup | None = None) -> SimulationResult:
     """Simulate `steps` training steps of `arch` (an Architecture: `.model_type`, `.build_config`) for the resolved
-    run `facts` (axlint.facts)."""
+    run `facts` (axlint.facts); `setup`: the memory view of the run whose kernels and shares apply (default
+    `read_setup(facts, arch)`; another one simulates the run on another stack)."""
     import torch
     from torch._subclasses.fake_tensor import FakeTensorMode
 
@@ -142,8 +145,11 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
         cast_parameters(model, getattr(torch, spec.dtype))
     autocast = not deepspeed and spec.dtype != "float32"
     flash = spec.attn_implementation.startswith("flash_attention") and attn == "sdpa"
+    setup = setup or read_setup(facts, arch)
     with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), _fused_dropout(), _fp32_grouped_mm(), \
-            _no_mask(flash), _bnb_adapter_inputs(model, autocast and spec.quantization in QUANTIZED_BYTES):
+            _no_mask(flash), _bnb_adapter_inputs(model, autocast and spec.quantization in QUANTIZED_BYTES), \
+            kernel_standins(model, arch.model_type, setup) as stood_in:
+        notes += stood_in
         materialize_fake(model)
         params = [p for p in model.parameters() if p.requires_grad]
         kind = None if deepspeed else optimizer_spec(spec.optimizer)
@@ -176,7 +182,6 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2) -> S
         process["parameters"] -= _quantization_savings(model, QUANTIZED_BYTES[spec.quantization], last)
         notes.append(f"frozen linears counted in {QUANTIZED_NAMES[spec.quantization]} "
                      "(bitsandbytes is CUDA-only)")
-    setup = read_setup(facts, arch)
     gpu = per_gpu(process, facts.sharding, expert_weight_fraction(arch, setup, trainable_counts(arch, setup)),
                   expert_trainable_fraction(arch, setup))
     gpu["parameters"] += math.ceil(replicated_quant_state_bytes(arch, setup))

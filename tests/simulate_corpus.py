@@ -1,5 +1,5 @@
 """`--simulate` on the configs people write: corpus configs of models up to 8B (full fine-tunes, LoRA, QLoRA,
-DeepSpeed ZeRO-3, FSDP, and one MoE), each simulated and estimated on the same architecture and the same resolved
+DeepSpeed ZeRO-3, FSDP, one MoE, Cut Cross-Entropy and Liger kernels), each simulated and estimated on the same architecture and the same resolved
 run that `axlint estimate --simulate` uses. `tests/test_simulate_corpus.py` runs them with the decoder cut to a few
 layers (seconds each); `benchmarks/memory/simulate_corpus.py` runs them at full depth and writes the table."""
 from __future__ import annotations
@@ -39,8 +39,15 @@ CONFIGS = (
     "examples/llama-3/fft-8b.yaml",                     # Llama-3.1-8B, full
     "examples/qwen3/8b-lora-fused-attn.yaml",           # Qwen3-8B, LoRA
     "examples/deepseek-v2/fft-fsdp-16b.yaml",           # DeepSeek-V2-Lite (MoE, 2.4B active), full, FSDP
+    "examples/hunyuan/hunyuan-v1-dense-qlora.yaml",     # Hunyuan-0.5B, QLoRA, Cut Cross-Entropy
+    "examples/plano/plano-4b-qlora.yaml",               # Plano-Orchestrator-4B (Qwen3), QLoRA, Cut Cross-Entropy
+    "examples/arcee/afm-4.5b-qlora.yaml",               # AFM-4.5B, QLoRA, Cut Cross-Entropy
+    "examples/ministral/ministral-small-qlora.yaml",    # Ministral-8B, QLoRA, Cut Cross-Entropy
+    "examples/orpheus/finetune.yml",                    # Orpheus-3B (Llama), full, Liger kernels
+    "examples/llama-3/fft-8b-liger-fsdp.yaml",          # Llama-3.1-8B, full, Liger kernels, FSDP with offload
 )
-"""23 configs; the MoE is the one the corpus has whose active parameters are under 8B."""
+"""29 configs; the MoE is the one the corpus has whose active parameters are under 8B. Cut Cross-Entropy and
+Liger's kernels run as the simulation's stand-ins (axlint.training.kernel_standins)."""
 DISTRIBUTED_GPUS = "8xH100"
 SINGLE_GPU = "1xH100"
 

@@ -124,9 +124,11 @@ def test_fft_fixture_table_does_not_fit(project):
     assert "8 × H100-80GB, 79.2 GiB per GPU (assumed: pass --hardware)" in out
     assert "hardware assumed: 8x H100-80GB (pass --hardware)" in out
     assert "DeepSpeed ZeRO-3 over 8 GPUs · no gradient checkpointing" in out
-    assert "1. use Liger's fused linear cross-entropy; micro_batch_size 4->1 with gradient_accumulation_steps 2->8" in out
-    assert "2. turn on gradient checkpointing; use Liger's fused linear cross-entropy" in out
-    assert "throughput 0.92× (≈8 % slower)" in out and "throughput 0.75× (≈25 % slower)" in out
+    # without checkpointing even one micro batch with the fused loss does not fit: Liger 0.8.0 (Axolotl's pin) adds
+    # the lm_head gradient through a product and its fp32 copy (2.9 GiB for this vocabulary)
+    assert "1. turn on gradient checkpointing; use Liger's fused linear cross-entropy; eval_batch_size 8->4" in out
+    assert "2. turn on gradient checkpointing; micro_batch_size 4->2 with gradient_accumulation_steps 2->4" in out
+    assert "throughput 0.75× (≈25 % slower)" in out and "throughput 0.73× (≈27 % slower)" in out
 
 
 def test_lora_fixture_table_fits_on_one_h100(project):

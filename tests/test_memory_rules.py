@@ -105,10 +105,10 @@ def test_the_estimate_is_computed_once_per_run(monkeypatch):
 # ---------------------------------------------------------------------------------------------------- fixtures
 
 
-def test_fft_fixture_tells_the_readme_story(tmp_path):
+def test_fft_fixture_tells_the_readme_story():
     """Llama 3.1 8B full fine-tune, 4 × 8192 packed tokens, no checkpointing, HF loss, eval batch 8, ZeRO-3."""
     found = {d.code: d for d in lint(FFT)}
-    assert set(found) == {"MEM001", "MEM004", "MEM006"}
+    assert set(found) == {"MEM001", "MEM003", "MEM004", "MEM006"}
     oom = found["MEM001"]
     assert oom.severity is Severity.ERROR and "activations" in oom.message and "logits + loss" in oom.message
     assert FFT.read_text().splitlines()[oom.span.line - 1].startswith("gradient_checkpointing: false")
@@ -119,11 +119,10 @@ def test_fft_fixture_tells_the_readme_story(tmp_path):
     assert FFT.read_text().splitlines()[found["MEM006"].span.line - 1].startswith("eval_batch_size: 8")
     declared = {d.code: d for d in lint(FFT, "8xH100")}
     assert declared["MEM001"].fix.applicability is Applicability.UNSAFE
-    # at 4×12288 tokens checkpointing is part of every fix: MEM003's safe fix is offered
-    write(tmp_path, (FFT.parent / "ds_zero3.json").read_text(), "ds_zero3.json")
-    longer = write(tmp_path, FFT.read_text().replace("sequence_len: 8192", "sequence_len: 12288"))
-    longer = {d.code: d for d in lint(longer, "8xH100")}
-    assert longer["MEM003"].fix.applicability is Applicability.SAFE
+    # checkpointing is part of every fix (the fused loss alone leaves Liger 0.8.0's lm_head gradient copies over the
+    # GPU at one micro batch): MEM003's safe fix is offered, and says what else the run needs
+    assert declared["MEM003"].fix.applicability is Applicability.SAFE
+    assert "not enough alone: also plugins += LigerPlugin" in declared["MEM003"].message
 
 
 def test_lora_fixture_fits_on_one_h100(tmp_path):

@@ -194,3 +194,76 @@ def test_fsdp1_qlora_with_offload_keeps_the_quantization_state_on_the_gpu() -> N
     h, i, layers = TINY["hidden_size"], TINY["intermediate_size"], TINY["num_hidden_layers"]
     linears = layers * (2 * h * h + 2 * h * 64 + 3 * h * i)
     assert result.per_gpu_bytes["parameters"] == pytest.approx(linears * (1 / 64 + 4 / (64 * 256)), abs=1)
+
+
+CCE = {"plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]}
+LIGER = {"plugins": ["axolotl.integrations.liger.LigerPlugin"], "liger_rms_norm": True, "liger_glu_activation": True,
+         "liger_fused_linear_cross_entropy": True}
+
+
+def test_cut_cross_entropy_runs_without_a_logits_tensor() -> None:
+    """The transformers loss keeps T×V tensors at the start of the backward (fp32 log-softmax, its gradients); the
+    CCE stand-in keeps per-token fp32 values and allocates the hidden states' and lm_head's gradients."""
+    hf, cce = run(), run(**CCE)
+    tokens, v = 2 * 1024, TINY["vocab_size"]
+    assert hf.process_bytes["activations"] + hf.process_bytes["temporaries"] \
+        - cce.process_bytes["activations"] - cce.process_bytes["temporaries"] >= 10 * tokens * v
+    assert any(note.startswith("Cut Cross-Entropy") for note in cce.notes)
+    assert not any(note.startswith("Cut Cross-Entropy") for note in hf.notes)
+
+
+def test_liger_fused_cross_entropy_adds_the_lm_head_gradient_through_a_product_and_its_fp32_copy() -> None:
+    """liger-kernel 0.8.0 (Axolotl 0.18.0's pin) adds each chunk's lm_head gradient as ``mm(...).float()``: a bf16
+    product and an fp32 copy of the weight's size beside its gradient buffer, at the forward's end; 0.8.5 adds it in
+    place. A full fine-tune whose peak is that moment: the simulated peak with and without the copies is the
+    analytic one within 3 % (``logits.flce_weight_grad_bytes``)."""
+    from axlint.hardware import parse_hardware
+    from axlint.memory.estimate import estimate_setup
+    from axlint.memory.setup import read_setup
+
+    wide = Architecture("tiny-llama-32k", "model-config", "llama", {**TINY, "vocab_size": 32768})
+    config = {"micro_batch_size": 2, "sequence_len": 1024, "bf16": True, "gradient_checkpointing": True,
+              "flash_attention": True, "optimizer": "adamw_torch_fused", **LIGER}
+    resolved, hw = facts(config, None, wide, None), parse_hardware("1xH100")
+    peaks = {}
+    for copies in (True, False):
+        setup = read_setup(resolved, wide).with_changes(liger_flce_weight_grad_copies=copies)
+        simulated = simulate(resolved, wide, None, setup=setup)
+        assert simulated.peak_allocated_bytes == pytest.approx(estimate_setup(setup, wide, hw).peak_allocated,
+                                                               rel=0.03), copies
+        peaks[copies] = simulated.peak_allocated_bytes
+        assert {n.split(":")[0] for n in simulated.notes} >= {"Liger fused linear cross-entropy", "Liger RMSNorm",
+                                                              "Liger gated MLP"}
+    assert peaks[True] > peaks[False]
+
+
+def test_liger_norm_and_gated_mlp_keep_fewer_activations() -> None:
+    """Without checkpointing every layer keeps what its norms and MLP activation save: Liger's RMSNorm keeps its
+    input and an fp32 value per row where transformers' keeps fp32 copies, and its SwiGLU keeps the gate and up
+    projections where transformers' keeps them and the activation's output."""
+    kernels = {"plugins": ["axolotl.integrations.liger.LigerPlugin"], "liger_rms_norm": True,
+               "liger_glu_activation": True}
+    assert run(**kernels).process_bytes["activations"] < run().process_bytes["activations"]
+
+
+def test_liger_stand_ins_reproduce_a_gpu_measurement() -> None:
+    """Llama-3.2-1B, full fine-tune with Liger's FLCE, RMSNorm and SwiGLU at 8k tokens, measured on an H200 with
+    liger-kernel 0.8.5 (benchmarks/memory/results-NVIDIA_H200-2026-11-26.json): the simulation of that stack (the
+    lm_head gradient added in place) lands within 1 % of the measured peak allocated."""
+    import json
+    from pathlib import Path
+
+    from axlint.document import load_document
+    from axlint.hardware import parse_hardware
+    from axlint.memory.setup import read_setup
+    from axlint.run import build_run
+
+    bench = Path(__file__).resolve().parents[1] / "benchmarks" / "memory"
+    name = "llama32-1b-full-gc-8k-liger"
+    results = json.loads((bench / "results-NVIDIA_H200-2026-11-26.json").read_text())["results"]
+    measured = next(r for r in results if r["name"] == name)
+    assert measured["versions"]["liger-kernel"] == "0.8.5"
+    built = build_run(load_document(bench / "configs" / f"{name}.yml"), hardware=parse_hardware("1xH200"))
+    setup = read_setup(built.facts, built.arch).with_changes(liger_flce_weight_grad_copies=False)
+    simulated = simulate(built.facts, built.arch, built.hardware, setup=setup).peak_allocated_bytes / 2**30
+    assert simulated == pytest.approx(measured["measured"]["allocated_gib"], rel=0.01)

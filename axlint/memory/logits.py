@@ -8,7 +8,11 @@ Cut Cross-Entropy kernels).
                        + V·h·b when lm_head trains: the kernel computes the weight's gradient in the forward into
                        a buffer of the weight's dtype, kept until backward hands it on (liger-kernel 0.8.5
                        ops/fused_linear_cross_entropy.py ``grad_weight = torch.zeros_like(weight)``; measured on an
-                       H200: Llama-3.2-1B full fine-tune, 8k tokens, a second 0.49 GiB lm_head gradient at the peak)
+                       H200: Llama-3.2-1B full fine-tune, 8k tokens, a second 0.49 GiB lm_head gradient at the peak),
+                       + V·h·(c + 4) while it adds a chunk's share, where liger-kernel 0.6.2 to 0.8.2 (Axolotl
+                       0.18.0 pins 0.8.0) write ``grad_weight += torch.mm(grad_logits_chunk.t(), x_chunk).float()``:
+                       the product in the compute dtype (c bytes: the half dtype under autocast) and its fp32 copy
+                       (none when c is 4); older releases and 0.8.5 accumulate in place (``torch.addmm(out=...)``)
   Cut Cross-Entropy     4·T·h  grad of the input + recomputed blocks
   eval (no backward)   10·T·V  (Liger FLCE only fuses when training: eval materialises logits); CCE as training
   fp32 lm_head          + V·h·b: with the embeddings in fp32 (``TrainSetup.embeddings_fp32``) autocast casts the
@@ -40,6 +44,15 @@ def head_cast_bytes(arch: Architecture, setup: TrainSetup, copies: int = 1) -> f
     return copies * setup.param_bytes * arch.vocab_size * arch.hidden_size
 
 
+def flce_weight_grad_bytes(arch: Architecture, setup: TrainSetup) -> float:
+    """Liger FLCE's lm_head gradient while the forward adds a chunk's share: the buffer V·h·b (the weight's dtype)
+    and, with ``liger_flce_weight_grad_copies``, the chunk's product V·h·c in the compute dtype and its fp32 copy."""
+    v, h = arch.output_size, arch.hidden_size
+    c = setup.param_bytes
+    copies = c + (C.FP32 if c < C.FP32 else 0) if setup.liger_flce_weight_grad_copies else 0
+    return (setup.embedding_bytes + copies) * v * h
+
+
 def logits_bytes(arch: Architecture, setup: TrainSetup, tokens: int, training: bool = True) -> float:
     v, h = arch.output_size, arch.hidden_size
     if setup.loss == "cce":
@@ -47,7 +60,7 @@ def logits_bytes(arch: Architecture, setup: TrainSetup, tokens: int, training: b
     if not training:
         return C.LOGITS_EVAL * v * tokens + head_cast_bytes(arch, setup)
     if setup.loss == "liger_flce":
-        grad_weight = setup.embedding_bytes * v * h if head_trains(arch, setup) else 0.0
+        grad_weight = flce_weight_grad_bytes(arch, setup) if head_trains(arch, setup) else 0.0
         return C.FLCE_BYTES_PER_HIDDEN * h * tokens + grad_weight + head_cast_bytes(arch, setup, copies=2)
     copy = head_cast_bytes(arch, setup)
     if setup.loss == "liger_ce":

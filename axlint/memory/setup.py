@@ -90,6 +90,8 @@ class TrainSetup:
     chunked_ce_chunks: int
     liger_rms_norm: bool
     liger_glu: bool
+    liger_flce_weight_grad_copies: bool = True  # Liger FLCE adds each chunk's lm_head gradient through new tensors
+    # (``grad_weight += mm(...).float()``: liger-kernel 0.6.2 to 0.8.2, Axolotl 0.18.0 pins 0.8.0); False: in place
     sharding: Sharding = field(default_factory=Sharding)
     head: str = "lm"                 # "lm" (vocab logits) | "sequence" (reward model) | "token" (process reward model)
     num_labels: int = 0              # the score head's outputs when head != "lm"

@@ -1,7 +1,8 @@
 """How the Hugging Face stack of a published measurement differed from today's, for the measurements taken on an
 older stack: the calibration test and the published-measurements benchmark estimate today's stack and add what the
-older loss kept (``shifted_logits_extra``), or estimate the run as the older transformers / PEFT loaded and adapted
-the model (``unconverted_targets``, ``linear_experts``) where the source ran them."""
+older loss kept (``shifted_logits_extra``), or estimate the run as the older transformers / PEFT / Liger loaded,
+adapted and trained the model (``unconverted_targets``, ``linear_experts``, ``liger_in_place_weight_grad``) where the
+source ran them."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -56,6 +57,14 @@ def linear_experts(setup: TrainSetup, facts: RunFacts) -> TrainSetup:
     under ``remote_linear_experts``; tests/test_published_measurements.py checks that the two agree)."""
     return unconverted_targets(setup, facts).with_changes(
         quantize_experts=setup.quantize_experts or setup.quantization is not None, expert_modules=True)
+
+
+def liger_in_place_weight_grad(setup: TrainSetup, facts: RunFacts | None = None) -> TrainSetup:
+    """A run on a liger-kernel before 0.6.2 (2025-08-21), whose fused linear cross-entropy added each chunk's lm_head
+    gradient in place (``torch.addmm(out=grad_weight)``, ops/fused_linear_cross_entropy.py of 0.1.0 to 0.6.1):
+    no product or fp32 copy of the weight's size beside the gradient buffer
+    (``TrainSetup.liger_flce_weight_grad_copies``)."""
+    return setup.with_changes(liger_flce_weight_grad_copies=False)
 
 
 def sharded_load(setup: TrainSetup) -> TrainSetup:

@@ -9,7 +9,8 @@ memory). A row measured on an older stack (``stack``) gets that stack's differen
 4.49 the shifted fp32 logits copy of that loss is added (``old_stack.shifted_logits_extra``) to every figure and to
 the fit call; on PEFT before 0.19 the LoRA targets are not converted for transformers 5's MoE experts
 (``old_stack.unconverted_targets``); on transformers 4 with per-expert ``nn.Linear`` experts those are quantized and
-wrapped as modules (``old_stack.linear_experts``). A row whose model reached the GPUs already sharded (``loader:
+wrapped as modules (``old_stack.linear_experts``); on Liger before 0.6.2 its fused linear cross-entropy adds the
+lm_head gradient in place (``old_stack.liger_in_place_weight_grad``). A row may name several stacks. A row whose model reached the GPUs already sharded (``loader:
 sharded``: Answer.AI's own training script, or transformers 4, which moved each quantized weight to the CPU or the
 meta device under FSDP's cpu_ram_efficient_loading) is estimated without the whole-model load of today's Axolotl
 (``old_stack.sharded_load``); one whose script ran PEFT's kbit preparation with nothing casting back (``loader:
@@ -43,6 +44,7 @@ from axlint.memory.overhead import resident_bytes  # noqa: E402
 from axlint.memory.setup import read_setup  # noqa: E402
 from benchmarks.memory.old_stack import (  # noqa: E402
     kbit_prepared_script,
+    liger_in_place_weight_grad,
     linear_experts,
     sharded_load,
     shifted_logits_extra,
@@ -58,7 +60,8 @@ METRICS = {"allocated": "peak_allocated", "reserved": "peak_reserved", "device":
 SETS = ("calibration", "check")
 SUMMARY_BEGIN, SUMMARY_END = "<!-- summary:begin -->", "<!-- summary:end -->"
 OLD_LOSS = "transformers<4.49"
-SETUP_STACKS = {"peft<0.19": unconverted_targets, "transformers<5 linear experts": linear_experts}
+SETUP_STACKS = {"peft<0.19": unconverted_targets, "transformers<5 linear experts": linear_experts,
+                "liger<0.6.2": liger_in_place_weight_grad}
 """Stacks that differ in what is loaded and adapted: the row's TrainSetup is changed before it is estimated."""
 STACKS = (OLD_LOSS, *SETUP_STACKS)
 LOADERS = {"sharded": sharded_load, "peft-kbit": kbit_prepared_script}
@@ -75,7 +78,7 @@ class Result:
     def old_loss_bytes(self) -> float:
         """The pre-4.49 loss's shifted fp32 logits copy, for a ``stack: "transformers<4.49"`` row on the HF loss."""
         e = self.estimate
-        if self.row.get("stack") != OLD_LOSS or e.components["logits"] == 0:
+        if OLD_LOSS not in row_stacks(self.row) or e.setup.loss != "hf" or e.components["logits"] == 0:
             return 0.0
         return shifted_logits_extra(e.arch, e.setup.micro_batch_size, e.setup.tokens)
 
@@ -107,6 +110,12 @@ class Result:
         return self.estimate.setup.packed_or_padded
 
 
+def row_stacks(row: dict[str, Any]) -> tuple[str, ...]:
+    """The stacks a row was measured on that differ from today's (``stack``: one name or a list of them)."""
+    stack = row.get("stack")
+    return () if stack is None else (stack,) if isinstance(stack, str) else tuple(stack)
+
+
 def load_rows(path: Path = DATA) -> list[dict[str, Any]]:
     return yaml.safe_load(path.read_text(encoding="utf-8"))["rows"]
 
@@ -128,8 +137,9 @@ def estimate_row(row: dict[str, Any]):
         facts = resolve_facts(config, row.get("ds"), world_size=hw.count, bf16_capable=hw.bf16 is not False,
                               hidden_size=arch.hidden_size)
     setup = read_setup(facts, arch)
-    if (stack := SETUP_STACKS.get(row.get("stack"))) is not None:
-        setup = stack(setup, facts)
+    for name in row_stacks(row):
+        if (stack := SETUP_STACKS.get(name)) is not None:
+            setup = stack(setup, facts)
     if (loader := LOADERS.get(row.get("loader"))) is not None:
         setup = loader(setup)
     return estimate_setup(setup, arch, hw)
@@ -256,7 +266,8 @@ def render(results: list[Result]) -> str:
         "on the loss of transformers before 4.49 its shifted fp32 logits copy is added, as the calibration test does; "
         "on PEFT before 0.19 the LoRA targets are not converted for transformers 5's 3-D experts; on transformers 4 "
         "with per-expert `nn.Linear` experts (`transformers<5 linear experts`) those are quantized by a 4/8-bit "
-        "load and wrapped by module targets; a row whose model reached the GPUs already sharded (`loader: sharded`: "
+        "load and wrapped by module targets; on Liger before 0.6.2 (`liger<0.6.2`) its fused linear cross-entropy "
+        "adds the lm_head gradient in place; a row whose model reached the GPUs already sharded (`loader: sharded`: "
         "Answer.AI's script, or transformers 4 under cpu_ram_efficient_loading or ZeRO-3) has no whole-model load; "
         "a row whose script ran PEFT's kbit preparation with nothing casting back (`loader: peft-kbit`) trains "
         "with fp32 embeddings, norms and residual stream (benchmarks/memory/old_stack.py).",

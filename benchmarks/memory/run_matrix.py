@@ -135,7 +135,9 @@ def write_results(rows: list[dict[str, Any]], out: Path, device: str, how: dict[
              "PyTorch's peak counters, device is the process's NVML entry (CUDA context, allocator segments and "
              "library workspaces)."
              + (f" The estimates were recomputed after the measurement (`run_matrix.py --rescore` on "
-                f"{how['rescored_on']}) with the axlint of the commit that wrote this file." if how.get("rescored_on")
+                f"{how['rescored_on']}) with the axlint of the commit that wrote this file, on the stack each run "
+                "recorded (a liger-kernel that adds the lm_head gradient in place, as 0.8.5 does, is estimated so)."
+                if how.get("rescored_on")
                 else ""), "",
              "| config | status | estimate fits | est. allocated | meas. allocated | alloc. error % | est. reserved | "
              "meas. reserved | est. device | meas. device | device error % |",
@@ -169,6 +171,35 @@ def estimate_json(entry: dict[str, Any], hardware: str = "local") -> dict[str, A
         return dict(json.loads(proc.stdout))
     except ValueError:
         return None
+
+
+def liger_adds_in_place(version: str | None) -> bool:
+    """A liger-kernel whose fused linear cross-entropy adds the lm_head gradient in place: before 0.6.2, or 0.8.5
+    and later (0.8.2 still adds a product and its fp32 copy per chunk; axlint models Axolotl 0.18.0's pin, 0.8.0)."""
+    if not version:
+        return False
+    release = tuple(int(part) for part in version.split("+")[0].split(".")[:3] if part.isdigit())
+    return release < (0, 6, 2) or release >= (0, 8, 5)
+
+
+def rescore_estimate(entry: dict[str, Any], hardware: str, versions: dict[str, str]) -> dict[str, Any] | None:
+    """This checkout's estimate of one measured entry on the stack it ran: `estimate_json`, or for a run on a
+    liger-kernel that adds the lm_head gradient in place (`liger_adds_in_place`) the same estimate made in this
+    process with that difference (`old_stack.liger_in_place_weight_grad`)."""
+    if not liger_adds_in_place(versions.get("liger-kernel")):
+        return estimate_json(entry, hardware)
+    sys.path.insert(0, str(HERE.parents[1]))
+    from axlint.document import load_document
+    from axlint.hardware import parse_hardware
+    from axlint.memory.estimate import estimate_setup
+    from axlint.memory.setup import read_setup
+    from axlint.run import build_run
+    from benchmarks.memory.old_stack import liger_in_place_weight_grad
+
+    config = HERE / entry["config"]
+    run = build_run(load_document(config), hardware=parse_hardware(hardware))
+    setup = liger_in_place_weight_grad(read_setup(run.facts, run.arch))
+    return estimate_setup(setup, run.arch, run.hardware).to_json(str(config))
 
 
 def estimated_peak_gib(entry: dict[str, Any]) -> float | None:
@@ -243,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.rescore:
         payload = json.loads(args.rescore.read_text())
         by_name = {e["name"]: e for e in entries}
-        rows = [rescore(r, estimate_json(by_name[r["name"]], args.hardware) or {}) for r in payload["results"]]
+        rows = [rescore(r, rescore_estimate(by_name[r["name"]], args.hardware, r.get("versions") or {}) or {})
+                for r in payload["results"]]
         for path in write_results(rows, args.rescore.parent, payload["device"],
                                   {**payload["how"], "rescored_on": args.hardware}):
             print(path)
