@@ -43,10 +43,11 @@ CONFIGS = (
     "examples/plano/plano-4b-qlora.yaml",               # Plano-Orchestrator-4B (Qwen3), QLoRA, Cut Cross-Entropy
     "examples/arcee/afm-4.5b-qlora.yaml",               # AFM-4.5B, QLoRA, Cut Cross-Entropy
     "examples/ministral/ministral-small-qlora.yaml",    # Ministral-8B, QLoRA, Cut Cross-Entropy
+    "examples/apertus/apertus-8b-qlora.yaml",           # Apertus-8B (xIELU MLP), QLoRA, Cut Cross-Entropy
     "examples/orpheus/finetune.yml",                    # Orpheus-3B (Llama), full, Liger kernels
     "examples/llama-3/fft-8b-liger-fsdp.yaml",          # Llama-3.1-8B, full, Liger kernels, FSDP with offload
 )
-"""29 configs; the MoE is the one the corpus has whose active parameters are under 8B. Cut Cross-Entropy and
+"""30 configs; the MoE is the one the corpus has whose active parameters are under 8B. Cut Cross-Entropy and
 Liger's kernels run as the simulation's stand-ins (axlint.training.kernel_standins)."""
 DISTRIBUTED_GPUS = "8xH100"
 SINGLE_GPU = "1xH100"

@@ -666,3 +666,18 @@ def test_lora_on_quantized_experts_merges_a_weight_of_the_dequantized_dtype(load
     n = sum(weights)
     assert n > 500e6  # 64 experts' gate_up and down projections of one layer
     assert merged_weight_bytes(glm, setup) == (0.0, per_element * (2 * n + weights[-1]))
+
+
+def test_xielu_python_form_is_assumed_and_said():
+    """Apertus's xIELU: without the optional XIELU CUDA package transformers runs its Python form, which keeps 7
+    bytes per MLP unit and token with the alphas frozen (9 when they train) where a plain activation keeps 2."""
+    from axlint.memory.activations import mlp_bytes
+
+    arch = resolve_architecture("swiss-ai/Apertus-8B-Instruct-2509")
+    config = {"base_model": "swiss-ai/Apertus-8B-Instruct-2509"}
+    lora, full = _setup({**config, **LORA}, arch=arch), _setup(config, arch=arch)
+    i = arch.intermediate_size
+    assert mlp_bytes(arch, lora, 0) == 7 * i and mlp_bytes(arch, full, 0) == 9 * i
+    assert mlp_bytes(arch, lora.with_changes(xielu_cuda=True), 0) == 2 * i
+    assert any(note.startswith("xIELU activation: transformers' Python form assumed") for note in lora.assumptions)
+    assert not any("xIELU" in note for note in _setup({}).assumptions)

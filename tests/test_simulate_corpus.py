@@ -1,4 +1,4 @@
-"""`--simulate` runs on the configs people write (tests/simulate_corpus.py): 29 corpus configs of models up to 8B
+"""`--simulate` runs on the configs people write (tests/simulate_corpus.py): 30 corpus configs of models up to 8B
 (full fine-tunes, LoRA, QLoRA, LoRA on an 8-bit base, DeepSpeed ZeRO-3, FSDP, a vision model's text, one MoE, Cut
 Cross-Entropy, Liger kernels), the decoder cut to its first 4 layers on both sides so that each takes seconds.
 Each must simulate within the time budget, build exactly the parameters the estimate counts (trainable ones

@@ -22,7 +22,7 @@ import pytest
 from axlint.architectures import Architecture, resolve_architecture
 from axlint.hardware import parse_hardware
 from axlint.memory.activations import layer_bytes_per_token, mlp_bytes
-from axlint.memory.estimate import estimate_memory
+from axlint.memory.estimate import estimate_memory, estimate_setup
 from axlint.memory.setup import ModelLoader, read_setup
 from axlint.run import axolotl_defaults
 from axlint.simulate import simulate
@@ -33,6 +33,8 @@ TOLERANCE = 0.10
 H100 = parse_hardware("1xH100")
 SMOL, QWEN, LLAMA, MOE = ("HuggingFaceTB/SmolLM2-135M", "Qwen/Qwen2.5-0.5B", "meta-llama/Llama-3.2-1B",
                           "Qwen/Qwen3-30B-A3B")
+APERTUS = "swiss-ai/Apertus-8B-Instruct-2509"
+CCE = {"plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]}
 LORA = {"adapter": "lora", "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "lora_target_linear": True}
 ATTENTION_LORA = {**LORA, "lora_target_linear": False, "lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}
 QLORA = {"adapter": "qlora", "load_in_4bit": True}
@@ -64,6 +66,13 @@ CASES: list[tuple[str, str, int | None, dict[str, Any]]] = [
     ("qwen3-30b-a3b[4 layers] qlora fp32 experts", MOE, 4, {**ATTENTION_LORA, **QLORA}),
     ("qwen3-30b-a3b[4 layers] qlora fp32 experts ckpt", MOE, 4,
      {**ATTENTION_LORA, **QLORA, "gradient_checkpointing": True}),
+    # xIELU's Python form (no CUDA package): what it keeps and holds in its backward; CCE keeps the loss out of the
+    # peak, 4096 tokens so that the layers set it
+    ("apertus-8b[4 layers] lora cce s4096", APERTUS, 4, {**LORA, **CCE, "sequence_len": 4096}),
+    ("apertus-8b[4 layers] lora cce ckpt s4096", APERTUS, 4,
+     {**LORA, **CCE, "sequence_len": 4096, "gradient_checkpointing": True}),
+    ("apertus-8b[4 layers] full cce ckpt s4096", APERTUS, 4,
+     {**CCE, "sequence_len": 4096, "gradient_checkpointing": True}),
 ]
 
 
@@ -149,11 +158,12 @@ def one_layer_saved_bytes_per_token(arch: Architecture, tokens: int = 1024, fp32
 
 
 @pytest.mark.parametrize("model", ["meta-llama/Llama-3.1-8B-Instruct", "HuggingFaceTB/SmolLM2-360M", "Qwen/Qwen3-4B",
-                                   "google/gemma-1.1-2b-it"])
+                                   "google/gemma-1.1-2b-it", APERTUS])
 @pytest.mark.parametrize("fp32_residual", [False, True])
 def test_per_layer_activations_match_one_simulated_layer(model: str, fp32_residual: bool) -> None:
     """A (the analytic per-layer bytes) + the layer output (2h, or 4h on an fp32 residual stream) against the same
-    layer on today's code, within 1 %: GQA, qk-norm, Gemma norms and GeGLU included; bf16 embeddings (as
+    layer on today's code, within 1 %: GQA, qk-norm, Gemma norms, GeGLU and Apertus's xIELU (its Python form, with
+    its alphas training) included; bf16 embeddings (as
     Transformers loads the model) and Axolotl's fp32 ones."""
     arch = architecture(model, None)
     setup = read_setup(facts(config(model, {}), None, arch, H100), arch).with_changes(
@@ -230,3 +240,19 @@ def test_print_table() -> None:
     for case, *_ in CASES:
         simulated, analytic, phase = compare(case)
         print(f"| {case} | {simulated / GIB:.3f} | {analytic / GIB:.3f} | {analytic / simulated - 1:+.1%} | {phase} |")
+
+
+def test_xielu_cuda_keeps_what_a_plain_activation_keeps() -> None:
+    """With the optional XIELU CUDA package (``TrainSetup.xielu_cuda``) the activation saves only its input: the
+    simulation's stand-in and the analytic model agree, and both hold less than the Python form."""
+    arch = architecture(APERTUS, 4)
+    run = facts(config(APERTUS, {**LORA, **CCE, "sequence_len": 4096}), None, arch, H100)
+    python_form = read_setup(run, arch)
+    kernel = python_form.with_changes(xielu_cuda=True)
+    simulated = simulate(run, arch, H100, setup=kernel)
+    assert any(note.startswith("XIELU CUDA") for note in simulated.notes)
+    analytic = estimate_setup(kernel, arch, H100).peak_allocated
+    assert analytic == pytest.approx(simulated.peak_allocated_bytes, rel=0.03)
+    assert simulated.peak_allocated_bytes < compare("apertus-8b[4 layers] lora cce s4096")[0]
+    assert analytic < estimate_setup(python_form, arch, H100).peak_allocated
+    assert mlp_bytes(arch, kernel, 0) < mlp_bytes(arch, python_form, 0)

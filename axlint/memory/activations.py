@@ -117,8 +117,21 @@ def expert_scale(setup: TrainSetup) -> float:
     return setup.expert_bytes / setup.param_bytes
 
 
+def plain_mlp_bytes(arch: Architecture, setup: TrainSetup, backward: bool = False) -> float:
+    """Bytes per intermediate unit a gate-less MLP keeps (the up projection's output 2, or xIELU's Python form 7, 9
+    when its alphas train, ``base_trains``) or, ``backward``, holds while its backward runs (4; xIELU 9, or 7).
+    The XIELU CUDA package's kernel (``setup.xielu_cuda``) saves only its input and allocates only its input's
+    gradient (nickjbrowning/XIELU ``XIELUAutograd``), as a plain activation does."""
+    trained = base_trains(setup)
+    if arch.config.get("hidden_act") != "xielu" or setup.xielu_cuda:
+        return C.BACKWARD_MLP_PLAIN if backward else C.MLP_PLAIN
+    if backward:
+        return C.BACKWARD_MLP_XIELU_TRAINED_ALPHAS if trained else C.BACKWARD_MLP_XIELU
+    return C.MLP_PLAIN_XIELU + (C.MLP_XIELU_TRAINED_ALPHAS if trained else 0)
+
+
 def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
-    """Gated 6I (Liger GLU 4I), plain 2I; MoE: router 4E + per choice 38 + (4I + 2I + 2h)·``expert_scale``, trained
+    """Gated 6I (Liger GLU 4I), plain 2I (xIELU 7I or 9I, ``plain_mlp_bytes``); MoE: router 4E + per choice 38 + (4I + 2I + 2h)·``expert_scale``, trained
     experts + (2h + 2I)·``expert_scale`` (so are experts under a ``lora_target_parameters`` adapter: PEFT's
     ParamWrapper runs them on W + BA, a weight that needs a gradient, so the grouped matmuls keep their inputs), plus
     the shared experts as a gated MLP (Qwen2-MoE's sigmoid gate keeps the shared output 2h); 0 in a layer without an
@@ -127,7 +140,7 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     if arch.layer_plan(layer).mlp is None:
         return 0.0
     if not arch.gated_mlp:
-        return C.MLP_PLAIN * arch.layer_intermediate_size(layer)
+        return plain_mlp_bytes(arch, setup) * arch.layer_intermediate_size(layer)
     if not arch.is_moe_layer(layer):
         return gated * arch.layer_intermediate_size(layer)
     h, i, k = arch.hidden_size, arch.moe_intermediate_size, arch.experts_per_token
@@ -272,8 +285,9 @@ def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int, 
 
 def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     """Gradient temporaries of one layer's backward: output grad 2h + at its MLP gated 6I (Liger GLU 2I: its kernel
-    writes the gate and up gradients over the saved inputs; plain 4I; MoE per choice (6·I_moe + 2h)·``expert_scale``,
-    + the shared experts' gated 6I / 2I; none without an MLP) + its other mixers' ``backward_per_token``. A tiled
+    writes the gate and up gradients over the saved inputs; plain 4I, xIELU 9I or 7I, ``plain_mlp_bytes``; MoE per
+    choice (6·I_moe + 2h)·``expert_scale``, + the shared experts' gated 6I / 2I; none without an MLP) + its other
+    mixers' ``backward_per_token``. A tiled
     MLP (``tiled``) recomputes one tile at a time: its temporaries and ``mlp_part_bytes`` ÷ tiles, beside the
     gradient of its whole input 2h."""
     h = arch.hidden_size
@@ -282,7 +296,7 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
     if arch.layer_plan(layer).mlp is None:
         mlp = 0.0
     elif not arch.gated_mlp:
-        mlp = C.BACKWARD_MLP_PLAIN * arch.layer_intermediate_size(layer)
+        mlp = plain_mlp_bytes(arch, setup, backward=True) * arch.layer_intermediate_size(layer)
     elif arch.is_moe_layer(layer):
         mlp = (arch.experts_per_token * (C.BACKWARD_MLP_GATED * arch.moe_intermediate_size + C.BF16 * h)
                * expert_scale(setup) + gated * arch.shared_expert_intermediate_size)

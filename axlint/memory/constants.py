@@ -45,6 +45,12 @@ EAGER_SCORES_BYTES = 6
 MLP_GATED = 6
 MLP_GATED_LIGER = 4
 MLP_PLAIN = 2
+# xIELU (transformers activations.XIELUActivation, Apertus): without the optional CUDA package its Python form runs,
+# which keeps the up_proj output 2, alpha_p·x 2, expm1(min(x, eps)) 2 and the where() condition 1: 7·I; when the
+# two alphas train (a full fine-tune) the negative branch (expm1(·) − x) 2 as well [measured: autograd's saved
+# tensors of XIELUActivation._xielu_python, transformers 5.14.1]
+MLP_PLAIN_XIELU = 7
+MLP_XIELU_TRAINED_ALPHAS = 2
 # QuickGELU (x · sigmoid(1.702 x), transformers activations.QuickGELUActivation: CLIP's and Qwen2-VL's towers) keeps
 # the fc1 output for both factors and the sigmoid's output: 4·I
 MLP_PLAIN_QUICK_GELU = 4
@@ -75,6 +81,12 @@ BACKWARD_MLP_GATED = 6
 # ``_geglu_tanh_backward_kernel``]
 BACKWARD_MLP_GATED_LIGER = 2
 BACKWARD_MLP_PLAIN = 4
+# xIELU's Python form: the down_proj input's gradient and its own backward's temporaries, 9·I (7·I when the alphas
+# train) [fitted to the fake-tensor simulation of the model code, transformers 5.24: Apertus-8B cut to 4 layers,
+# LoRA and full, with and without checkpointing, within 1.5 %; tests/test_simulate_vs_analytic.py. PyTorch's
+# MemTracker over the activation alone on CPU tensors reads 11·I above what its forward left, its output still held]
+BACKWARD_MLP_XIELU = 9
+BACKWARD_MLP_XIELU_TRAINED_ALPHAS = 7
 # gradient checkpointing keeps the bf16 input of every decoder layer: 2·h per token per layer [SRC Korthikanti]
 CHECKPOINT_BYTES = 2
 

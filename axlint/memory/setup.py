@@ -92,6 +92,8 @@ class TrainSetup:
     liger_glu: bool
     liger_flce_weight_grad_copies: bool = True  # Liger FLCE adds each chunk's lm_head gradient through new tensors
     # (``grad_weight += mm(...).float()``: liger-kernel 0.6.2 to 0.8.2, Axolotl 0.18.0 pins 0.8.0); False: in place
+    xielu_cuda: bool = False  # the optional XIELU CUDA package runs xIELU (it keeps only its input); False: the
+    # Python form transformers falls back to, which keeps more (``activations.plain_mlp_bytes``)
     sharding: Sharding = field(default_factory=Sharding)
     head: str = "lm"                 # "lm" (vocab logits) | "sequence" (reward model) | "token" (process reward model)
     num_labels: int = 0              # the score head's outputs when head != "lm"
@@ -239,6 +241,9 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         notes.append("lora_target_parameters: PEFT wraps the 3-D expert weights (ParamWrapper), r·E·(d_in + d_out) "
                      f"adapter weights each; the experts then keep their inputs for backward like trained experts; "
                      f"{merged}")
+    if arch.config.get("hidden_act") == "xielu":
+        notes.append("xIELU activation: transformers' Python form assumed (7-9 bytes kept per MLP unit and token); "
+                     "with the optional XIELU CUDA package installed it keeps 2 and the run needs less")
     packed = facts.sample_packing.value or facts.pad_to_sequence_len.value
     seq, mbs = facts.sequence_len.value, facts.micro_batch_size.value
     pair = 2 if facts.head == "sequence" else 1

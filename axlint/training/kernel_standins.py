@@ -29,6 +29,8 @@ launches themselves only write into tensors allocated before them, so leaving th
 - Liger SwiGLU / GEGLU (``ops/swiglu.py``, ``ops/geglu.py``): the MLP's ``down_proj(act(gate_proj(x)) *
   up_proj(x))`` with one kernel that saves the gate and up projections and returns a new tensor of the gate's
   shape; the backward writes their gradients into them.
+- XIELU CUDA (nickjbrowning/XIELU ``xielu_impl.cu`` ``XIELUAutograd``), when the run has the optional package
+  (``TrainSetup.xielu_cuda``): the output a new tensor, only the input saved; the backward allocates its gradient.
 
 Liger's RoPE and LayerNorm kernels are not stood in for (their memory is transformers' within a layer, which the
 simulation runs). torch is imported inside functions only.
@@ -135,6 +137,16 @@ def _functions() -> dict[str, Any]:
                 dw = grad.new_empty((RMS_NORM_SMS, x.shape[-1]), dtype=torch.float32).sum(0).to(weight.dtype)
             return dx, dw, None
 
+    class SavesInput(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any) -> Any:
+            ctx.save_for_backward(x)
+            return torch.empty_like(x)
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            return torch.empty_like(grad)
+
     class GatedActivation(torch.autograd.Function):
         @staticmethod
         def forward(ctx: Any, gate: Any, up: Any) -> Any:
@@ -148,7 +160,7 @@ def _functions() -> dict[str, Any]:
             return gate, up
 
     return {"cce": CutCrossEntropy, "liger_flce": FusedLinearCrossEntropy, "liger_ce": CrossEntropy,
-            "rms_norm": RMSNorm, "gated": GatedActivation}
+            "rms_norm": RMSNorm, "gated": GatedActivation, "xielu": SavesInput}
 
 
 def _fused_loss_forward(kernel: str, weight_grad_copies: bool) -> Any:
@@ -198,6 +210,10 @@ def _gated_mlp_forward(self: Any, x: Any) -> Any:
     return self.down_proj(gated.apply(self.gate_proj(x), self.up_proj(x)))
 
 
+def _xielu_cuda_forward(self: Any, x: Any) -> Any:
+    return _functions()["xielu"].apply(x)
+
+
 def _causal_lm(model: Any) -> Any:
     """The transformers model under PEFT's wrappers."""
     get_base = getattr(model, "get_base_model", None)
@@ -221,8 +237,8 @@ def _gated_mlps(lm: Any) -> list[Any]:
 def kernel_standins(model: Any, model_type: str, setup: Any) -> Iterator[list[str]]:
     """Install the stand-ins for the kernels the run's ``TrainSetup`` uses (``loss``; Liger's RMSNorm and gated-MLP
     patches, ``liger_rms_norm`` / ``liger_glu``; ``liger_flce_weight_grad_copies``: FLCE adds the lm_head gradient
-    through a product and its fp32 copy, else in place) on ``model``, yield notes on what was stood in for, and remove
-    them."""
+    through a product and its fp32 copy, else in place; ``xielu_cuda``) on ``model``, yield notes on what was stood
+    in for, and remove them."""
     from unittest import mock
 
     import torch
@@ -261,4 +277,10 @@ def kernel_standins(model: Any, model_type: str, setup: Any) -> Iterator[list[st
                          "allocates what its CUDA kernel allocates")
         elif glu:
             notes.append("Liger gated MLP: no gate_proj/up_proj/down_proj MLP found; transformers' MLP ran")
+        activations = [m for m in lm.modules() if type(m).__name__ == "XIELUActivation"] if setup.xielu_cuda else []
+        for module in activations:
+            stack.enter_context(mock.patch.object(module, "forward", MethodType(_xielu_cuda_forward, module)))
+        if activations:
+            notes.append("XIELU CUDA: the xIELU activations replaced by a stand-in that allocates what its kernel "
+                         "allocates")
         yield notes

@@ -1,8 +1,8 @@
 """How the Hugging Face stack of a published measurement differed from today's, for the measurements taken on an
 older stack: the calibration test and the published-measurements benchmark estimate today's stack and add what the
 older loss kept (``shifted_logits_extra``), or estimate the run as the older transformers / PEFT / Liger loaded,
-adapted and trained the model (``unconverted_targets``, ``linear_experts``, ``liger_in_place_weight_grad``) where the
-source ran them."""
+adapted and trained the model (``unconverted_targets``, ``linear_experts``, ``liger_in_place_weight_grad``,
+``xielu_cuda``) where the source ran them."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -65,6 +65,12 @@ def liger_in_place_weight_grad(setup: TrainSetup, facts: RunFacts | None = None)
     no product or fp32 copy of the weight's size beside the gradient buffer
     (``TrainSetup.liger_flce_weight_grad_copies``)."""
     return setup.with_changes(liger_flce_weight_grad_copies=False)
+
+
+def xielu_cuda(setup: TrainSetup, facts: RunFacts | None = None) -> TrainSetup:
+    """A run with the optional XIELU CUDA package installed, which Axolotl's Apertus README recommends "for reduced
+    VRAM": its kernel keeps only the activation's input (``TrainSetup.xielu_cuda``)."""
+    return setup.with_changes(xielu_cuda=True)
 
 
 def sharded_load(setup: TrainSetup) -> TrainSetup:

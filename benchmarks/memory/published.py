@@ -10,7 +10,8 @@ memory). A row measured on an older stack (``stack``) gets that stack's differen
 the fit call; on PEFT before 0.19 the LoRA targets are not converted for transformers 5's MoE experts
 (``old_stack.unconverted_targets``); on transformers 4 with per-expert ``nn.Linear`` experts those are quantized and
 wrapped as modules (``old_stack.linear_experts``); on Liger before 0.6.2 its fused linear cross-entropy adds the
-lm_head gradient in place (``old_stack.liger_in_place_weight_grad``). A row may name several stacks. A row whose model reached the GPUs already sharded (``loader:
+lm_head gradient in place (``old_stack.liger_in_place_weight_grad``); with the optional XIELU CUDA package xIELU keeps
+only its input (``old_stack.xielu_cuda``). A row may name several stacks. A row whose model reached the GPUs already sharded (``loader:
 sharded``: Answer.AI's own training script, or transformers 4, which moved each quantized weight to the CPU or the
 meta device under FSDP's cpu_ram_efficient_loading) is estimated without the whole-model load of today's Axolotl
 (``old_stack.sharded_load``); one whose script ran PEFT's kbit preparation with nothing casting back (``loader:
@@ -49,6 +50,7 @@ from benchmarks.memory.old_stack import (  # noqa: E402
     sharded_load,
     shifted_logits_extra,
     unconverted_targets,
+    xielu_cuda,
 )
 from axlint.run import build_run  # noqa: E402
 
@@ -61,7 +63,7 @@ SETS = ("calibration", "check")
 SUMMARY_BEGIN, SUMMARY_END = "<!-- summary:begin -->", "<!-- summary:end -->"
 OLD_LOSS = "transformers<4.49"
 SETUP_STACKS = {"peft<0.19": unconverted_targets, "transformers<5 linear experts": linear_experts,
-                "liger<0.6.2": liger_in_place_weight_grad}
+                "liger<0.6.2": liger_in_place_weight_grad, "xielu-cuda": xielu_cuda}
 """Stacks that differ in what is loaded and adapted: the row's TrainSetup is changed before it is estimated."""
 STACKS = (OLD_LOSS, *SETUP_STACKS)
 LOADERS = {"sharded": sharded_load, "peft-kbit": kbit_prepared_script}
@@ -267,7 +269,8 @@ def render(results: list[Result]) -> str:
         "on PEFT before 0.19 the LoRA targets are not converted for transformers 5's 3-D experts; on transformers 4 "
         "with per-expert `nn.Linear` experts (`transformers<5 linear experts`) those are quantized by a 4/8-bit "
         "load and wrapped by module targets; on Liger before 0.6.2 (`liger<0.6.2`) its fused linear cross-entropy "
-        "adds the lm_head gradient in place; a row whose model reached the GPUs already sharded (`loader: sharded`: "
+        "adds the lm_head gradient in place; with the XIELU CUDA package (`xielu-cuda`) xIELU keeps only its "
+        "input; a row whose model reached the GPUs already sharded (`loader: sharded`: "
         "Answer.AI's script, or transformers 4 under cpu_ram_efficient_loading or ZeRO-3) has no whole-model load; "
         "a row whose script ran PEFT's kbit preparation with nothing casting back (`loader: peft-kbit`) trains "
         "with fp32 embeddings, norms and residual stream (benchmarks/memory/old_stack.py).",
