@@ -267,3 +267,24 @@ def test_liger_stand_ins_reproduce_a_gpu_measurement() -> None:
     setup = read_setup(built.facts, built.arch).with_changes(liger_flce_weight_grad_copies=False)
     simulated = simulate(built.facts, built.arch, built.hardware, setup=setup).peak_allocated_bytes / 2**30
     assert simulated == pytest.approx(measured["measured"]["allocated_gib"], rel=0.01)
+
+
+def test_liger_cross_entropy_writes_its_gradient_into_the_fp32_upcast() -> None:
+    """transformers 5's causal-LM loss upcasts the logits to fp32 before the cross-entropy Liger replaces: at the loss
+    the bf16 logits and the fp32 copy holding the gradient, 6·T·V (``constants.LOGITS_LIGER_CE``). A 128k vocabulary
+    puts the loss at the peak; the simulated peak is the analytic one within 3 %."""
+    from axlint.hardware import parse_hardware
+    from axlint.memory.estimate import estimate_setup
+    from axlint.memory.setup import read_setup
+
+    wide = Architecture("tiny-llama-128k", "model-config", "llama", {**TINY, "vocab_size": 131072})
+    config = {"micro_batch_size": 2, "sequence_len": 2048, "bf16": True, "gradient_checkpointing": True,
+              "flash_attention": True, "optimizer": "adamw_torch_fused",
+              "plugins": ["axolotl.integrations.liger.LigerPlugin"], "liger_cross_entropy": True}
+    resolved = facts(config, None, wide, None)
+    setup = read_setup(resolved, wide)
+    simulated = simulate(resolved, wide, None, setup=setup)
+    assert any(note.startswith("Liger cross-entropy") for note in simulated.notes)
+    estimate = estimate_setup(setup, wide, parse_hardware("1xH100"))
+    assert estimate.components["logits"] == 6 * 2 * 2048 * 131072
+    assert simulated.peak_allocated_bytes == pytest.approx(estimate.peak_allocated, rel=0.03)

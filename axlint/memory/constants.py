@@ -98,7 +98,12 @@ LOGITS_HF = 12         # at the start of backward: fp32 log_softmax output 4 (sa
 LOGITS_HF_UNREUSED = 2  # reserved, not allocated: the freed bf16 logits block cannot hold the later fp32 4·T·V
                         # gradient requests and stays cached unused at the loss peak [INF from the allocation order
                         # + CUDACachingAllocator best-fit; overhead.loss_unreused_bytes]
-LOGITS_LIGER_CE = 4    # Liger (non-fused) CE: bf16 logits + in-place bf16 grad
+LOGITS_LIGER_CE = 6    # Liger (non-fused) CE: transformers 5's causal-LM loss upcasts the bf16 logits 2 to fp32 4
+                       # and calls torch's cross_entropy, which Liger replaces: its kernel writes the gradient into
+                       # that fp32 copy and saves it; the backward's bf16 gradient 2 reuses the freed logits' room
+                       # [SRC transformers 5 loss_utils.ForCausalLMLoss; liger-kernel 0.8.0 monkey_patch.py
+                       # ``nn.functional.cross_entropy = liger_cross_entropy``, ops/cross_entropy.py; checked on fake
+                       # tensors, tests/test_simulate.py]
 LOGITS_EVAL = 10       # no backward: bf16 logits + fp32 copy + log_softmax
 # per token per hidden unit (× h):
 FLCE_BYTES_PER_HIDDEN = 13  # Liger FLCE slope 0.054 MB/token at H=4096 [SRC Liger benchmark CSV]

@@ -2,7 +2,7 @@
 Cut Cross-Entropy kernels).
 
   HF ForCausalLMLoss   14·T·V  bf16 logits 2 + fp32 upcast 4 + log_softmax 4, + grads at backward start
-  Liger CE (unfused)    4·T·V  bf16 logits + in-place grad
+  Liger CE (unfused)    6·T·V  bf16 logits + the loss's fp32 upcast, into which Liger writes the gradient
   chunked CE           (2 + 12/n)·T·V  bf16 logits whole, fp32 work per chunk
   Liger FLCE           13·T·h  logits never materialised (Liger benchmark slope 0.054 MB/token at h=4096),
                        + V·h·b when lm_head trains: the kernel computes the weight's gradient in the forward into
