@@ -19,7 +19,8 @@ Trainer runs under Axolotl:
 - dropout runs the fused `native_dropout` kernel (output + 1-byte mask) that `aten::dropout` picks on CUDA, not
   the CPU composite that keeps a noise tensor in the input's dtype.
 The per-GPU numbers then apply what one process cannot show:
-- DeepSpeed mixed precision keeps fp32 optimizer states and an fp32 master copy of the trainable weights;
+- DeepSpeed mixed precision keeps fp32 optimizer states and an fp32 master copy of the trainable weights, and
+  its ZeRO optimizer builds an fp32 copy of the gradient partition at the step (`deepspeed_step`);
 - each state's share on one GPU is the analytic model's (`axlint.memory.sharding`): ZeRO / FSDP divide optimizer
   states and master weights (stage ≥ 1), gradients (≥ 2) and parameters (3) by the ranks that shard them, and a
   CPU-offloaded state (optimizer, its gradients, offloaded parameters) leaves the GPU; the buffers sharding adds
@@ -51,6 +52,8 @@ from axlint.memory.sharding import (
     mixed_share,
     optimizer_share,
     replicated_quant_state_bytes,
+    step_buffer_bytes,
+    step_temp_bytes,
     weight_share,
 )
 from axlint.memory.states import expert_trainable_fraction, expert_weight_fraction, optimizer_spec
@@ -187,10 +190,32 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
     gpu["parameters"] += math.ceil(replicated_quant_state_bytes(arch, setup))
     gpu["sharding_buffers"] = int(buffer_bytes(arch, setup, gpu["gradients"]))
     notes += sharding_notes(facts.sharding, gpu["sharding_buffers"])
+    if deepspeed:
+        gradients = math.ceil(sum(p.numel() * p.element_size() for p in params)
+                              * mixed_share(facts.sharding, gradient_share(facts.sharding),
+                                            expert_trainable_fraction(arch, setup)))
+        step = deepspeed_step(gpu, gradients, setup, arch)
+        if step is not None:
+            gpu = step
+            notes.append("DeepSpeed's optimizer step, the peak: its fp32 gradient partition from the analytic model")
     return SimulationResult(
         model_type=arch.model_type, parameters=total, trainable_parameters=trainable, tokens=spec.tokens,
         attn_implementation=attn, zero_stage=stage, world_size=world, process_bytes=process,
         per_gpu_bytes=gpu, seconds=time.perf_counter() - start, notes=notes)
+
+
+def deepspeed_step(gpu: Mapping[str, int], gradients: int, setup: TrainSetup, arch: Any) -> dict[str, int] | None:
+    """The per-GPU bytes at DeepSpeed's optimizer step when it is above the simulated peak ``gpu``: the states the
+    simulation holds then, the trainable parameters' ``gradients`` (their share on this GPU) and what the ZeRO
+    optimizer builds for the step (``sharding.step_temp_bytes``: ZeRO-1/2's flat and fp32 gradient partition) beside
+    the buffers still allocated (``sharding.step_buffer_bytes``), which the process running torch's optimizer
+    cannot show; None when the step is not the peak."""
+    temp = step_temp_bytes(setup, trainable_counts(arch, setup).total, arch.largest_module_params)
+    step = {key: 0 for key in gpu} | {
+        "parameters": gpu["parameters"], "buffers": gpu["buffers"], "optimizer_states": gpu["optimizer_states"],
+        "master_weights": gpu["master_weights"], "gradients": gradients + math.ceil(temp),
+        "sharding_buffers": math.ceil(step_buffer_bytes(arch, setup, gpu["sharding_buffers"]))}
+    return step if sum(step.values()) > sum(gpu.values()) else None
 
 
 def sharding_notes(sharding: Sharding, buffers: int) -> list[str]:

@@ -96,6 +96,24 @@ def test_deepspeed_mixed_precision_and_zero3() -> None:
     assert result.per_gpu_bytes["sharding_buffers"] > 0
 
 
+def test_zero2_peaks_at_the_step_with_the_fp32_gradient_partition() -> None:
+    """ZeRO-1/2 flatten the gradient partition and copy it to fp32 at the step (``sharding.step_temp_bytes``), which
+    the simulated process, running torch's optimizer, cannot show: at a short sequence that moment is the peak, with
+    the bf16 gradients, their flat copy and the fp32 copy (2 + 2 + 4 bytes per trainable parameter on one GPU) beside
+    the parameters, the fp32 states and master weights. Measured on an H200: SmolLM2-1.7B and Llama-3.2-3B full
+    fine-tunes under ZeRO-2 (benchmarks/memory/simulate_gpu_runs.md)."""
+    ds = {"zero_optimization": {"stage": 2, "reduce_bucket_size": 10**5, "allgather_bucket_size": 10**5},
+          "bf16": {"enabled": True}}  # buckets smaller than the tiny model's gradients
+    config = {"micro_batch_size": 1, "sequence_len": 256, "bf16": True, "optimizer": "adamw_torch_fused"}
+    hw = SimpleNamespace(count=1)
+    result = simulate(facts(config, ds, ARCH, hw), ARCH, hw)
+    n = result.trainable_parameters
+    assert any(note.startswith("DeepSpeed's optimizer step") for note in result.notes)
+    assert result.per_gpu_bytes["gradients"] == 8 * n
+    assert result.per_gpu_bytes["activations"] == 0
+    assert result.per_gpu_bytes["master_weights"] == 4 * n
+
+
 def test_fsdp_cpu_offload_keeps_only_the_gathered_units_on_the_gpu() -> None:
     """FSDP full shard with CPU offload over 4 GPUs: no parameter, gradient or optimizer state stays on the GPU; the
     gathered root unit (embedding + lm_head) and three decoder layers (two gathered, one's gradients) do, in bf16."""
