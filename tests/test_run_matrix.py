@@ -143,3 +143,21 @@ def test_a_config_past_its_time_is_stopped_with_the_processes_it_started(tmp_pat
     before = beat.read_text()
     time.sleep(0.5)
     assert beat.read_text() == before
+
+
+@pytest.mark.parametrize("version, in_place", [("0.8.5", True), ("0.9.1", True), ("0.6.1", True), ("0.2.1", True),
+                                               ("0.6.2", False), ("0.8.0", False), ("0.8.2", False), (None, False)])
+def test_the_liger_a_run_recorded_decides_how_it_is_rescored(version: str | None, in_place: bool) -> None:
+    """liger-kernel 0.6.2 to 0.8.2 add the lm_head gradient through a product and its fp32 copy (axlint models 0.8.0,
+    Axolotl's pin); a run on another release is rescored with the in-place add."""
+    assert run_matrix.liger_adds_in_place(version) is in_place
+
+
+def test_a_run_on_liger_085_is_rescored_with_the_in_place_lm_head_gradient() -> None:
+    """Llama-3.2-1B full fine-tune with Liger at 8k tokens: with 0.8.5 recorded the estimate is the in-place one
+    (10.96 GiB allocated; 11.90 with 0.8.0's copies), which is what the H200 measured (11.03)."""
+    entry = {"config": "configs/llama32-1b-full-gc-8k-liger.yml"}
+    in_place = run_matrix.rescore_estimate(entry, "1xH200", {"liger-kernel": "0.8.5"})
+    assert in_place["per_gpu"]["peak_allocated_gib"] == pytest.approx(10.96, abs=0.01)
+    copies = run_matrix.rescore_estimate(entry, "1xH200", {"liger-kernel": "0.8.0"})
+    assert copies["per_gpu"]["peak_allocated_gib"] == pytest.approx(11.90, abs=0.01)

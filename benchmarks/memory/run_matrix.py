@@ -188,7 +188,8 @@ def rescore_estimate(entry: dict[str, Any], hardware: str, versions: dict[str, s
     process with that difference (`old_stack.liger_in_place_weight_grad`)."""
     if not liger_adds_in_place(versions.get("liger-kernel")):
         return estimate_json(entry, hardware)
-    sys.path.insert(0, str(HERE.parents[1]))
+    if str(HERE.parents[1]) not in sys.path:
+        sys.path.insert(0, str(HERE.parents[1]))
     from axlint.document import load_document
     from axlint.hardware import parse_hardware
     from axlint.memory.estimate import estimate_setup
