@@ -48,7 +48,7 @@ MLP_PLAIN = 2
 # xIELU (transformers activations.XIELUActivation, Apertus): without the optional CUDA package its Python form runs,
 # which keeps the up_proj output 2, alpha_p·x 2, expm1(min(x, eps)) 2 and the where() condition 1: 7·I; when the
 # two alphas train (a full fine-tune) the negative branch (expm1(·) − x) 2 as well [measured: autograd's saved
-# tensors of XIELUActivation._xielu_python, transformers 5.14.1]
+# tensors of XIELUActivation._xielu_python, transformers 5.24.0; the same code in 5.14.1, Axolotl 0.18.0's pin]
 MLP_PLAIN_XIELU = 7
 MLP_XIELU_TRAINED_ALPHAS = 2
 # QuickGELU (x · sigmoid(1.702 x), transformers activations.QuickGELUActivation: CLIP's and Qwen2-VL's towers) keeps
