@@ -185,7 +185,8 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
         process["parameters"] -= _quantization_savings(model, QUANTIZED_BYTES[spec.quantization], last)
         notes.append(f"frozen linears counted in {QUANTIZED_NAMES[spec.quantization]} "
                      "(bitsandbytes is CUDA-only)")
-    gpu = per_gpu(process, facts.sharding, expert_weight_fraction(arch, setup, trainable_counts(arch, setup)),
+    counts = trainable_counts(arch, setup)
+    gpu = per_gpu(process, facts.sharding, expert_weight_fraction(arch, setup, counts),
                   expert_trainable_fraction(arch, setup))
     gpu["parameters"] += math.ceil(replicated_quant_state_bytes(arch, setup))
     gpu["sharding_buffers"] = int(buffer_bytes(arch, setup, gpu["gradients"]))
@@ -194,7 +195,8 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
         gradients = math.ceil(sum(p.numel() * p.element_size() for p in params)
                               * mixed_share(facts.sharding, gradient_share(facts.sharding),
                                             expert_trainable_fraction(arch, setup)))
-        step = deepspeed_step(gpu, gradients, setup, arch)
+        step = deepspeed_step(gpu, gradients, step_temp_bytes(setup, counts.total, arch.largest_module_params),
+                              step_buffer_bytes(arch, setup, gpu["sharding_buffers"]))
         if step is not None:
             gpu = step
             notes.append("DeepSpeed's optimizer step, the peak: its fp32 gradient partition from the analytic model")
@@ -204,17 +206,16 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
         per_gpu_bytes=gpu, seconds=time.perf_counter() - start, notes=notes)
 
 
-def deepspeed_step(gpu: Mapping[str, int], gradients: int, setup: TrainSetup, arch: Any) -> dict[str, int] | None:
+def deepspeed_step(gpu: Mapping[str, int], gradients: int, temp: float, buffers: float) -> dict[str, int] | None:
     """The per-GPU bytes at DeepSpeed's optimizer step when it is above the simulated peak ``gpu``: the states the
     simulation holds then, the trainable parameters' ``gradients`` (their share on this GPU) and what the ZeRO
-    optimizer builds for the step (``sharding.step_temp_bytes``: ZeRO-1/2's flat and fp32 gradient partition) beside
-    the buffers still allocated (``sharding.step_buffer_bytes``), which the process running torch's optimizer
-    cannot show; None when the step is not the peak."""
-    temp = step_temp_bytes(setup, trainable_counts(arch, setup).total, arch.largest_module_params)
+    optimizer builds for the step (``temp``: ``sharding.step_temp_bytes``, ZeRO-1/2's flat and fp32 gradient
+    partition) beside the ``buffers`` still allocated (``sharding.step_buffer_bytes``), which the process running
+    torch's optimizer cannot show; None when the step is not the peak."""
     step = {key: 0 for key in gpu} | {
         "parameters": gpu["parameters"], "buffers": gpu["buffers"], "optimizer_states": gpu["optimizer_states"],
         "master_weights": gpu["master_weights"], "gradients": gradients + math.ceil(temp),
-        "sharding_buffers": math.ceil(step_buffer_bytes(arch, setup, gpu["sharding_buffers"]))}
+        "sharding_buffers": math.ceil(buffers)}
     return step if sum(step.values()) > sum(gpu.values()) else None
 
 

@@ -182,24 +182,34 @@ def liger_adds_in_place(version: str | None) -> bool:
     return release < (0, 6, 2) or release >= (0, 8, 5)
 
 
-def rescore_estimate(entry: dict[str, Any], hardware: str, versions: dict[str, str]) -> dict[str, Any] | None:
-    """This checkout's estimate of one measured entry on the stack it ran: `estimate_json`, or for a run on a
-    liger-kernel that adds the lm_head gradient in place (`liger_adds_in_place`) the same estimate made in this
-    process with that difference (`old_stack.liger_in_place_weight_grad`)."""
-    if not liger_adds_in_place(versions.get("liger-kernel")):
-        return estimate_json(entry, hardware)
+def recorded_run(config: Path, hardware: str, versions: dict[str, str]) -> tuple[Any, Any]:
+    """(the resolved run, its TrainSetup) of a measured config on the stack the run recorded: a liger-kernel that adds
+    the lm_head gradient in place (``liger_adds_in_place``) gets ``old_stack.liger_in_place_weight_grad``."""
     if str(HERE.parents[1]) not in sys.path:
         sys.path.insert(0, str(HERE.parents[1]))
     from axlint.document import load_document
     from axlint.hardware import parse_hardware
-    from axlint.memory.estimate import estimate_setup
     from axlint.memory.setup import read_setup
     from axlint.run import build_run
     from benchmarks.memory.old_stack import liger_in_place_weight_grad
 
-    config = HERE / entry["config"]
     run = build_run(load_document(config), hardware=parse_hardware(hardware))
-    setup = liger_in_place_weight_grad(read_setup(run.facts, run.arch))
+    setup = read_setup(run.facts, run.arch)
+    if liger_adds_in_place(versions.get("liger-kernel")):
+        setup = liger_in_place_weight_grad(setup)
+    return run, setup
+
+
+def rescore_estimate(entry: dict[str, Any], hardware: str, versions: dict[str, str]) -> dict[str, Any] | None:
+    """This checkout's estimate of one measured entry on the stack it ran: `estimate_json`, or for a run on a
+    liger-kernel that adds the lm_head gradient in place (`liger_adds_in_place`) the same estimate made in this
+    process on that stack (`recorded_run`)."""
+    if not liger_adds_in_place(versions.get("liger-kernel")):
+        return estimate_json(entry, hardware)
+    from axlint.memory.estimate import estimate_setup
+
+    config = HERE / entry["config"]
+    run, setup = recorded_run(config, hardware, versions)
     return estimate_setup(setup, run.arch, run.hardware).to_json(str(config))
 
 

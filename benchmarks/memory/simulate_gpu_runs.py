@@ -5,8 +5,8 @@ measured and what the analytic estimate says.
     python benchmarks/memory/simulate_gpu_runs.py [--out FILE]
 
 The stack: a run on a liger-kernel that adds the lm_head gradient in place (0.8.5, which the device sessions
-installed; ``run_matrix.liger_adds_in_place``) is simulated and estimated so (``old_stack.liger_in_place_weight_grad``);
-axlint itself models Axolotl 0.18.0's pin, 0.8.0. Writes simulate_gpu_runs.md next to this file: per run the
+installed) is simulated and estimated so (``run_matrix.recorded_run``); axlint itself models Axolotl 0.18.0's pin,
+0.8.0. Writes simulate_gpu_runs.md next to this file: per run the
 simulated, measured and estimated peak allocated GiB and the errors against the measurement, then the median and
 largest errors.
 """
@@ -26,14 +26,9 @@ import yaml
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from axlint.document import load_document  # noqa: E402
-from axlint.hardware import parse_hardware  # noqa: E402
 from axlint.memory.estimate import estimate_setup  # noqa: E402
-from axlint.memory.setup import read_setup  # noqa: E402
-from axlint.run import build_run  # noqa: E402
 from axlint.simulate import simulate  # noqa: E402
-from benchmarks.memory.old_stack import liger_in_place_weight_grad  # noqa: E402
-from benchmarks.memory.run_matrix import liger_adds_in_place  # noqa: E402
+from benchmarks.memory.run_matrix import recorded_run  # noqa: E402
 
 GIB = 2**30
 TABLES = {"results-NVIDIA_H200-2026-11-26.json": "1xH200", "results-NVIDIA_H100_80GB_HBM3-2026-11-26.json": "1xH100"}
@@ -41,10 +36,7 @@ TABLES = {"results-NVIDIA_H200-2026-11-26.json": "1xH200", "results-NVIDIA_H100_
 
 def compare(config: Path, hardware: str, versions: dict[str, str]) -> dict[str, float]:
     """Simulated and estimated peak allocated GiB of one measured run."""
-    run = build_run(load_document(config), hardware=parse_hardware(hardware))
-    setup = read_setup(run.facts, run.arch)
-    if liger_adds_in_place(versions.get("liger-kernel")):
-        setup = liger_in_place_weight_grad(setup)
+    run, setup = recorded_run(config, hardware, versions)
     simulated = simulate(run.facts, run.arch, run.hardware, setup=setup)
     return {"simulated": simulated.peak_allocated_bytes / GIB,
             "estimated": estimate_setup(setup, run.arch, run.hardware).peak_allocated / GIB}
