@@ -42,6 +42,8 @@ import functools
 from types import MethodType
 from typing import Any, Iterator
 
+from axlint.training.model import unwrapped
+
 RMS_NORM_SMS = 132
 """Rows of Liger RMSNorm's fp32 partial weight gradient: the GPU's SM count (an H100 SXM's 132)."""
 NOT_IN_PLACE_NORM_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "gemma4", "gemma4_text"})
@@ -214,12 +216,6 @@ def _xielu_cuda_forward(self: Any, x: Any) -> Any:
     return _functions()["xielu"].apply(x)
 
 
-def _causal_lm(model: Any) -> Any:
-    """The transformers model under PEFT's wrappers."""
-    get_base = getattr(model, "get_base_model", None)
-    return get_base() if get_base is not None else model
-
-
 def _rms_norm_class(lm: Any) -> type | None:
     """The model's RMSNorm class: that of its text decoder's final norm, when its name says RMSNorm."""
     decoder = lm.get_decoder() if hasattr(lm, "get_decoder") else None
@@ -243,7 +239,7 @@ def kernel_standins(model: Any, model_type: str, setup: Any) -> Iterator[list[st
 
     import torch
 
-    lm = _causal_lm(model)
+    lm = unwrapped(model)
     loss = str(getattr(setup.loss, "value", setup.loss))
     rms_norm, glu = setup.liger_rms_norm, setup.liger_glu
     notes: list[str] = []

@@ -131,6 +131,12 @@ def apply_lora(model: Any, spec: TrainSpec) -> Any:
     return get_peft_model(model, lora)
 
 
+def unwrapped(model: Any) -> Any:
+    """The transformers model under PEFT's wrappers (the model itself when it has none)."""
+    get_base = getattr(model, "get_base_model", None)
+    return get_base() if get_base is not None else model
+
+
 def count_parameters(model: Any) -> tuple[int, int]:
     """(all, trainable) parameter counts; ZeRO-3 partitioned parameters report their full `ds_numel`."""
     total = trainable = 0

@@ -24,6 +24,7 @@ from axlint.training.model import (
     effective_attention,
     preload,
     prepare_for_training,
+    unwrapped,
 )
 from axlint.training.spec import LIGER_KEYS, TrainSpec, job_facts, train_spec
 from axlint.validate.measure import Meter, device_name
@@ -300,7 +301,7 @@ def _apply_liger(model: Any, model_type: str, spec: TrainSpec, on_cuda: bool) ->
         return [f"Liger kernels ({', '.join(sorted(spec.liger))}) are CUDA-only; not applied on CPU"]
     from liger_kernel.transformers import _apply_liger_kernel_to_instance
 
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    base = unwrapped(model)
     flags = {key.removeprefix("liger_"): bool(spec.liger.get(key)) for key in LIGER_KEYS}
     flags["swiglu"] = flags.pop("glu_activation")
     _apply_liger_kernel_to_instance(model=base, **flags)
