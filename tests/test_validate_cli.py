@@ -63,7 +63,7 @@ def test_without_a_gpu_the_default_device_is_cpu(tmp_path: Path, monkeypatch: py
     result = invoke(str(config))
     assert result.exit_code == 2
     assert "lists no GPU here; running on CPU" in result.stderr
-    assert "QLoRA (load_in_4bit) needs bitsandbytes on a CUDA GPU" in result.stderr
+    assert "a 4-bit or 8-bit load (load_in_4bit / load_in_8bit) needs bitsandbytes on a CUDA GPU" in result.stderr
 
 
 def test_the_launching_process_does_not_import_the_training_stack(tmp_path: Path) -> None:
@@ -73,7 +73,7 @@ def test_the_launching_process_does_not_import_the_training_stack(tmp_path: Path
     done = subprocess.run([sys.executable, "-c", PROBE, "validate", str(config), "--device", "cpu"],
                           capture_output=True, text=True, timeout=120, check=False)
     report = json.loads(done.stdout.rsplit("MODULES ", 1)[1])
-    assert report["exit"] == 2 and "QLoRA" in done.stderr
+    assert report["exit"] == 2 and "load_in_4bit" in done.stderr
     assert not {"torch", "deepspeed", "transformers", "peft"} & set(report["modules"])
 
 

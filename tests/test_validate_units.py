@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from axlint.validate.launch import choose_launcher, launch_command
+from axlint.validate.launch import choose_launcher, launch_command, run_ranks
 from axlint.validate.probe import largest_fitting
 from axlint.validate.report import ValidationReport
+from axlint.validate.runner import runnable_config
 from axlint.validate.scaling import scale_down
 from axlint.facts import resolve_facts
 from axlint.training.model import effective_attention
@@ -193,6 +194,47 @@ def test_the_forward_autocasts_as_accelerate_does_without_deepspeed() -> None:
 def test_train_spec_carries_axolotl_s_fp32_embeddings() -> None:
     assert train_spec(resolve_facts({"bf16": True, "sdp_attention": True})).embeddings_fp32
     assert not train_spec(resolve_facts({"bf16": True, "flash_attention": True})).embeddings_fp32
+
+
+def test_train_spec_carries_the_8bit_load_the_quantized_experts_and_cut_cross_entropy() -> None:
+    """An 8-bit LoRA needs bitsandbytes as a 4-bit one does; quantize_moe_experts and the CCE plugin reach the worker."""
+    glm = {"adapter": "lora", "load_in_8bit": True, "quantize_moe_experts": True,
+           "plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]}
+    spec = train_spec(resolve_facts(glm))
+    assert spec.quantization == "int8" and spec.quantized and spec.quantize_experts and spec.cut_cross_entropy
+    plain = train_spec(resolve_facts({"adapter": "lora", "quantize_moe_experts": True}))
+    assert not (plain.quantized or plain.quantize_experts or plain.cut_cross_entropy)  # nothing to quantize
+    assert not train_spec(resolve_facts({**glm, "cut_cross_entropy": False})).cut_cross_entropy
+
+
+def test_without_its_package_cut_cross_entropy_is_dropped_from_the_run_and_said(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The ranks run, and the estimate sizes, transformers' loss when the CCE package is missing on a GPU machine;
+    the report says so and how to install it. With the package, or on CPU (where CCE is never applied), the config
+    is run as written."""
+    raw = {"adapter": "lora", "plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]}
+    facts = resolve_facts(raw)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "cut_cross_entropy" else real_find_spec(name, *a))
+    config, notes = runnable_config(raw, facts, "cuda")
+    assert config == {**raw, "cut_cross_entropy": False} and raw.get("cut_cross_entropy") is None
+    assert resolve_facts(config).loss.value.value == "hf"
+    assert len(notes) == 1 and "Cut Cross-Entropy is not installed here" in notes[0]
+    assert "ml-cross-entropy.git@5f0c7a7" in notes[0]
+    assert runnable_config(raw, facts, "cpu") == (raw, [])
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: object())
+    assert runnable_config(raw, facts, "cuda") == (raw, [])
+
+
+def test_a_worker_that_writes_no_result_is_an_error_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rank process that exits 0 without writing rank-0.json (a worker module that never ran main) is reported
+    as an error with the launcher's output, not as a run with no ranks."""
+    monkeypatch.setattr("axlint.validate.launch.launch_command",
+                        lambda *a, **k: [sys.executable, "-c", "print('nothing written')"])
+    ranks, tail = run_ranks({"device": "cpu"}, tmp_path, processes=1, launcher="direct", hostfile=None)
+    assert ranks[0]["status"] == "error" and "no rank wrote a result" in ranks[0]["message"]
+    assert "nothing written" in ranks[0]["log"] and "nothing written" in tail
 
 
 def test_upcast_embeddings_casts_the_embeddings_and_norms_as_axolotl_does() -> None:

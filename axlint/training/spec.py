@@ -44,6 +44,10 @@ class TrainSpec:
     """Axolotl leaves the input and output embeddings in fp32 (`RunFacts.embeddings_fp32`)."""
     experts_fp32: bool = False
     """PEFT's kbit preparation leaves the routed experts in fp32 (`RunFacts.experts_fp32`)."""
+    quantize_experts: bool = False
+    """The routed experts are stored quantized too (Axolotl's ``quantize_moe_experts``; `RunFacts.quantize_experts`)."""
+    cut_cross_entropy: bool = False
+    """The loss is Cut Cross-Entropy (the CCE plugin; `LossKernel.CCE`)."""
 
     @property
     def tokens(self) -> int:
@@ -51,7 +55,8 @@ class TrainSpec:
 
     @property
     def quantized(self) -> bool:
-        return self.quantization == "nf4"
+        """The frozen weights are stored by bitsandbytes (4-bit or 8-bit), which needs a CUDA GPU."""
+        return self.quantization in ("nf4", "int8")
 
     def to_json(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -96,6 +101,8 @@ def train_spec(facts: RunFacts) -> TrainSpec:
         lora_target_parameters=list(facts.lora.target_parameters),
         embeddings_fp32=facts.embeddings_fp32,
         experts_fp32=facts.experts_fp32,
+        quantize_experts=facts.quantize_experts,
+        cut_cross_entropy=facts.loss.value is LossKernel.CCE,
     )
 
 

@@ -71,6 +71,7 @@ def run_ranks(job: dict[str, Any], work_dir: Path, *, processes: int, launcher: 
     results = [json.loads(p.read_text()) for p in sorted(work_dir.glob("rank-*.json"))]
     results.sort(key=lambda r: r["rank"])
     tail = (proc.stdout + proc.stderr)[-4000:]
-    if proc.returncode != 0 and not results:
-        return [{"rank": 0, "status": "error", "message": f"launcher exited {proc.returncode}", "log": tail}], tail
+    if not results:
+        return [{"rank": 0, "status": "error", "log": tail,
+                 "message": f"launcher exited {proc.returncode} and no rank wrote a result"}], tail
     return results, tail

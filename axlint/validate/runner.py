@@ -1,6 +1,7 @@
 """`run_validation`: resolve the config, launch the ranks, compare with the estimate, optionally probe a limit."""
 from __future__ import annotations
 
+import importlib.util
 import tempfile
 from pathlib import Path
 from typing import Any, Mapping
@@ -37,16 +38,18 @@ def run_validation(config_path: Path, *, steps: int, num_gpus: int | None, devic
     run = _load(config_path, model_config)
     arch = run.arch
     if device == "cpu" and train_spec(run.facts).quantized:
-        raise ValidationError("QLoRA (load_in_4bit) needs bitsandbytes on a CUDA GPU; it cannot run with --device cpu")
+        raise ValidationError("a 4-bit or 8-bit load (load_in_4bit / load_in_8bit) needs bitsandbytes on a CUDA GPU; "
+                              "it cannot run with --device cpu")
     processes = num_gpus or (_visible_gpus() if device == "cuda" else 1)
     world = _hostfile_slots(hostfile) if hostfile else processes
     model_type, model_config_dict, scaled = model_job(arch, device)
+    axolotl, notes = runnable_config(run.raw, run.facts, device)
     job = {"model_type": model_type, "model_config": model_config_dict,
-           "axolotl": run.raw, "ds_raw": run.ds_raw, "world_size": world, "steps": steps, "device": device}
+           "axolotl": axolotl, "ds_raw": run.ds_raw, "world_size": world, "steps": steps, "device": device}
     facts = job_facts(job)
     chosen = choose_launcher(processes, hostfile, facts.ds is not None, launcher)
     ranks = _run(job, processes, chosen, hostfile)
-    notes = [CPU_CAVEAT] if device == "cpu" else []
+    notes = ([CPU_CAVEAT] if device == "cpu" else []) + notes
     est_arch = _scaled_arch(arch, scaled) if scaled else arch
     estimate, note = _estimate(facts, est_arch, world, config_path, ranks)
     notes += [note] if note else []
@@ -56,6 +59,25 @@ def run_validation(config_path: Path, *, steps: int, num_gpus: int | None, devic
     if probe is not None:
         report.probe = _probe(job, probe, processes, chosen, hostfile, memory_limit_gib, est_arch, world)
     return report
+
+
+CCE_INSTALL = ('pip install "cut-cross-entropy[transformers] @ '
+               'git+https://github.com/axolotl-ai-cloud/ml-cross-entropy.git@5f0c7a7"')
+"""Axolotl's fork of Cut Cross-Entropy at the commit Axolotl 0.18.0 installs."""
+
+
+def runnable_config(raw: Mapping[str, Any], facts: Any, device: str) -> tuple[dict[str, Any], list[str]]:
+    """The config the ranks run, and a note for each setting turned off because this machine cannot run it:
+    Cut Cross-Entropy without its package on a GPU runs (and is estimated with) transformers' own loss."""
+    from axlint.facts import LossKernel
+
+    config = dict(raw)
+    if (device == "cuda" and facts.loss.value is LossKernel.CCE
+            and importlib.util.find_spec("cut_cross_entropy") is None):
+        config["cut_cross_entropy"] = False
+        return config, ["Cut Cross-Entropy is not installed here, so this run and its estimate use transformers' "
+                        f"own loss, which holds the logits; to measure the configured loss, {CCE_INSTALL}"]
+    return config, []
 
 
 def _check_options(*, steps: int, device: str, probe: str | None, hostfile: Path | None,

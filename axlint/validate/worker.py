@@ -28,6 +28,7 @@ from axlint.training.model import (
 )
 from axlint.training.spec import LIGER_KEYS, TrainSpec, job_facts, train_spec
 from axlint.validate.measure import Meter, device_name
+from axlint.validate.quantize import quantize_experts, quantize_linears
 
 
 class OutOfMemory(Exception):
@@ -82,14 +83,21 @@ def run_rank(job: dict[str, Any]) -> dict[str, Any]:
     # Weights are created where they will live, on the GPU (a CPU takes minutes to initialise an 8B model), except
     # under ZeRO-3, where zero.Init places the shards.
     on_gpu = on_cuda and not zero3
+    result["notes"] += _apply_cce(job["model_type"], spec, on_cuda)
     with _zero3_init(ds) if zero3 else contextlib.nullcontext():
         model = build_model(job["model_type"], job["model_config"], spec, attn=attn,
                             device=torch.device("cuda", local_rank) if on_gpu else None)
     if zero3:
         _init_partitioned(model)
     if spec.quantized:
-        _quantize_linears(model)
+        quantize_linears(model, spec.quantization)
     model = prepare_for_training(model, spec, job["model_type"])
+    if spec.quantized and spec.quantize_experts:
+        # after PEFT: its ParamWrappers then wrap the experts module that holds the parametrized weights, which is
+        # what Axolotl's load (quantize, then its own PEFT injection for parametrized weights) leaves
+        count = quantize_experts(model, spec.quantization)
+        result["notes"].append(f"{count} routed expert weights stored quantized ({spec.quantization}), "
+                               "dequantized on each read as Axolotl's quantize_moe_experts does")
     result["notes"] += _apply_liger(model, job["model_type"], spec, on_cuda)
     result["parameters"], result["trainable_parameters"] = count_parameters(model)
     engine, step_fn = _wrap(model, spec, ds, world, on_cuda, local_rank, result["notes"])
@@ -308,32 +316,19 @@ def _apply_liger(model: Any, model_type: str, spec: TrainSpec, on_cuda: bool) ->
     return [f"Liger kernels applied to {model_type}: {', '.join(sorted(spec.liger))}"]
 
 
-def _quantize_linears(model: Any) -> None:
-    """QLoRA on CUDA: store the decoder's linears (every ``nn.Linear`` but lm_head, which transformers' bitsandbytes
-    loader keeps in full precision) as bitsandbytes NF4 with double quantization, before PEFT wraps them, as a real
-    4-bit load does: PEFT then dispatches its bitsandbytes LoRA layer, which under autocast runs the adapters on the
-    half-precision input (peft tuners/lora/bnb.py ``Linear4bit.forward``; chosen when the model has
-    ``is_loaded_in_4bit``, peft tuners/lora/model.py) where its generic layer would first cast the input to the
-    adapters' fp32. The bf16 originals' memory goes back to the driver: a real load quantizes each
-    weight as it arrives, so its allocator never holds a full-precision copy of the model."""
-    import bitsandbytes as bnb
-    import torch
+def _apply_cce(model_type: str, spec: TrainSpec, on_cuda: bool) -> list[str]:
+    """Cut Cross-Entropy as Axolotl's CCE plugin applies it before the model loads: Axolotl's fork's
+    ``cce_patch(model_type)`` replaces the causal-LM class's forward (Axolotl 0.18.0
+    ``integrations/cut_cross_entropy/__init__.py``, ``pre_model_load``). CUDA only (triton kernels); the runner
+    drops CCE from the job, and says so, where the package is missing."""
+    if not spec.cut_cross_entropy:
+        return []
+    if not on_cuda:
+        return ["Cut Cross-Entropy is CUDA-only; not applied on CPU"]
+    from cut_cross_entropy.transformers.patch import cce_patch
 
-    for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            if type(child) is torch.nn.Linear and name != "lm_head":
-                # on the meta device: the layer's own weight is replaced at once, and initialising it on the CPU
-                # took 150 s for a 27B model
-                q = bnb.nn.Linear4bit(child.in_features, child.out_features, bias=child.bias is not None,
-                                      compute_dtype=child.weight.dtype, quant_type="nf4", compress_statistics=True,
-                                      device="meta")
-                q.weight = bnb.nn.Params4bit(child.weight.data, requires_grad=False, quant_type="nf4",
-                                             compress_statistics=True)
-                if child.bias is not None:
-                    q.bias = child.bias
-                setattr(parent, name, q.cuda())
-    model.is_loaded_in_4bit = True  # as transformers' 4-bit quantizer marks it: PEFT dispatches on this flag
-    torch.cuda.empty_cache()
+    cce_patch(model_type)
+    return [f"Cut Cross-Entropy applied to {model_type}"]
 
 
 if __name__ == "__main__":
