@@ -123,8 +123,11 @@ def test_rescoring_keeps_the_measurement_and_replaces_the_estimate(tmp_path: Pat
     assert new["error_percent"] == -4.0 and "comparison" not in new
     oom = rescore(summarise("b", _report("oom", allocated=130.0, device=138.0)), {"fits": False, "per_gpu": {}})
     assert oom["estimate_fits"] is False and oom["error_percent"] is None
-    _, md_path = write_results([new], tmp_path, "cuda", {"steps": 2, "jobs": 3, "budget_gib": 115.0,
-                                                        "rescored_on": "1xH200", "notes": ["First note.", "Second."]})
+    json_path, md_path = write_results([new], tmp_path, "cuda", {"steps": 2, "jobs": 3, "budget_gib": 115.0,
+                                                                 "rescored_on": "1xH200",
+                                                                 "notes": ["First note.", "Second."]}, "2026-11-26")
+    assert json_path.name == "results-NVIDIA_H200-2026-11-26.json"  # the day it was measured, not the day rescored
+    assert json.loads(json_path.read_text())["date"] == "2026-11-26"
     text = md_path.read_text()
     assert "recomputed after the measurement (`run_matrix.py --rescore` on 1xH200)" in text
     assert "\n\nFirst note.\n\nSecond.\n" in text

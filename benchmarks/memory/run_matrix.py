@@ -103,11 +103,12 @@ def _error(estimate: float | None, measured: float | None) -> float | None:
     return round(100 * (estimate - measured) / measured, 1)
 
 
-def write_results(rows: list[dict[str, Any]], out: Path, device: str, how: dict[str, Any]) -> tuple[Path, Path]:
+def write_results(rows: list[dict[str, Any]], out: Path, device: str, how: dict[str, Any],
+                  date: str | None = None) -> tuple[Path, Path]:
     """results-<gpu>-<date>.json and .md in `out`: the rows, their summary, and `how` they ran (steps, jobs,
-    budget_gib)."""
+    budget_gib); `date` is the day they were measured (default today)."""
     gpu = next((r["gpu"] for r in rows if r.get("gpu")), None) or ("cpu" if device == "cpu" else "unknown-gpu")
-    date = dt.date.today().isoformat()
+    date = date or dt.date.today().isoformat()
     errors = [abs(r["error_percent"]) for r in rows if r.get("error_percent") is not None]
     allocated = [abs(r["allocated_error_percent"]) for r in rows if r.get("allocated_error_percent") is not None]
     calls = [(r["estimate_fits"], r["status"] == "ok") for r in rows
@@ -288,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = [rescore(r, rescore_estimate(by_name[r["name"]], args.hardware, r.get("versions") or {}) or {})
                 for r in payload["results"]]
         for path in write_results(rows, args.rescore.parent, payload["device"],
-                                  {**payload["how"], "rescored_on": args.hardware}):
+                                  {**payload["how"], "rescored_on": args.hardware}, payload["date"]):
             print(path)
         return 0
     entries = [e for e in entries if not args.only or e["name"] in args.only]
