@@ -271,6 +271,7 @@ class RunFacts:
     quantization: Fact[str | None]   # "nf4" | "int8" | None
     double_quant: bool
     quantize_experts: bool           # Axolotl's quantize_moe_experts: routed experts stored quantized too
+    linearized_experts: bool         # Axolotl's llama4_linearized_experts: per-expert nn.Linear modules instead
     lora: Lora
     unfrozen_parameters: tuple[str, ...]
     optimizer: Fact[str]
@@ -690,6 +691,7 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         quantization=_quantization(raw, adapter.value),
         double_quant=lax_bool(bnb.get("bnb_4bit_use_double_quant", True)) is not False,
         quantize_experts=_quantizes_experts(raw, adapter.value),
+        linearized_experts=_flag(raw, "llama4_linearized_experts"),
         lora=Lora(r=lax_int(raw.get("lora_r")) or 8, alpha=lax_int(raw.get("lora_alpha")) or 8,
                   dropout=lax_float(raw.get("lora_dropout")) or 0.0,
                   target_modules=targets if isinstance(targets, str) else _strings(targets),

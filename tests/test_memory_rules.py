@@ -288,12 +288,6 @@ CORPUS_ERRORS = {
     **{("examples/qwen3-next/qwen3-next-80b-a3b-nvfp4-lora.yaml", code): "Qwen3-Next-80B NVFP4 MoE-LoRA on one GPU: "
        "84 GiB must stay resident (its README: ~86 GiB at sequence_len 2048), over an H100-80GB; ZeRO-3 offload fits"
        for code in ("MEM001", "MEM007")},
-    **{("examples/qwen3-next/qwen3-next-80b-a3b-qlora.yaml", code): "PEFT turns the shared_expert.gate_proj / up_proj "
-       "/ down_proj targets (their names end in the old expert names) into LoRA on the 512 routed experts' fused "
-       "weights, rank 32 / 16, and leaves the shared experts without one (checked on a tiny Qwen3-Next with Axolotl "
-       "0.18.0's pins, PEFT 0.19.1 and transformers 5.14.1): 3.4 B fp32 adapter weights beside the bf16 experts, "
-       "91 GiB on one H100-80GB; ZeRO-3 offload fits"
-       for code in ("MEM001", "MEM007")},
     **{("examples/mistral4/fft-text.yml", code): "Mistral Small 4 (119B MoE) full fine-tune of the language model "
        "under FSDP2 on 8 GPUs: the sharded bf16 weights, gradients and 8-bit Adam states alone are 83 GiB per GPU "
        "(111 GiB at the peak; 82 GiB for an eval step); Axolotl's README gives its FFT configs as reference only"

@@ -62,3 +62,45 @@ def check_new_tokens_embedding_modules(run: TrainingRun, rule: Rule) -> Iterator
     where = ("lora_modules_to_save",) if "lora_modules_to_save" in run.raw else ("tokens",)
     yield ax_hit(run, where, required=", ".join(f"`{m}`" for m in required),
                  missing=", ".join(f"`{m}`" for m in missing))
+
+
+EXPERT_WEIGHT_ORDER = {"gate_up_proj": 0, "gate_proj": 0, "up_proj": 0, "down_proj": 1}
+"""Where a transformers 5 experts module defines each 3-D weight: gate_up_proj (or the unfused gate/up) before
+down_proj (e.g. models/qwen3_moe, glm4_moe_lite ``*NaiveMoe``)."""
+
+
+@register_check("lora_quantized_experts_inner_adapter", args=("target", "becomes", "trained"))
+def check_quantized_experts_inner_adapter(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`quantize_moe_experts` with two or more expert weights of one experts module adapted, through
+    `lora_target_parameters` or module targets PEFT converts to them: PEFT 0.19-0.20 trains only the adapter of the
+    weight the module defines last (``memory.params.untrained_expert_adapter_params`` has the mechanism and its
+    sources)."""
+    if (run.axolotl is None or not run.facts.adapter.value or not run.facts.quantization.value
+            or not run.raw.get("quantize_moe_experts")):
+        return
+    groups: dict[str, list[tuple[tuple[str, int], str, str, bool]]] = {}  # module -> (where, written, weight, moved)
+    parameters = run.raw.get("lora_target_parameters")
+    for index, target in enumerate(parameters if isinstance(parameters, list) else []):
+        if isinstance(target, str) and "." in target:
+            module, _, weight = target.rpartition(".")
+            groups.setdefault(module, []).append((("lora_target_parameters", index), target, weight, False))
+    modules = run.raw.get("lora_target_modules")
+    if run.arch is not None and isinstance(modules, list):
+        from axlint.memory.setup import peft_targets
+
+        converted = peft_targets(run.facts, run.arch)
+        became = dict(zip(converted.moved, converted.moved_to))
+        for index, target in enumerate(modules):
+            if isinstance(target, str) and target in became:
+                groups.setdefault("", []).append((("lora_target_modules", index), target, became[target], True))
+    for entries in groups.values():
+        ranks = {EXPERT_WEIGHT_ORDER.get(weight, -1) for _, _, weight, _ in entries}
+        last = max(ranks)
+        if len(ranks) < 2 or min(ranks) < 0:
+            continue  # one weight, or no way to tell which one the module defines last
+        trained = next(f"`{written if not moved else weight}`" for _, written, weight, moved in entries
+                       if EXPERT_WEIGHT_ORDER[weight] == last)
+        for where, written, weight, moved in entries:
+            if EXPERT_WEIGHT_ORDER[weight] < last:
+                becomes = f"PEFT makes it a LoRA on the routed experts' `{weight}`, and " if moved else ""
+                yield ax_hit(run, where, part="value", target=written, becomes=becomes, trained=trained)

@@ -187,6 +187,10 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
                      "not needed for the fit (bitsandbytes moves them to CPU RAM when the GPU runs short)")
     t = trainable(arch, setup)
     whole = t if arch is model else trainable(model, setup)  # the model's, all ranks together
+    if t.untrained:
+        notes.append(f"{t.untrained / 1e6:.1f} M adapter parameters on the quantized experts get no gradient (PEFT "
+                     "0.19-0.20 trains only the last expert weight each experts module targets): counted without "
+                     "gradients or optimizer states")
     s = setup.sharding
     w_all = weight_bytes(arch, setup, t)
     w = w_all * mixed_share(s, weight_share(s), expert_weight_fraction(arch, setup, t)) \
@@ -197,7 +201,7 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     o = optimizer_state_bytes(arch, setup, t, spec) * o_share
     m = master_weight_bytes(setup, t) * o_share
     buffers = buffer_bytes(arch, setup, g)
-    step_grads = g + step_temp_bytes(setup, t.total, arch.largest_module_params)
+    step_grads = g + step_temp_bytes(setup, t.trained, arch.largest_module_params)
     step_opt = o + optimizer_temp_bytes(arch, setup, t, spec) * o_share
     resident = w + buffers + m
 

@@ -19,10 +19,23 @@ class Trainable:
 
     adapter: int
     base: int
+    untrained: int = 0
+    """Adapter parameters that never receive a gradient (``untrained_expert_adapter_params``): held as weights, with
+    no gradient and no optimizer state."""
 
     @property
     def total(self) -> int:
         return self.adapter + self.base
+
+    @property
+    def trained_adapter(self) -> int:
+        """The adapter parameters that get gradients and optimizer states."""
+        return self.adapter - self.untrained
+
+    @property
+    def trained(self) -> int:
+        """The parameters that get gradients and optimizer states."""
+        return self.total - self.untrained
 
 
 def layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
@@ -161,14 +174,37 @@ def target_parameter_lora_params(arch: Architecture, setup: TrainSetup) -> int:
         return 0
     total = 0
     for layers in layer_groups(arch, setup):
-        per_layer = 0
-        for lin in adapted_expert_parameters(arch, setup, layers[0]):
-            rank = setup.lora_r * (2 if lin.name in setup.lora_doubled else 1)
-            per_layer += rank * lin.count * (lin.d_in + lin.d_out)
+        per_layer = sum(_parameter_lora_params(setup, lin) for lin in adapted_expert_parameters(arch, setup, layers[0]))
         router = adapted_router(arch, setup, layers[0])
         per_layer += setup.lora_r * (router.d_in + router.d_out) if router else 0
         total += per_layer * len(layers)
     return total
+
+
+def _parameter_lora_params(setup: TrainSetup, lin: Linear) -> int:
+    """r·E·(d_in + d_out) of one adapted 3-D parameter (rank 2r when reached through both old names)."""
+    rank = setup.lora_r * (2 if lin.name in setup.lora_doubled else 1)
+    return rank * lin.count * (lin.d_in + lin.d_out)
+
+
+def untrained_expert_adapter_params(arch: Architecture, setup: TrainSetup) -> int:
+    """With the experts stored quantized on load (Axolotl's ``quantize_moe_experts``), PEFT nests one ``ParamWrapper``
+    per targeted weight of the experts module, the first weight the module defines innermost (Axolotl's own
+    injection keeps that order). In the forward the outer wrapper computes its ΔW and enters parametrize's cache
+    before the inner one runs; the inner one then reads its weight (``get_delta_weight`` → ``get_param``) through
+    the quantization parametrization, which stores the plain dequantized weight in that cache, and registers its
+    LoRA parametrization after it, so the experts read the cached weight without the adapter: every adapter but
+    the outermost gets no gradient (PEFT 0.18.1 – 0.20.0 ``ParamWrapper._activate_lora``; shown with Axolotl 0.18.0's
+    own quantization and injection and PEFT 0.19.1 by ``benchmarks/memory/expert_adapter_probe.py``,
+    tests/test_oracle_expert_adapters.py, and on an H100, where the GLM-4.7-Flash run with gate_up_proj and down_proj
+    targeted held 2.7 GiB less than an estimate that trained both). Those adapters are the targeted expert weights
+    of each layer but the one defined last (down_proj after gate_up_proj). PEFT 0.18 enters no cache there and trains
+    them all (``TrainSetup.inner_expert_adapters_untrained`` False)."""
+    if (not setup.adapter or not setup.lora_target_parameters or not setup.experts_parametrized
+            or not setup.inner_expert_adapters_untrained):
+        return 0
+    return sum(sum(_parameter_lora_params(setup, lin) for lin in adapted_expert_parameters(arch, setup, layers[0])[:-1])
+               * len(layers) for layers in layer_groups(arch, setup))
 
 
 def linear_names(arch: Architecture) -> tuple[str, ...]:
@@ -540,7 +576,8 @@ def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
         saved = modules_to_save_params(arch, setup)
         if arch.num_labels and arch.head_name not in setup.modules_to_save:
             saved += arch.lm_head_params
-        return Trainable(lora_params(arch, setup) + target_parameter_lora_params(arch, setup), saved)
+        return Trainable(lora_params(arch, setup) + target_parameter_lora_params(arch, setup), saved,
+                         untrained_expert_adapter_params(arch, setup))
     if setup.unfrozen_parameters:
         return Trainable(0, unfrozen_params(arch, setup.unfrozen_parameters))
     return Trainable(0, arch.total_params)

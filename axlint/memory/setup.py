@@ -68,6 +68,9 @@ class TrainSetup:
     quantization: str | None         # "nf4" | "int8" | None
     double_quant: bool
     quantize_experts: bool           # routed experts quantized too (Axolotl's quantize_moe_experts)
+    experts_parametrized: bool       # ... as 3-D parameters behind a dequantizing parametrization
+    # (quantize_moe_experts on transformers 5 experts), not as per-expert nn.Linear modules that bitsandbytes
+    # replaces (llama4_linearized_experts, a remote-code model's own experts)
     adapter: str | None              # "lora" | "qlora" | None
     lora_r: int
     lora_dropout: float
@@ -94,6 +97,9 @@ class TrainSetup:
     # (``grad_weight += mm(...).float()``: liger-kernel 0.6.2 to 0.8.2, Axolotl 0.18.0 pins 0.8.0); False: in place
     xielu_cuda: bool = False  # the optional XIELU CUDA package runs xIELU (it keeps only its input); False: the
     # Python form transformers falls back to, which keeps more (``activations.plain_mlp_bytes``)
+    inner_expert_adapters_untrained: bool = True  # PEFT 0.19-0.20 (Axolotl 0.18.0 pins 0.19.1): on experts stored
+    # quantized, only the outermost ParamWrapper's adapter trains (``params.untrained_expert_adapter_params``);
+    # False: PEFT 0.18, which trains them all
     sharding: Sharding = field(default_factory=Sharding)
     head: str = "lm"                 # "lm" (vocab logits) | "sequence" (reward model) | "token" (process reward model)
     num_labels: int = 0              # the score head's outputs when head != "lm"
@@ -277,6 +283,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         quantization=quantization,
         double_quant=double_quant,
         quantize_experts=facts.quantize_experts or remote_experts,
+        experts_parametrized=facts.quantize_experts and not (remote_experts or facts.linearized_experts),
         adapter=facts.adapter.value,
         lora_r=facts.lora.r,
         lora_dropout=facts.lora.dropout,

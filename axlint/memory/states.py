@@ -282,7 +282,7 @@ def gradient_bytes(arch: Architecture, setup: TrainSetup, t: Trainable, spec: Op
     (``params.upcast_trained``); ≈ 0 when the update is fused into backward."""
     if spec.fused_backward:
         return 0.0
-    return (t.base * trainable_base_bytes(setup) + t.adapter * C.FP32
+    return (t.base * trainable_base_bytes(setup) + t.trained_adapter * C.FP32
             + upcast_trained(arch, setup) * (C.FP32 - setup.param_bytes))
 
 
@@ -309,18 +309,18 @@ def optimizer_state_bytes(arch: Architecture, setup: TrainSetup, t: Trainable, s
     """O = states × state bytes × trainable. Unquantized states take the param dtype (bf16 2, adapters 4, trained
     fp32 embeddings 4: ``params.upcast_trained``); under DeepSpeed they live on the fp32 master (4)."""
     if setup.sharding.kind is ShardingKind.DEEPSPEED and (setup.sharding.ds_optimizer or setup.sharding.offload_optimizer):
-        return 2 * C.FP32 * t.total  # FusedAdam / DeepSpeedCPUAdam (zero_force_ds_cpu_optimizer)
+        return 2 * C.FP32 * t.trained  # FusedAdam / DeepSpeedCPUAdam (zero_force_ds_cpu_optimizer)
     if spec.state_bytes is not None:
-        return spec.states * spec.state_bytes * t.total
+        return spec.states * spec.state_bytes * t.trained
     base_bytes = C.FP32 if setup.sharding.kind is ShardingKind.DEEPSPEED else trainable_base_bytes(setup)
-    return spec.states * (base_bytes * t.base + C.FP32 * t.adapter + _upcast_extra(arch, setup))
+    return spec.states * (base_bytes * t.base + C.FP32 * t.trained_adapter + _upcast_extra(arch, setup))
 
 
 def optimizer_temp_bytes(arch: Architecture, setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
     """Step-time temporaries of a torch foreach optimizer: one state-sized tensor list (sqrt(exp_avg_sq))."""
     if not spec.foreach_temp or setup.sharding.kind is ShardingKind.DEEPSPEED:
         return 0.0
-    return C.FOREACH_TEMP_STATES * (trainable_base_bytes(setup) * t.base + C.FP32 * t.adapter
+    return C.FOREACH_TEMP_STATES * (trainable_base_bytes(setup) * t.base + C.FP32 * t.trained_adapter
                                     + _upcast_extra(arch, setup))
 
 

@@ -1,7 +1,7 @@
 """How the Hugging Face stack of a published measurement differed from today's, for the measurements taken on an
 older stack: the calibration test and the published-measurements benchmark estimate today's stack and add what the
 older loss kept (``shifted_logits_extra``), or estimate the run as the older transformers / PEFT / Liger loaded,
-adapted and trained the model (``unconverted_targets``, ``linear_experts``, ``liger_in_place_weight_grad``,
+adapted and trained the model (``peft_before_0_19``, ``linear_experts``, ``liger_in_place_weight_grad``,
 ``xielu_cuda``) where the source ran them."""
 from __future__ import annotations
 
@@ -45,6 +45,13 @@ def unconverted_targets(setup: TrainSetup, facts: RunFacts) -> TrainSetup:
     lora = facts.lora
     return setup.with_changes(lora_target_modules=lora.target_modules, lora_target_linear=lora.target_linear,
                               lora_target_parameters=lora.target_parameters, lora_doubled=())
+
+
+def peft_before_0_19(setup: TrainSetup, facts: RunFacts) -> TrainSetup:
+    """A run on PEFT before 0.19: its targets (``unconverted_targets``), and a ``ParamWrapper`` that entered no
+    parametrize cache, so every adapter on experts stored quantized trains (``TrainSetup.inner_expert_adapters_untrained``;
+    PEFT 0.19.0 added the cache)."""
+    return unconverted_targets(setup, facts).with_changes(inner_expert_adapters_untrained=False)
 
 
 def linear_experts(setup: TrainSetup, facts: RunFacts) -> TrainSetup:

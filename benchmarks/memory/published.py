@@ -7,8 +7,8 @@ allocated -> peak_allocated, reserved -> peak_reserved, device -> peak_device; e
 compared with the estimate's fit call (what must stay resident, ``MemoryEstimate.required``, within the GPU's
 memory). A row measured on an older stack (``stack``) gets that stack's difference: on the loss of transformers before
 4.49 the shifted fp32 logits copy of that loss is added (``old_stack.shifted_logits_extra``) to every figure and to
-the fit call; on PEFT before 0.19 the LoRA targets are not converted for transformers 5's MoE experts
-(``old_stack.unconverted_targets``); on transformers 4 with per-expert ``nn.Linear`` experts those are quantized and
+the fit call; on PEFT before 0.19 the LoRA targets are not converted for transformers 5's MoE experts and every
+adapter on experts stored quantized trains (``old_stack.peft_before_0_19``); on transformers 4 with per-expert ``nn.Linear`` experts those are quantized and
 wrapped as modules (``old_stack.linear_experts``); on Liger before 0.6.2 its fused linear cross-entropy adds the
 lm_head gradient in place (``old_stack.liger_in_place_weight_grad``); with the optional XIELU CUDA package xIELU keeps
 only its input (``old_stack.xielu_cuda``). A row may name several stacks. A row whose model reached the GPUs already sharded (``loader:
@@ -49,7 +49,7 @@ from benchmarks.memory.old_stack import (  # noqa: E402
     linear_experts,
     sharded_load,
     shifted_logits_extra,
-    unconverted_targets,
+    peft_before_0_19,
     xielu_cuda,
 )
 from axlint.run import build_run  # noqa: E402
@@ -62,7 +62,7 @@ METRICS = {"allocated": "peak_allocated", "reserved": "peak_reserved", "device":
 SETS = ("calibration", "check")
 SUMMARY_BEGIN, SUMMARY_END = "<!-- summary:begin -->", "<!-- summary:end -->"
 OLD_LOSS = "transformers<4.49"
-SETUP_STACKS = {"peft<0.19": unconverted_targets, "transformers<5 linear experts": linear_experts,
+SETUP_STACKS = {"peft<0.19": peft_before_0_19, "transformers<5 linear experts": linear_experts,
                 "liger<0.6.2": liger_in_place_weight_grad, "xielu-cuda": xielu_cuda}
 """Stacks that differ in what is loaded and adapted: the row's TrainSetup is changed before it is estimated."""
 STACKS = (OLD_LOSS, *SETUP_STACKS)
