@@ -194,7 +194,7 @@ def untrained_expert_adapter_params(arch: Architecture, setup: TrainSetup) -> in
     before the inner one runs; the inner one then reads its weight (``get_delta_weight`` → ``get_param``) through
     the quantization parametrization, which stores the plain dequantized weight in that cache, and registers its
     LoRA parametrization after it, so the experts read the cached weight without the adapter: every adapter but
-    the outermost gets no gradient (PEFT 0.18.1 – 0.20.0 ``ParamWrapper._activate_lora``; shown with Axolotl 0.18.0's
+    the outermost gets no gradient (PEFT 0.19.0 – 0.20.0 ``ParamWrapper._activate_lora``; shown with Axolotl 0.18.0's
     own quantization and injection and PEFT 0.19.1 by ``benchmarks/memory/expert_adapter_probe.py``,
     tests/test_oracle_expert_adapters.py, and on an H100, where the GLM-4.7-Flash run with gate_up_proj and down_proj
     targeted held 2.7 GiB less than an estimate that trained both). Those adapters are the targeted expert weights
