@@ -29,6 +29,10 @@ The per-GPU numbers then apply what one process cannot show:
   FSDP1 leaves whole on every GPU (`sharding.replicated_quant_state_bytes`), to the parameters;
 - QLoRA stores the frozen linears (a vision or audio tower's too) in NF4 with double quantization (≈ 4.127 bits per
   weight), and its LoRA layers keep their input in the half dtype under autocast, as PEFT's bitsandbytes layers do;
+- routed experts quantized on load (Axolotl's ``quantize_moe_experts``) are counted in NF4 / int8 and read through a
+  stand-in of their dequantizing parametrization, which allocates every read's copy as bitsandbytes does
+  (``_dequantized_expert_reads``); a LoRA on such experts is refused (``NotSimulated``): what it costs depends on
+  the PEFT release, and this process runs the installed one, not necessarily Axolotl's;
 - 8-bit (and other non-torch) optimizer states, their number × bytes per trainable weight, are live at every moment
   after the first step, so they are added to the peak the stateless step found; a paged optimizer's states are
   CUDA managed memory outside PyTorch's allocator and are left out, as the estimate's allocated peak leaves them.
@@ -44,6 +48,7 @@ from typing import Any, Callable, Mapping
 from axlint.facts import RunFacts, Sharding, ShardingKind
 from axlint.memory import constants as C
 from axlint.memory.setup import TrainSetup, read_setup
+from axlint.memory.params import target_parameter_lora_params
 from axlint.memory.params import trainable as trainable_counts
 from axlint.memory.sharding import (
     buffer_bytes,
@@ -134,6 +139,13 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
 
     start = time.perf_counter()
     spec = train_spec(facts)
+    setup = setup or read_setup(facts, arch)
+    if setup.experts_parametrized and target_parameter_lora_params(arch, setup):
+        raise NotSimulated(
+            "LoRA on routed experts stored quantized (quantize_moe_experts with lora_target_parameters, or module "
+            "targets PEFT converts to expert weights) is not simulated: its memory depends on how the installed PEFT "
+            "wraps a parametrized weight (Axolotl's PEFT 0.19 trains only the last expert weight; 0.21 stops at the "
+            f"first forward), and this process runs PEFT {_peft_version()}; the analytic estimate models PEFT 0.19")
     attn, note = effective_attention(spec, on_cuda=False)
     notes = [note] if note else []
     world = int(getattr(hw, "count", 1) or 1)
@@ -148,12 +160,17 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
         cast_parameters(model, getattr(torch, spec.dtype))
     autocast = not deepspeed and spec.dtype != "float32"
     flash = spec.attn_implementation.startswith("flash_attention") and attn == "sdpa"
-    setup = setup or read_setup(facts, arch)
     with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), _fused_dropout(), _fp32_grouped_mm(), \
             _no_mask(flash), _bnb_adapter_inputs(model, autocast and spec.quantization in QUANTIZED_BYTES), \
             kernel_standins(model, arch.model_type, setup) as stood_in:
         notes += stood_in
         materialize_fake(model)
+        expert_savings = 0
+        if spec.quantization in QUANTIZED_BYTES and setup.experts_parametrized:
+            expert_savings = _dequantized_expert_reads(model, spec.quantization)
+            notes.append(f"routed experts counted in {QUANTIZED_NAMES[spec.quantization]} and read through a "
+                         "stand-in of their dequantizing parametrization, which allocates each read's "
+                         f"{'fp32' if spec.quantization == 'int8' else spec.dtype} copy as bitsandbytes does")
         params = [p for p in model.parameters() if p.requires_grad]
         kind = None if deepspeed else optimizer_spec(spec.optimizer)
         if kind is not None and kind.state_bytes is not None:
@@ -182,7 +199,7 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
         notes.append(f"{spec.optimizer}: {kind.states:g} states of {kind.state_bytes:g} byte per trainable parameter "
                      "added to every moment (its kernels are CUDA-only; the step ran a stateless SGD)")
     if spec.quantization in QUANTIZED_BYTES:
-        process["parameters"] -= _quantization_savings(model, QUANTIZED_BYTES[spec.quantization], last)
+        process["parameters"] -= _quantization_savings(model, QUANTIZED_BYTES[spec.quantization], last) + expert_savings
         notes.append(f"frozen linears counted in {QUANTIZED_NAMES[spec.quantization]} "
                      "(bitsandbytes is CUDA-only)")
     counts = trainable_counts(arch, setup)
@@ -433,6 +450,44 @@ def _last_module(model: Any) -> str:
     (5.24 ``quantizers/base.py``, ``get_keys_to_not_convert``: the name with ``.weight`` removed, so that a last
     bias names no module)."""
     return list(model.named_parameters())[-1][0].removesuffix(".weight")
+
+
+class NotSimulated(ValueError):
+    """A run the simulation cannot reproduce faithfully with the installed packages; the message says why."""
+
+
+def _peft_version() -> str:
+    import peft
+
+    return str(peft.__version__)
+
+
+def _dequantized_expert_reads(model: Any, quantization: str) -> int:
+    """Axolotl's ``quantize_moe_experts`` on the simulated model: each routed expert weight (``validate.quantize.
+    expert_weights``) gets a parametrization that, like bitsandbytes' dequantization, returns a new tensor on every
+    read (4-bit: one in the load dtype, ``dequantize_4bit``; 8-bit: fp32 through two, ``int8_vectorwise_dequant``'s
+    A·stats·(1/127)), cached for the module's forward by the hooks bitsandbytes and Axolotl register. PEFT's
+    wrappers, already in place, then run on it as they do on the real load (``params.untrained_expert_adapter_params``
+    follows). The weights stay in the load dtype; the bytes a quantized store saves are returned."""
+    import torch
+    import torch.nn.utils.parametrize as P
+
+    from axlint.validate.quantize import cache_parametrizations_per_forward, expert_weights
+
+    int8 = quantization == "int8"
+
+    class DequantizedRead(torch.nn.Module):
+        @torch.no_grad()
+        def forward(self, stored: Any) -> Any:
+            return stored.float() * 1.0 if int8 else stored.clone()
+
+    saved = 0.0
+    for module, name in expert_weights(model):
+        weight = getattr(module, name)
+        saved += weight.numel() * (weight.element_size() - QUANTIZED_BYTES[quantization])
+        P.register_parametrization(module, name, DequantizedRead(), unsafe=True)
+        cache_parametrizations_per_forward(module)
+    return int(saved)
 
 
 def _quantization_savings(model: Any, bytes_per_weight: float, last: str) -> int:

@@ -276,6 +276,19 @@ def test_a_failing_simulation_exits_2(project, monkeypatch):
     assert code == 2 and "--simulate failed: NotImplementedError" in err
 
 
+def test_lora_on_quantized_experts_is_not_simulated_and_says_why(project):
+    """quantize_moe_experts with an expert weight targeted: what PEFT does there depends on its release (0.19 trains
+    only the last expert weight, 0.21 stops), so the simulation refuses before it builds anything: exit 2, and why."""
+    (project / "glm.yml").write_text(
+        "base_model: zai-org/GLM-4.7-Flash\nadapter: qlora\nload_in_4bit: true\nquantize_moe_experts: true\n"
+        "lora_target_modules: [q_proj]\nlora_target_parameters: [mlp.experts.down_proj]\nsequence_len: 2048\n"
+        "micro_batch_size: 1\ngradient_accumulation_steps: 1\nlearning_rate: 0.0001\n"
+        "datasets:\n  - path: x\n    type: alpaca\n", encoding="utf-8")
+    code, out, err = invoke("glm.yml", "--hardware", "1xH100", "--simulate")
+    assert code == 2 and out == ""
+    assert "--simulate: LoRA on routed experts stored quantized" in err and "this process runs PEFT" in err
+
+
 def test_missing_config_and_conflicting_flags_exit_2(project):
     code, _, err = invoke("nothere.yml")
     assert code == 2 and "not found" in err

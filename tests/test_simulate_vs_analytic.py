@@ -66,6 +66,14 @@ CASES: list[tuple[str, str, int | None, dict[str, Any]]] = [
     ("qwen3-30b-a3b[4 layers] qlora fp32 experts", MOE, 4, {**ATTENTION_LORA, **QLORA}),
     ("qwen3-30b-a3b[4 layers] qlora fp32 experts ckpt", MOE, 4,
      {**ATTENTION_LORA, **QLORA, "gradient_checkpointing": True}),
+    # experts quantized on load (quantize_moe_experts): stored in NF4 / int8 and read dequantized, whole, once per
+    # forward (the simulation's stand-in of the parametrization allocates each read as bitsandbytes does)
+    ("qwen3-30b-a3b[4 layers] qlora quantized experts ckpt", MOE, 4,
+     {**ATTENTION_LORA, **QLORA, "quantize_moe_experts": True, "gradient_checkpointing": True}),
+    ("qwen3-30b-a3b[4 layers] qlora quantized experts", MOE, 4,
+     {**ATTENTION_LORA, **QLORA, "quantize_moe_experts": True}),
+    ("qwen3-30b-a3b[4 layers] 8-bit lora quantized experts ckpt", MOE, 4,
+     {**ATTENTION_LORA, "load_in_8bit": True, "quantize_moe_experts": True, "gradient_checkpointing": True}),
     # xIELU's Python form (no CUDA package): what it keeps and holds in its backward; CCE keeps the loss out of the
     # peak, 4096 tokens so that the layers set it
     ("apertus-8b[4 layers] lora cce s4096", APERTUS, 4, {**LORA, **CCE, "sequence_len": 4096}),

@@ -100,10 +100,12 @@ def simulate_run(run: "TrainingRun") -> Any:
     missing = [name for name in SIMULATE_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
         raise UsageError(f"--simulate needs {', '.join(missing)}: pip install 'axlint[simulate]'")
-    from axlint.simulate import simulate
+    from axlint.simulate import NotSimulated, simulate
 
     try:
         return simulate(run.facts, run.arch, run.hardware)
+    except NotSimulated as exc:
+        raise UsageError(f"--simulate: {exc}") from None
     except Exception as exc:  # the model code of any architecture runs here: report, do not trace back
         raise UsageError(f"--simulate failed: {type(exc).__name__}: {exc}") from None
 

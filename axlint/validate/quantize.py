@@ -62,20 +62,25 @@ def quantize_experts(model: Any, quantization: str) -> int:
     import torch
 
     count = 0
-    for module_name, module in list(model.named_modules()):
-        for name, param in list(module.named_parameters(recurse=False)):
-            path = f"{module_name}.{name}".lower()
-            if param.dim() < 3 or "expert" not in path or param.requires_grad or not param.is_floating_point():
-                continue
-            if quantization == "nf4":
-                from bitsandbytes.nn.parametrize import replace_parameter_4bit
+    for module, name in expert_weights(model):
+        if quantization == "nf4":
+            from bitsandbytes.nn.parametrize import replace_parameter_4bit
 
-                replace_parameter_4bit(module, name, compress_statistics=True, quant_type="nf4")
-            else:
-                _replace_parameter_int8(module, name)
-            count += 1
-            torch.cuda.empty_cache()
+            replace_parameter_4bit(module, name, compress_statistics=True, quant_type="nf4")
+        else:
+            _replace_parameter_int8(module, name)
+        count += 1
+        torch.cuda.empty_cache()
     return count
+
+
+def expert_weights(model: Any) -> list[tuple[Any, str]]:
+    """(module, parameter name) of every routed expert weight Axolotl's ``quantize_moe_experts`` quantizes: the
+    frozen floating-point parameters of three or more dimensions whose path names an expert."""
+    return [(module, name) for module_name, module in model.named_modules()
+            for name, param in module.named_parameters(recurse=False)
+            if param.dim() >= 3 and "expert" in f"{module_name}.{name}".lower() and not param.requires_grad
+            and param.is_floating_point()]
 
 
 def _replace_parameter_int8(module: Any, name: str) -> None:
@@ -91,10 +96,16 @@ def _replace_parameter_int8(module: Any, name: str) -> None:
     setattr(module, name, torch.nn.Parameter(data.reshape(shape), requires_grad=False))
     del original
     P.register_parametrization(module, name, _int8_dequant_class()(row_stats), unsafe=True)
-    if not getattr(module, "_axlint_int8_cache_hooks", False):
+    cache_parametrizations_per_forward(module)
+
+
+def cache_parametrizations_per_forward(module: Any) -> None:
+    """Cache `module`'s parametrized weights from the start to the end of each of its forwards, as the hooks
+    bitsandbytes' ``replace_parameter_4bit`` and Axolotl's ``replace_parameter_8bit`` register do (once per module)."""
+    if not getattr(module, "_axlint_parametrization_cache", False):
         module.register_forward_pre_hook(_cache_on)
         module.register_forward_hook(_cache_off, always_call=True)
-        module._axlint_int8_cache_hooks = True
+        module._axlint_parametrization_cache = True
 
 
 @functools.cache
