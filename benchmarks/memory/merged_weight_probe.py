@@ -87,7 +87,9 @@ def probe(case: str) -> dict[str, Any]:
 
 def _quantize(experts: Any, names: tuple[str, ...], case: str, torch: Any, nn: Any, parametrize: Any) -> None:
     """Store each weight quantized behind a dequantizing parametrization, with the cache hooks that make one forward
-    read each weight once (bitsandbytes 0.50.1 ``nn/parametrize.py``, Axolotl 0.18.0 ``monkeypatch/moe_quant.py``)."""
+    read each weight once (bitsandbytes 0.50.1 ``nn/parametrize.py``, Axolotl 0.18.0 ``monkeypatch/moe_quant.py``;
+    the hooks are axlint's, which `axlint validate` registers on a real load too)."""
+    from axlint.validate.quantize import cache_parametrizations_per_forward
 
     class Nf4(nn.Module):
         def __init__(self, shape: Any) -> None:
@@ -115,17 +117,7 @@ def _quantize(experts: Any, names: tuple[str, ...], case: str, torch: Any, nn: A
             stored, dequantize = torch.zeros(shape, dtype=torch.int8), Int8(shape)
         setattr(experts, name, nn.Parameter(stored, requires_grad=False))
         parametrize.register_parametrization(experts, name, dequantize, unsafe=True)
-
-    def enable(module: Any, inputs: Any) -> None:
-        parametrize._cache_enabled += 1
-
-    def disable(module: Any, inputs: Any, output: Any) -> None:
-        parametrize._cache_enabled = max(0, parametrize._cache_enabled - 1)
-        if not parametrize._cache_enabled:
-            parametrize._cache = {}
-
-    experts.register_forward_pre_hook(enable)
-    experts.register_forward_hook(disable, always_call=True)
+    cache_parametrizations_per_forward(experts)
 
 
 def _total(snapshot: dict[Any, dict[Any, int]]) -> int:
