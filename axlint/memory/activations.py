@@ -398,7 +398,7 @@ def dequantized_expert_bytes(arch: Architecture, setup: TrainSetup) -> tuple[flo
     t·n_i); stored = b·Σ n_i per layer without gradient checkpointing, 0 with it. Measured on an H100 with the
     GLM-4.7-Flash examples (2 × 2048 tokens, gradient checkpointing): 1.17 GiB above the estimate without it for
     4-bit experts (b·n = 1.13 GiB), 3.17 GiB for 8-bit ones (3.0 GiB)."""
-    if not setup.experts_parametrized or setup.expert_modules or setup.quantization is None:
+    if not setup.experts_parametrized or setup.quantization is None:
         return 0.0, 0.0
     b = merged_weight_dtype_bytes(setup)
     outputs = 2 if setup.quantization == "int8" else 1

@@ -59,11 +59,13 @@ def linear_experts(setup: TrainSetup, facts: RunFacts) -> TrainSetup:
     ``nn.Linear`` projections, as transformers 4 did for many MoE families (e.g. 4.40.0 models/jamba/modeling_jamba.py
     ``JambaSparseMoeBlock.experts``; transformers 5 fuses them into 3-D parameters), or a checkpoint's own code: a
     bitsandbytes 4/8-bit load quantized them (``quantize_experts``), module targets wrapped each expert's Linears
-    (``expert_modules``), and the PEFT of that time had nothing to convert (``unconverted_targets``). These are the
+    (``expert_modules``; no dequantizing parametrization, ``experts_parametrized``), and the PEFT of that time had
+    nothing to convert (``unconverted_targets``). These are the
     fields axlint's remote-code path sets for a repository whose own code builds the experts so (``setup.read_setup``
     under ``remote_linear_experts``; tests/test_published_measurements.py checks that the two agree)."""
     return unconverted_targets(setup, facts).with_changes(
-        quantize_experts=setup.quantize_experts or setup.quantization is not None, expert_modules=True)
+        quantize_experts=setup.quantize_experts or setup.quantization is not None, expert_modules=True,
+        experts_parametrized=False)
 
 
 def liger_in_place_weight_grad(setup: TrainSetup, facts: RunFacts | None = None) -> TrainSetup:
