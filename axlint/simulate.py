@@ -40,6 +40,7 @@ torch, transformers and peft are imported inside functions only.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import math
 import time
 from dataclasses import dataclass, field
@@ -145,7 +146,8 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
             "LoRA on routed experts stored quantized (quantize_moe_experts with lora_target_parameters, or module "
             "targets PEFT converts to expert weights) is not simulated: its memory depends on how the installed PEFT "
             "wraps a parametrized weight (Axolotl's PEFT 0.19 trains only the last expert weight; 0.21 stops at the "
-            f"first forward), and this process runs PEFT {_peft_version()}; the analytic estimate models PEFT 0.19")
+            f"first forward), and this process runs PEFT {importlib.metadata.version('peft')}; the analytic "
+            "estimate models PEFT 0.19")
     attn, note = effective_attention(spec, on_cuda=False)
     notes = [note] if note else []
     world = int(getattr(hw, "count", 1) or 1)
@@ -454,12 +456,6 @@ def _last_module(model: Any) -> str:
 
 class NotSimulated(ValueError):
     """A run the simulation cannot reproduce faithfully with the installed packages; the message says why."""
-
-
-def _peft_version() -> str:
-    import peft
-
-    return str(peft.__version__)
 
 
 def _dequantized_expert_reads(model: Any, quantization: str) -> int:
