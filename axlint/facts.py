@@ -299,6 +299,7 @@ class RunFacts:
     tiled_mlp: bool = False
     remote_code: bool = False        # trust_remote_code: a model with an auto_map runs its repository's own code
     expert_kernels: tuple[str, ...] = ()  # KernelsPlugin expert paths turned on: "scattermoe", "sonicmoe"
+    lora_kernels: tuple[str, ...] = ()  # Axolotl's fused LoRA kernels that run: "mlp", "qkv", "o", "embedding"
     nonexpert_quantization: str | None = None  # KernelsPlugin's nonexpert_quantization policy, as written
     dsv4_nonexpert_mode: str | None = None  # the KernelsPlugin DSV4 adapter's FP8 non-expert storage; None: not run
     dequantize: bool = False         # model_quantization_config_kwargs.dequantize: a quantized checkpoint loads in bf16
@@ -725,6 +726,7 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         remote_code=_flag(raw, "trust_remote_code"),
         mlp_tiles=lax_int(raw.get("tiled_mlp_num_shards")) or None,
         expert_kernels=_expert_kernels(raw, plugins),
+        lora_kernels=lora_kernels(raw, world_size, _expert_kernels(raw, plugins)),
         nonexpert_quantization=str(raw["nonexpert_quantization"]) if raw.get("nonexpert_quantization") else None,
         dsv4_nonexpert_mode=_dsv4_nonexpert_mode(raw, plugins),
         dequantize=_dequantize(raw),
@@ -763,6 +765,43 @@ def _expert_kernels(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> tuple[s
         return ()
     backend = str(raw.get("expert_backend") or "").lower()
     return tuple(name for name in ("scattermoe", "sonicmoe") if _flag(raw, f"use_{name}") or backend == name)
+
+
+LORA_KERNEL_FLAGS = ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embedding_kernel")
+
+
+def lora_kernels(raw: Mapping[str, Any], world_size: int, expert_kernels: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The fused LoRA kernels Axolotl runs ("mlp", "qkv", "o", "embedding" for the four ``LORA_KERNEL_FLAGS``).
+
+    The flags written true; when none of the four is written, all four for a LoRA or QLoRA run, which Axolotl
+    0.18.0 turns on itself (``utils/schemas/config.py`` ``check_auto_enable_lora_kernels``, a validator of the
+    config with GPU capabilities, which ``load_cfg`` leaves out under ``use_ray``) unless the run is RL,
+    ``nvfp4_merge_aware``, 8-bit LoRA, ``trust_remote_code``, or FSDP1 (``fsdp_config`` without ``fsdp_version:
+    2``) on more than one GPU. The KernelsPlugin's DeepSeek-V4 path (``use_dsv4_kernels`` with ScatterMoE or
+    SonicMoE experts) turns the MLP kernel off for its own (``integrations/kernels/args.py``
+    ``disable_mlp_kernel``). An architecture that declares the kernels unsupported turns them off again once its
+    model type is known (``utils/config/__init__.py`` ``normalize_config``; ``memory.setup``). Held to Axolotl's
+    validated config in tests/test_oracle_lora_kernels.py."""
+    written = [flag for flag in LORA_KERNEL_FLAGS if raw.get(flag) is not None]
+    if written:
+        kernels = tuple(flag.split("_")[1] for flag in written if lax_bool(raw.get(flag)) is True)
+    elif _auto_lora_kernels(raw, world_size):
+        kernels = tuple(flag.split("_")[1] for flag in LORA_KERNEL_FLAGS)
+    else:
+        return ()
+    if expert_kernels and truthy(raw.get("use_dsv4_kernels")):
+        kernels = tuple(k for k in kernels if k != "mlp")
+    return kernels
+
+
+def _auto_lora_kernels(raw: Mapping[str, Any], world_size: int) -> bool:
+    """Axolotl turns the LoRA kernels on for this run when none of their flags is written (``lora_kernels``)."""
+    adapter = raw.get("adapter")
+    if (adapter not in ("lora", "qlora") or truthy(raw.get("use_ray")) or truthy(raw.get("rl"))
+            or truthy(raw.get("nvfp4_merge_aware")) or (adapter == "lora" and truthy(raw.get("load_in_8bit")))
+            or truthy(raw.get("trust_remote_code"))):
+        return False
+    return not (world_size > 1 and raw.get("fsdp_config") is not None and str(raw.get("fsdp_version")) != "2")
 
 
 def _dsv4_nonexpert_mode(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> str | None:

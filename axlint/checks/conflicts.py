@@ -10,7 +10,7 @@ import re
 from typing import Any, Iterator
 
 from axlint.checks.locate import ax_hit, key_label, lists_plugin, written_block, written_config
-from axlint.facts import KERNELS_PLUGIN, LIGER_PLUGIN, SWANLAB_PLUGIN
+from axlint.facts import KERNELS_PLUGIN, LIGER_PLUGIN, LORA_KERNEL_FLAGS, SWANLAB_PLUGIN
 from axlint.lax import as_number, truthy
 from axlint.rule import Hit, Rule, format_value, register_check
 from axlint.run import TrainingRun
@@ -63,8 +63,7 @@ def _base_model(raw: dict[str, Any]) -> str:
 
 def _kernel(raw: dict[str, Any]) -> str | None:
     """The first LoRA kernel flag written true, as `check_multigpu_lora_kernels` lists them."""
-    return next((k for k in ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embedding_kernel")
-                 if truthy(raw.get(k))), None)
+    return next((k for k in LORA_KERNEL_FLAGS if truthy(raw.get(k))), None)
 
 
 def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
@@ -156,7 +155,7 @@ def _kernel_conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflic
             return
     if truthy(raw.get("use_scattermoe")) and truthy(raw.get("use_sonicmoe")):
         yield ("use_sonicmoe",), "both `use_scattermoe` and `use_sonicmoe`: the experts run on one backend; keep one"
-    fused = [k for k in ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel") if raw.get(k) is True]
+    fused = [k for k in LORA_KERNEL_FLAGS[:3] if raw.get(k) is True]  # not the embedding kernel
     if (truthy(raw.get("nvfp4_merge_aware")) and "sonicmoe" in run.facts.expert_kernels
             and raw.get("adapter") == "lora" and fused):
         yield ((fused[0],), f"`{fused[0]}` with `nvfp4_merge_aware`: the fused kernels bypass the LoRA layers "

@@ -230,6 +230,11 @@ def _weights_storage(facts: RunFacts, arch: Architecture, remote_experts: bool,
     return pre, facts.quantization.value, facts.double_quant
 
 
+LORA_KERNELS_UNSUPPORTED = frozenset({"paddleocr_vl"})
+"""Model types whose Axolotl support declares the fused LoRA kernels unsupported: ``normalize_config`` turns them off
+once the model type is known (Axolotl 0.18.0 ``utils/config/__init__.py``, ``model_support/paddleocr_vl``)."""
+
+
 def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
     """The memory-relevant facts of a resolved run (axlint.facts), with the notes the estimate rests on."""
     notes: list[str] = []
@@ -247,6 +252,14 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         notes.append("lora_target_parameters: PEFT wraps the 3-D expert weights (ParamWrapper), r·E·(d_in + d_out) "
                      f"adapter weights each; the experts then keep their inputs for backward like trained experts; "
                      f"{merged}")
+    kernels = [f"lora_{k}_kernel" for k in facts.lora_kernels if k in ("mlp", "qkv", "o")]
+    if facts.adapter.value and kernels and arch.model_type not in LORA_KERNELS_UNSUPPORTED:
+        notes.append(f"Axolotl turns on its fused LoRA kernels ({', '.join(kernels)}; on by default for LoRA and "
+                     "QLoRA unless a lora_*_kernel flag is written). Where they apply (a gated SiLU or GELU MLP with "
+                     "LoRA on gate, up and down; attention with LoRA on q, k, v and o) they keep less for backward "
+                     "than the PEFT LoRA layers the estimate counts: Axolotl's LoRA MLP keeps its input, gate and up "
+                     "projections, 2.5 tokens × intermediate × 4 bytes where PEFT's layers keep 6.1. The run can "
+                     "need less than estimated, most of all without gradient checkpointing")
     if arch.config.get("hidden_act") == "xielu":
         notes.append("xIELU activation: transformers' Python form assumed (7-9 bytes kept per MLP unit and token); "
                      "with the optional XIELU CUDA package installed it keeps 2 and the run needs less")
