@@ -212,7 +212,8 @@ def test_without_its_package_cut_cross_entropy_is_dropped_from_the_run_and_said(
     """The ranks run, and the estimate sizes, transformers' loss when the CCE package is missing on a GPU machine;
     the report says so and how to install it. With the package, or on CPU (where CCE is never applied), the config
     is run as written."""
-    raw = {"adapter": "lora", "plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]}
+    raw = {"adapter": "lora", "lora_mlp_kernel": False, "lora_qkv_kernel": False, "lora_o_kernel": False,
+           "plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"]}
     facts = resolve_facts(raw)
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
@@ -321,3 +322,17 @@ def test_a_text_model_builds_as_a_causal_lm() -> None:
     with torch.device("meta"):
         model = build_model("llama", LLAMA_8B, spec, attn="sdpa")
     assert type(model).__name__ == "LlamaForCausalLM"
+
+
+def test_axolotl_s_fused_lora_kernels_are_turned_off_in_the_run_and_said() -> None:
+    """The ranks run PEFT's LoRA layers: where Axolotl would run its fused LoRA kernels (on by default for LoRA),
+    validate writes their flags false, so that the run and its estimate count PEFT's layers, and says so."""
+    raw = {"adapter": "qlora", "load_in_4bit": True}
+    config, notes = runnable_config(raw, resolve_facts(raw), "cpu")
+    assert config == {**raw, "lora_mlp_kernel": False, "lora_qkv_kernel": False, "lora_o_kernel": False,
+                      "lora_embedding_kernel": False}
+    assert resolve_facts(config).lora_kernels == ()
+    assert notes == ["Axolotl would run its fused LoRA kernels (lora_mlp_kernel, lora_qkv_kernel, lora_o_kernel); "
+                     "validate runs PEFT's LoRA layers, which keep more for backward, and estimates those"]
+    full = {"learning_rate": 1e-5}
+    assert runnable_config(full, resolve_facts(full), "cuda") == (full, [])

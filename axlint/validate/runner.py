@@ -67,17 +67,23 @@ CCE_INSTALL = ('pip install "cut-cross-entropy[transformers] @ '
 
 
 def runnable_config(raw: Mapping[str, Any], facts: Any, device: str) -> tuple[dict[str, Any], list[str]]:
-    """The config the ranks run, and a note for each setting turned off because this machine cannot run it:
+    """The config the ranks run, and a note for each setting turned off because validate cannot run it: Axolotl's
+    fused LoRA kernels (``RunFacts.lora_kernels``; the ranks run PEFT's LoRA layers, which the estimate counts);
     Cut Cross-Entropy without its package on a GPU runs (and is estimated with) transformers' own loss."""
-    from axlint.facts import LossKernel
+    from axlint.facts import LORA_KERNEL_FLAGS, LossKernel
 
-    config = dict(raw)
+    config, notes = dict(raw), []
+    fused = [f"lora_{k}_kernel" for k in facts.lora_kernels if k in ("mlp", "qkv", "o")]
+    if fused:
+        config.update({flag: False for flag in LORA_KERNEL_FLAGS})
+        notes.append(f"Axolotl would run its fused LoRA kernels ({', '.join(fused)}); validate runs PEFT's LoRA "
+                     "layers, which keep more for backward, and estimates those")
     if (device == "cuda" and facts.loss.value is LossKernel.CCE
             and importlib.util.find_spec("cut_cross_entropy") is None):
         config["cut_cross_entropy"] = False
-        return config, ["Cut Cross-Entropy is not installed here, so this run and its estimate use transformers' "
-                        f"own loss, which holds the logits; to measure the configured loss, {CCE_INSTALL}"]
-    return config, []
+        notes.append("Cut Cross-Entropy is not installed here, so this run and its estimate use transformers' own "
+                     f"loss, which holds the logits; to measure the configured loss, {CCE_INSTALL}")
+    return config, notes
 
 
 def _check_options(*, steps: int, device: str, probe: str | None, hostfile: Path | None,
