@@ -254,13 +254,7 @@ def _lines(text: str) -> str:
 
 
 def main() -> None:
-    out = sys.stdout
-    sys.stdout = sys.stderr  # what the stack prints must not mix with the verdicts
-    for line in sys.stdin:
-        if line.strip():
-            item = json.loads(line)
-            out.write(json.dumps({"id": item["id"], **judge(item)}) + "\n")
-            out.flush()
+    axolotl_judge.serve(judge)
 
 
 if __name__ == "__main__":

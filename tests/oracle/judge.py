@@ -14,7 +14,7 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from axlint.upstream import axolotl_validation
 
@@ -49,14 +49,20 @@ def _first_line(text: str) -> str:
     return text.strip().splitlines()[0][:300] if text.strip() else ""
 
 
-def main() -> None:
+def serve(answer: Callable[[dict], dict]) -> None:
+    """One answer per request line of stdin, {"id", **answer(request)} per line of stdout; what the stack prints
+    while answering goes to stderr, so that it does not mix with the answers."""
     out = sys.stdout
-    sys.stdout = sys.stderr  # what Axolotl prints while validating must not mix with the verdicts
+    sys.stdout = sys.stderr
     for line in sys.stdin:
         if line.strip():
             item = json.loads(line)
-            out.write(json.dumps({"id": item["id"], **judge(item["id"], item["capabilities"])}) + "\n")
+            out.write(json.dumps({"id": item["id"], **answer(item)}) + "\n")
             out.flush()
+
+
+def main() -> None:
+    serve(lambda item: judge(item["id"], item["capabilities"]))
 
 
 if __name__ == "__main__":

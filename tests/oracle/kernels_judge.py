@@ -6,11 +6,8 @@ the validated config ("mlp", "qkv", "o", "embedding"), "error": Axolotl's refusa
 """
 from __future__ import annotations
 
-import json
-import sys
-
 from axlint.facts import LORA_KERNEL_FLAGS
-from judge import _first_line, validated  # the sibling judge: same environment, same validate_config
+from judge import _first_line, serve, validated  # the sibling judge: same environment, same validate_config
 
 
 def kernels(path: str, capabilities: dict) -> dict:
@@ -22,13 +19,7 @@ def kernels(path: str, capabilities: dict) -> dict:
 
 
 def main() -> None:
-    out = sys.stdout
-    sys.stdout = sys.stderr  # what Axolotl prints while validating must not mix with the answers
-    for line in sys.stdin:
-        if line.strip():
-            item = json.loads(line)
-            out.write(json.dumps({"id": item["id"], **kernels(item["id"], item["capabilities"])}) + "\n")
-            out.flush()
+    serve(lambda item: kernels(item["id"], item["capabilities"]))
 
 
 if __name__ == "__main__":
