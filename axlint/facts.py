@@ -307,6 +307,12 @@ class RunFacts:
     model_load: ModelLoad = field(default_factory=ModelLoad)
 
     @property
+    def fused_lora_kernel_flags(self) -> list[str]:
+        """The flags of the fused LoRA kernels that replace PEFT's layers in attention and MLP (``lora_kernels``
+        without the embedding kernel), as written in a config."""
+        return [f"lora_{k}_kernel" for k in self.lora_kernels if k != "embedding"]
+
+    @property
     def attention(self) -> str:
         """The backend that runs: the chosen implementation, else transformers' default sdpa."""
         return self.attn_implementation.value or "sdpa"
@@ -643,6 +649,7 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
     bf16, fp16, dtype = _precision(raw, bf16_capable)
     packing = _bool_fact(raw, "sample_packing")
     plugins = _strings(raw.get("plugins"))
+    expert_kernels = _expert_kernels(raw, plugins)
     liger = any(p.endswith("LigerPlugin") for p in plugins)
     adapter_value = raw.get("adapter")
     adapter: Fact[str | None] = Fact(str(adapter_value), ("adapter",), Origin.WRITTEN) \
@@ -725,8 +732,8 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         tiled_mlp=_flag(raw, "tiled_mlp"),
         remote_code=_flag(raw, "trust_remote_code"),
         mlp_tiles=lax_int(raw.get("tiled_mlp_num_shards")) or None,
-        expert_kernels=_expert_kernels(raw, plugins),
-        lora_kernels=lora_kernels(raw, world_size, _expert_kernels(raw, plugins)),
+        expert_kernels=expert_kernels,
+        lora_kernels=lora_kernels(raw, world_size, expert_kernels),
         nonexpert_quantization=str(raw["nonexpert_quantization"]) if raw.get("nonexpert_quantization") else None,
         dsv4_nonexpert_mode=_dsv4_nonexpert_mode(raw, plugins),
         dequantize=_dequantize(raw),

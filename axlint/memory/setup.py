@@ -252,7 +252,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         notes.append("lora_target_parameters: PEFT wraps the 3-D expert weights (ParamWrapper), r·E·(d_in + d_out) "
                      f"adapter weights each; the experts then keep their inputs for backward like trained experts; "
                      f"{merged}")
-    kernels = [f"lora_{k}_kernel" for k in facts.lora_kernels if k in ("mlp", "qkv", "o")]
+    kernels = facts.fused_lora_kernel_flags
     if facts.adapter.value and kernels and arch.model_type not in LORA_KERNELS_UNSUPPORTED:
         notes.append(f"Axolotl turns on its fused LoRA kernels ({', '.join(kernels)}; on by default for LoRA and "
                      "QLoRA unless a lora_*_kernel flag is written). Where they apply (a gated SiLU or GELU MLP with "

@@ -73,7 +73,7 @@ def runnable_config(raw: Mapping[str, Any], facts: Any, device: str) -> tuple[di
     from axlint.facts import LORA_KERNEL_FLAGS, LossKernel
 
     config, notes = dict(raw), []
-    fused = [f"lora_{k}_kernel" for k in facts.lora_kernels if k in ("mlp", "qkv", "o")]
+    fused = facts.fused_lora_kernel_flags
     if fused:
         config.update({flag: False for flag in LORA_KERNEL_FLAGS})
         notes.append(f"Axolotl would run its fused LoRA kernels ({', '.join(fused)}); validate runs PEFT's LoRA "
