@@ -23,7 +23,7 @@ from benchmarks.memory.axolotl_reference import (
 
 ROOT = Path(__file__).resolve().parents[1]
 HUNYUAN = ROOT / "fixtures/axolotl/examples/hunyuan/hunyuan-v1-dense-qlora.yaml"
-WORK = Path("/work/row")
+WORK = Path("row")  # a work folder as the runner is given one (never created here)
 
 
 def _reference(raw: dict, **kw) -> tuple[dict, list[str]]:
@@ -33,9 +33,9 @@ def _reference(raw: dict, **kw) -> tuple[dict, list[str]]:
 def test_reference_config_changes_only_data_paths_steps_saving_and_evaluation() -> None:
     raw = yaml.safe_load(HUNYUAN.read_text(encoding="utf-8"))
     cfg, notes = _reference(raw)
-    assert cfg["base_model"] == "/work/row/model"
-    assert cfg["datasets"] == [{"path": "/work/row/data.jsonl", "ds_type": "json", "type": "completion"}]
-    assert (cfg["dataset_prepared_path"], cfg["output_dir"]) == ("/work/row/prepared", "/work/row/out")
+    assert cfg["base_model"] == "row/model"
+    assert cfg["datasets"] == [{"path": "row/data.jsonl", "ds_type": "json", "type": "completion"}]
+    assert (cfg["dataset_prepared_path"], cfg["output_dir"]) == ("row/prepared", "row/out")
     assert (cfg["max_steps"], cfg["num_epochs"], cfg["logging_steps"]) == (3, 1, 1)
     assert (cfg["save_strategy"], cfg["val_set_size"]) == ("no", 0)
     assert "evals_per_epoch" not in cfg and "saves_per_epoch" not in cfg
