@@ -274,8 +274,8 @@ def prepare(row: Mapping[str, Any], work: Path, *, steps: int, scale_down: bool,
     from axlint.run import build_run
     from axlint.validate.scaling import scale_down as shrink
 
-    raw = yaml.safe_load((ROOT / row["config_file"]).read_text(encoding="utf-8"))
-    run = build_run(load_document(ROOT / row["config_file"]))
+    doc = load_document(ROOT / row["config_file"])
+    raw, run = doc.data, build_run(doc)
     if run.arch is None:
         raise ValueError(f"{row['config_file']}: base_model does not resolve to a catalog model")
     arch = run.arch
