@@ -307,12 +307,6 @@ class RunFacts:
     model_load: ModelLoad = field(default_factory=ModelLoad)
 
     @property
-    def fused_lora_kernel_flags(self) -> list[str]:
-        """The flags of the fused LoRA kernels that replace PEFT's layers in attention and MLP (``lora_kernels``
-        without the embedding kernel), as written in a config."""
-        return [f"lora_{k}_kernel" for k in self.lora_kernels if k != "embedding"]
-
-    @property
     def attention(self) -> str:
         """The backend that runs: the chosen implementation, else transformers' default sdpa."""
         return self.attn_implementation.value or "sdpa"
@@ -775,6 +769,17 @@ def _expert_kernels(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> tuple[s
 
 
 LORA_KERNEL_FLAGS = ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embedding_kernel")
+LORA_KERNELS_UNSUPPORTED = frozenset({"paddleocr_vl"})
+"""Model types whose Axolotl support declares the fused LoRA kernels unsupported: ``normalize_config`` turns them off
+once the model type is known (Axolotl 0.18.0 ``utils/config/__init__.py``, ``model_support/paddleocr_vl``)."""
+
+
+def fused_lora_kernel_flags(facts: RunFacts, model_type: str) -> list[str]:
+    """The flags of the fused LoRA kernels that replace PEFT's layers in attention and MLP for a model of
+    `model_type` (``RunFacts.lora_kernels`` without the embedding kernel; none for ``LORA_KERNELS_UNSUPPORTED``)."""
+    if not facts.adapter.value or model_type in LORA_KERNELS_UNSUPPORTED:
+        return []
+    return [f"lora_{k}_kernel" for k in facts.lora_kernels if k != "embedding"]
 
 
 def lora_kernels(raw: Mapping[str, Any], world_size: int, expert_kernels: tuple[str, ...] = ()) -> tuple[str, ...]:
@@ -787,7 +792,7 @@ def lora_kernels(raw: Mapping[str, Any], world_size: int, expert_kernels: tuple[
     2``) on more than one GPU. The KernelsPlugin's DeepSeek-V4 path (``use_dsv4_kernels`` with ScatterMoE or
     SonicMoE experts) turns the MLP kernel off for its own (``integrations/kernels/args.py``
     ``disable_mlp_kernel``). An architecture that declares the kernels unsupported turns them off again once its
-    model type is known (``utils/config/__init__.py`` ``normalize_config``; ``memory.setup``). Held to Axolotl's
+    model type is known (``utils/config/__init__.py`` ``normalize_config``; ``fused_lora_kernel_flags``). Held to Axolotl's
     validated config in tests/test_oracle_lora_kernels.py."""
     written = [flag for flag in LORA_KERNEL_FLAGS if raw.get(flag) is not None]
     if written:

@@ -328,11 +328,12 @@ def test_axolotl_s_fused_lora_kernels_are_turned_off_in_the_run_and_said() -> No
     """The ranks run PEFT's LoRA layers: where Axolotl would run its fused LoRA kernels (on by default for LoRA),
     validate writes their flags false, so that the run and its estimate count PEFT's layers, and says so."""
     raw = {"adapter": "qlora", "load_in_4bit": True}
-    config, notes = runnable_config(raw, resolve_facts(raw), "cpu")
+    config, notes = runnable_config(raw, resolve_facts(raw), "cpu", "llama")
     assert config == {**raw, "lora_mlp_kernel": False, "lora_qkv_kernel": False, "lora_o_kernel": False,
                       "lora_embedding_kernel": False}
     assert resolve_facts(config).lora_kernels == ()
     assert notes == ["Axolotl would run its fused LoRA kernels (lora_mlp_kernel, lora_qkv_kernel, lora_o_kernel); "
                      "validate runs PEFT's LoRA layers, which keep more for backward, and estimates those"]
+    assert runnable_config(raw, resolve_facts(raw), "cpu", "paddleocr_vl") == (raw, [])  # Axolotl runs none there
     full = {"learning_rate": 1e-5}
     assert runnable_config(full, resolve_facts(full), "cuda") == (full, [])

@@ -16,6 +16,7 @@ from axlint.facts import (
     ModelLoad,
     RunFacts,
     Sharding,
+    fused_lora_kernel_flags,
     kbit_upcasts_experts,
     keeps_fp32_embeddings,
 )
@@ -230,11 +231,6 @@ def _weights_storage(facts: RunFacts, arch: Architecture, remote_experts: bool,
     return pre, facts.quantization.value, facts.double_quant
 
 
-LORA_KERNELS_UNSUPPORTED = frozenset({"paddleocr_vl"})
-"""Model types whose Axolotl support declares the fused LoRA kernels unsupported: ``normalize_config`` turns them off
-once the model type is known (Axolotl 0.18.0 ``utils/config/__init__.py``, ``model_support/paddleocr_vl``)."""
-
-
 def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
     """The memory-relevant facts of a resolved run (axlint.facts), with the notes the estimate rests on."""
     notes: list[str] = []
@@ -252,8 +248,8 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         notes.append("lora_target_parameters: PEFT wraps the 3-D expert weights (ParamWrapper), r·E·(d_in + d_out) "
                      f"adapter weights each; the experts then keep their inputs for backward like trained experts; "
                      f"{merged}")
-    kernels = facts.fused_lora_kernel_flags
-    if facts.adapter.value and kernels and arch.model_type not in LORA_KERNELS_UNSUPPORTED:
+    kernels = fused_lora_kernel_flags(facts, arch.model_type)
+    if kernels:
         notes.append(f"Axolotl turns on its fused LoRA kernels ({', '.join(kernels)}; on by default for LoRA and "
                      "QLoRA unless a lora_*_kernel flag is written). Where they apply (a gated SiLU or GELU MLP with "
                      "LoRA on gate, up and down; attention with LoRA on q, k, v and o) they keep less for backward "

@@ -43,7 +43,7 @@ def run_validation(config_path: Path, *, steps: int, num_gpus: int | None, devic
     processes = num_gpus or (_visible_gpus() if device == "cuda" else 1)
     world = _hostfile_slots(hostfile) if hostfile else processes
     model_type, model_config_dict, scaled = model_job(arch, device)
-    axolotl, notes = runnable_config(run.raw, run.facts, device)
+    axolotl, notes = runnable_config(run.raw, run.facts, device, arch.model_type)
     job = {"model_type": model_type, "model_config": model_config_dict,
            "axolotl": axolotl, "ds_raw": run.ds_raw, "world_size": world, "steps": steps, "device": device}
     facts = job_facts(job)
@@ -66,14 +66,16 @@ CCE_INSTALL = ('pip install "cut-cross-entropy[transformers] @ '
 """Axolotl's fork of Cut Cross-Entropy at the commit Axolotl 0.18.0 installs."""
 
 
-def runnable_config(raw: Mapping[str, Any], facts: Any, device: str) -> tuple[dict[str, Any], list[str]]:
+def runnable_config(raw: Mapping[str, Any], facts: Any, device: str, model_type: str = "") -> tuple[dict[str, Any],
+                                                                                               list[str]]:
     """The config the ranks run, and a note for each setting turned off because validate cannot run it: Axolotl's
-    fused LoRA kernels (``RunFacts.lora_kernels``; the ranks run PEFT's LoRA layers, which the estimate counts);
+    fused LoRA kernels for a model of `model_type` (``facts.fused_lora_kernel_flags``; the ranks run PEFT's LoRA
+    layers, which the estimate counts);
     Cut Cross-Entropy without its package on a GPU runs (and is estimated with) transformers' own loss."""
-    from axlint.facts import LORA_KERNEL_FLAGS, LossKernel
+    from axlint.facts import LORA_KERNEL_FLAGS, LossKernel, fused_lora_kernel_flags
 
     config, notes = dict(raw), []
-    fused = facts.fused_lora_kernel_flags
+    fused = fused_lora_kernel_flags(facts, model_type)
     if fused:
         config.update({flag: False for flag in LORA_KERNEL_FLAGS})
         notes.append(f"Axolotl would run its fused LoRA kernels ({', '.join(fused)}); validate runs PEFT's LoRA "
