@@ -88,7 +88,6 @@ saving and evaluation, none of which the training step's memory depends on."""
 SPECIAL_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>", "unk_token": "<unk>"}
 
 CUDA_ONLY_PLUGINS = ("cut_cross_entropy", "liger")
-LORA_KERNELS = ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embedding_kernel")
 CPU_OPTIMIZERS = {"adamw_bnb_8bit": "adamw_torch", "paged_adamw_8bit": "adamw_torch",
                   "paged_adamw_32bit": "adamw_torch", "adamw_torch_fused": "adamw_torch", "adamw_8bit": "adamw_torch"}
 
@@ -160,7 +159,9 @@ def cpu_changes(cfg: dict[str, Any]) -> list[str]:
     if cfg.get("attn_implementation", "eager") != "eager":  # packed sdpa takes PyTorch's varlen flash kernel
         notes.append(f"attn_implementation {cfg['attn_implementation']} -> eager")
         cfg["attn_implementation"] = "eager"
-    for key in LORA_KERNELS:
+    from axlint.facts import LORA_KERNEL_FLAGS
+
+    for key in LORA_KERNEL_FLAGS:
         cfg[key] = False
     notes.append("Axolotl's Triton LoRA kernels off")
     for key in ("bf16", "fp16", "tf32"):
@@ -272,7 +273,7 @@ def prepare(row: Mapping[str, Any], work: Path, *, steps: int, scale_down: bool,
     """Write the model, tokenizer, data and config of one row under `work`; return the config's path and notes."""
     from axlint.document import load_document
     from axlint.run import build_run
-    from axlint.validate.scaling import scale_down as shrink
+    from axlint.validate.runner import model_job
 
     doc = load_document(ROOT / row["config_file"])
     raw, run = doc.data, build_run(doc)
@@ -282,15 +283,14 @@ def prepare(row: Mapping[str, Any], work: Path, *, steps: int, scale_down: bool,
     if not scale_down and arch.total_params > max_params * 1e9:
         raise ValueError(f"{arch.model_id} has {arch.total_params / 1e9:.1f} B parameters, over --max-params "
                          f"{max_params:g} B (its random bf16 weights are written to disk)")
-    model_type = str(arch.config.get("model_type") or arch.model_type)
-    config = shrink(dict(arch.config)) if scale_down else dict(arch.build_config)
+    model_type, config, _ = model_job(arch, "cpu" if scale_down else "cuda")
     vocab_size = int(config.get("vocab_size") or (config.get("text_config") or {}).get("vocab_size")
                      or arch.vocab_size)
     work.mkdir(parents=True, exist_ok=True)
     model_dir, data_file = work / "model", work / "data.jsonl"
-    hf = model_config(model_type if scale_down else arch.model_type, config)
-    vocabulary = synthetic_vocabulary(vocab_size, named_tokens(raw), hf.to_dict())
-    write_model(model_dir, hf, vocabulary, named_tokens(raw), device)
+    hf, named = model_config(model_type, config), named_tokens(raw)
+    vocabulary = synthetic_vocabulary(vocab_size, named, hf.to_dict())
+    write_model(model_dir, hf, vocabulary, named, device)
     rows = dataset_rows(vocabulary, sequence_len=int(raw.get("sequence_len") or 2048),
                         packed=bool(raw.get("sample_packing")), tokens=tokens_needed(raw, steps))
     data_file.write_text("".join(json.dumps({"text": text}) + "\n" for text in rows), encoding="utf-8")
@@ -361,7 +361,7 @@ def log_excerpt(output: str, size: int = 4000) -> str:
     return "\n".join(line for line in output.splitlines() if " registered at " not in line)[-size:]
 
 
-def estimate(row: Mapping[str, Any], memory_gib: float | None) -> dict[str, Any] | None:
+def estimate(row: Mapping[str, Any], memory_gib: float | None) -> dict[str, Any]:
     """axlint's estimate of the unchanged example on one GPU of `memory_gib` (the README row's hardware when None)."""
     from benchmarks.memory import published
 
@@ -424,8 +424,9 @@ def write_results(results: list[dict[str, Any]], env: Mapping[str, Any], out: Pa
 
 def selected_rows(only: Iterable[str] | None) -> list[dict[str, Any]]:
     """published.yaml's rows with an Axolotl example config (``config_file``), or the ones named in `only`."""
-    rows = yaml.safe_load((HERE / "published.yaml").read_text(encoding="utf-8"))["rows"]
-    examples = [r for r in rows if r.get("config_file")]
+    from benchmarks.memory.published import load_rows
+
+    examples = [r for r in load_rows() if r.get("config_file")]
     if not only:
         return examples
     by_id = {r["id"]: r for r in examples}
