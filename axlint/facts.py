@@ -774,6 +774,36 @@ LORA_KERNELS_UNSUPPORTED = frozenset({"paddleocr_vl"})
 once the model type is known (Axolotl 0.18.0 ``utils/config/__init__.py``, ``model_support/paddleocr_vl``)."""
 
 
+_QKV_NOT_FOUND = "AssertionError: Original QKV code not found"
+_NO_ATTENTION_CLASS = "ValueError: Axolotl could not import attention class for model_type: {model_type}"
+LORA_ATTENTION_REWRITE_FAILS: Mapping[str, str] = {
+    **dict.fromkeys(("afmoe", "dbrx", "deepseek_v2", "deepseek_v4", "falcon", "falcon_h1", "glm4_moe",
+                     "glm4_moe_lite", "glm_moe_dsa", "gpt2", "gpt_neox", "gptj", "lfm2", "lfm2_moe", "llama4",
+                     "minimax_m2", "mllama", "mpt", "olmo", "olmo2", "olmo3", "phi3", "stablelm", "voxtral"),
+                    _QKV_NOT_FOUND),
+    "phi": "AssertionError: Original O code not found",
+    **dict.fromkeys(("gemma3n", "glm4v", "internvl", "llava", "mamba", "qwen2_5_vl", "qwen2_vl"), _NO_ATTENTION_CLASS),
+}
+"""Model types (transformers' own modelling code) whose attention Axolotl cannot rewrite for the fused LoRA QKV / O
+kernels, with the error that stops the run: before the model loads, ``lora_qkv_kernel`` or ``lora_o_kernel``
+makes Axolotl look up ``<Prefix>Attention`` in ``transformers.models.<type>`` and replace the three q/k/v lines
+and the o_proj line of its ``forward`` source (Axolotl 0.18.0 ``monkeypatch/lora_kernels.py``
+``patch_self_attn_lora``, called by ``loaders/patch_manager.py`` ``_apply_self_attention_lora_patch``); where the
+class is missing it raises ValueError, where the lines differ (fused or normed projections, other names) an
+AssertionError. Read from transformers 5.14.1, Axolotl 0.18.0's pin, and held to that code for every catalogued
+model type by tests/test_oracle_lora_attention.py."""
+
+
+def lora_attention_rewrite_error(facts: RunFacts, model_type: str | None) -> str | None:
+    """The error that stops a run of `model_type` before its model loads when Axolotl's QKV or O kernel is on
+    (``RunFacts.lora_kernels``) and its attention cannot be rewritten (``LORA_ATTENTION_REWRITE_FAILS``); None when
+    the run goes on."""
+    if model_type not in LORA_ATTENTION_REWRITE_FAILS or not facts.adapter.value or not {"qkv", "o"} & set(
+            facts.lora_kernels):
+        return None
+    return LORA_ATTENTION_REWRITE_FAILS[model_type].format(model_type=model_type)
+
+
 def fused_lora_kernel_flags(facts: RunFacts, model_type: str) -> list[str]:
     """The flags of the fused LoRA kernels that replace PEFT's layers in attention and MLP for a model of
     `model_type` (``RunFacts.lora_kernels`` without the embedding kernel; none for ``LORA_KERNELS_UNSUPPORTED``)."""

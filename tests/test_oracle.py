@@ -56,6 +56,13 @@ KNOWN_MISSES: dict[str, str] = {
 }
 """Regex over Axolotl's refusal -> why axlint does not report it. Every entry must still match a refusal."""
 
+KERNEL_PATCH_STAGE: dict[tuple[str, str], str] = {
+    ("AX233", ""): "`validate_config` turns Axolotl's LoRA kernels on; the run stops a step later, before the weights "
+                   "load, where the QKV / O kernels' rewrite of the model's attention fails (`patch_self_attn_lora`; "
+                   "judged for every catalogued model type in tests/test_oracle_lora_attention.py)",
+}
+"""Errors of the rules whose launch failure is in Axolotl's kernel patching, after start-up validation."""
+
 LATER_STAGE: dict[tuple[str, str], str] = {
     ("DS000", ""): "a `deepspeed:` file that does not exist passes Axolotl's validation; the HF Trainer fails to "
                    "open it a step later, at launch",
@@ -70,6 +77,7 @@ LATER_STAGE: dict[tuple[str, str], str] = {
     ("AX012", "lr_scheduler"): "Axolotl types `lr_scheduler` as any string; an unknown name stops the launch when the "
                                "trainer builds TrainingArguments (\"is not a valid SchedulerType\", transformers "
                                "5.14.1), after the model and the data are loaded",
+    **KERNEL_PATCH_STAGE,
 }
 """(code, key the error is at, "" for any) of errors on accepted configs that are right for another reason than
 a silent failure, with that reason."""

@@ -34,7 +34,7 @@ from tests.corpus import CORPUS
 from tests.oracle.compare import known_miss, later_stage, write_table
 from tests.oracle.ds_mutations import mutate
 from tests.oracle.venv import judge, oracle_python
-from tests.test_oracle import CAPABILITIES, RULES, SCHEMAS, SILENT
+from tests.test_oracle import CAPABILITIES, KERNEL_PATCH_STAGE, RULES, SCHEMAS, SILENT
 
 SEED = 20261124
 COUNT = 700
@@ -58,6 +58,7 @@ LATER_STAGE: dict[tuple[str, str], str] = {
         "the schema pack's enum check reads the bundled DeepSpeed schema's integer stages literally; DeepSpeed's "
         "pydantic turns a quoted whole number into the integer. A quoted \"3\" is a real silent failure (DS131); "
         "a quoted \"0\"-\"2\" runs as written, so AX012 is a false alarm there (schema pack, not this suite's)",
+    **KERNEL_PATCH_STAGE,
 }
 """(code, key path or "" for any) of errors on accepted launches that are not silent failures, with the reason
 they are raised anyway."""

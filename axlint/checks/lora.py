@@ -5,9 +5,13 @@ from __future__ import annotations
 from typing import Iterator
 
 from axlint.checks.locate import ax_hit
-from axlint.facts import DEFAULT_EMBEDDING_LAYERS, EMBEDDING_LAYERS, embedding_layers
-from axlint.rule import Hit, Rule, register_check
+from axlint.edits import set_value
+from axlint.facts import DEFAULT_EMBEDDING_LAYERS, EMBEDDING_LAYERS, embedding_layers, lora_attention_rewrite_error
+from axlint.fixes import Applicability, Fix
+from axlint.lax import lax_bool
+from axlint.rule import FixAvailability, Hit, Rule, register_check
 from axlint.run import TrainingRun
+from axlint.schemas.validator import version_key
 
 LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules", "lora_target_linear", "lora_modules_to_save")
 EMBEDDING_MODULES = frozenset({"embed_tokens", "lm_head", "wte", "embed_in", "embed_out", "word_embeddings",
@@ -104,3 +108,35 @@ def check_quantized_experts_inner_adapter(run: TrainingRun, rule: Rule) -> Itera
             if EXPERT_WEIGHT_ORDER[weight] < last:
                 becomes = f"PEFT makes it a LoRA on the routed experts' `{weight}`, and " if moved else ""
                 yield ax_hit(run, where, part="value", target=written, becomes=becomes, trained=trained)
+
+
+LORA_ATTENTION_REWRITE_SINCE = "0.18.0"
+"""The Axolotl release whose attention rewrite (with the transformers it pins, 5.14.1) ``LORA_ATTENTION_REWRITE_FAILS``
+was read from; earlier releases pin other transformers, whose attention code differs."""
+
+
+@register_check("ax_lora_kernel_attention", args=("model_type", "error", "how"), fix=FixAvailability.ALWAYS)
+def check_lora_kernel_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """The fused LoRA QKV or O kernel on a model whose attention Axolotl cannot rewrite for it
+    (``facts.lora_attention_rewrite_error``): at each of `lora_qkv_kernel` / `lora_o_kernel` written true, with the
+    fix that writes it false; at `adapter` when Axolotl turned the kernels on by itself, with the fix that writes
+    `lora_qkv_kernel: false` (a written kernel flag stops Axolotl from turning any of them on)."""
+    doc, arch = run.axolotl, run.arch
+    if doc is None or arch is None:
+        return
+    version = run.schemas.axolotl if run.schemas is not None else None
+    if version is not None and version_key(version) < version_key(LORA_ATTENTION_REWRITE_SINCE):
+        return
+    error = lora_attention_rewrite_error(run.facts, arch.model_type)
+    if error is None:
+        return
+    written = [key for key in ("lora_qkv_kernel", "lora_o_kernel") if lax_bool(run.raw.get(key)) is True]
+    for key in written:
+        fix = Fix(doc.path, tuple(set_value(doc, (key,), False)), Applicability.SAFE, f"set `{key}: false`")
+        yield ax_hit(run, (key,), "value", fix=fix, model_type=arch.model_type, error=error,
+                     how=f"`{key}: true` turns it on")
+    if not written and doc.node(("adapter",)) is not None:
+        fix = Fix(doc.path, tuple(set_value(doc, ("lora_qkv_kernel",), False)), Applicability.SAFE,
+                  "write `lora_qkv_kernel: false` (Axolotl then turns none of its LoRA kernels on by itself)")
+        yield ax_hit(run, ("adapter",), "value", fix=fix, model_type=arch.model_type, error=error,
+                     how="no `lora_*_kernel` flag is written, so Axolotl turns its LoRA kernels on by itself")
