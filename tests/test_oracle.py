@@ -59,7 +59,10 @@ KNOWN_MISSES: dict[str, str] = {
 KERNEL_PATCH_STAGE: dict[tuple[str, str], str] = {
     ("AX233", ""): "`validate_config` turns Axolotl's LoRA kernels on; the run stops a step later, before the weights "
                    "load, where the QKV / O kernels' rewrite of the model's attention fails (`patch_self_attn_lora`; "
-                   "judged for every catalogued model type in tests/test_oracle_lora_attention.py)",
+                   "judged for every catalogued model type in tests/test_oracle_lora_kernel_patch.py)",
+    ("AX234", ""): "`validate_config` turns Axolotl's LoRA kernels on for a reward model; the run stops after the "
+                   "model loads, where the kernel patch refuses PEFT's classification model "
+                   "(tests/test_oracle_lora_kernel_patch.py)",
 }
 """Errors of the rules whose launch failure is in Axolotl's kernel patching, after start-up validation."""
 

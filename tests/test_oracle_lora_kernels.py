@@ -26,6 +26,7 @@ CASES = {
     "lora, FSDP1": {"adapter": "lora", "fsdp_config": {"reshard_after_forward": True}, "fsdp_version": 1},
     "lora, FSDP2": {"adapter": "lora", "fsdp_config": {"reshard_after_forward": True}, "fsdp_version": 2},
     "full fine-tune": {},
+    "lora reward model": {"adapter": "lora", "reward_model": True},
 }
 
 
@@ -72,3 +73,4 @@ def test_the_cases_and_the_examples_get_the_kernels_axolotl_turns_on(answers) ->
     assert by_case[("lora 8-bit", 1)] == () and by_case[("lora, FSDP1", 8)] == ()
     assert by_case[("lora, FSDP1", 1)] == by_case[("lora, FSDP2", 8)] == ("mlp", "qkv", "o", "embedding")
     assert by_case[("qlora, mlp kernel off", 1)] == () and by_case[("lora, qkv kernel on", 8)] == ("qkv",)
+    assert by_case[("lora reward model", 1)] == ("mlp", "qkv", "o", "embedding")  # AX234: the patch then refuses it

@@ -6,7 +6,13 @@ from typing import Iterator
 
 from axlint.checks.locate import ax_hit
 from axlint.edits import set_value
-from axlint.facts import DEFAULT_EMBEDDING_LAYERS, EMBEDDING_LAYERS, embedding_layers, lora_attention_rewrite_error
+from axlint.facts import (
+    DEFAULT_EMBEDDING_LAYERS,
+    EMBEDDING_LAYERS,
+    LORA_KERNEL_FLAGS,
+    embedding_layers,
+    lora_attention_rewrite_error,
+)
 from axlint.fixes import Applicability, Fix
 from axlint.lax import lax_bool
 from axlint.rule import FixAvailability, Hit, Rule, register_check
@@ -115,28 +121,52 @@ LORA_ATTENTION_REWRITE_SINCE = "0.18.0"
 was read from; earlier releases pin other transformers, whose attention code differs."""
 
 
+def _kernel_hits(run: TrainingRun, flags: tuple[str, ...], **args: str) -> Iterator[Hit]:
+    """Hits that turn the failing LoRA kernels off: one at each of `flags` written true, with the fix that sets it
+    false; when none is written and Axolotl turned the kernels on by itself (no `lora_*_kernel` flag written), one
+    at `adapter` with the fix that writes `lora_qkv_kernel: false` (a written kernel flag stops Axolotl from turning
+    any of them on). `args` fill the message; `how` says which of the two it is."""
+    doc = run.axolotl
+    assert doc is not None
+    written = [key for key in flags if lax_bool(run.raw.get(key)) is True]
+    for key in written:
+        fix = Fix(doc.path, tuple(set_value(doc, (key,), False)), Applicability.SAFE, f"set `{key}: false`")
+        yield ax_hit(run, (key,), "value", fix=fix, how=f"`{key}: true` turns it on", **args)
+    auto = not any(run.raw.get(key) is not None for key in LORA_KERNEL_FLAGS)
+    if not written and auto and doc.node(("adapter",)) is not None:
+        fix = Fix(doc.path, tuple(set_value(doc, ("lora_qkv_kernel",), False)), Applicability.SAFE,
+                  "write `lora_qkv_kernel: false` (Axolotl then turns none of its LoRA kernels on by itself)")
+        yield ax_hit(run, ("adapter",), "value", fix=fix,
+                     how="no `lora_*_kernel` flag is written, so Axolotl turns its LoRA kernels on by itself", **args)
+
+
+def _judged_release(run: TrainingRun) -> bool:
+    """The run's Axolotl release is one the kernel rules were judged on (``LORA_ATTENTION_REWRITE_SINCE`` on)."""
+    version = run.schemas.axolotl if run.schemas is not None else None
+    return version is None or version_key(version) >= version_key(LORA_ATTENTION_REWRITE_SINCE)
+
+
 @register_check("ax_lora_kernel_attention", args=("model_type", "error", "how"), fix=FixAvailability.ALWAYS)
 def check_lora_kernel_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """The fused LoRA QKV or O kernel on a model whose attention Axolotl cannot rewrite for it
-    (``facts.lora_attention_rewrite_error``): at each of `lora_qkv_kernel` / `lora_o_kernel` written true, with the
-    fix that writes it false; at `adapter` when Axolotl turned the kernels on by itself, with the fix that writes
-    `lora_qkv_kernel: false` (a written kernel flag stops Axolotl from turning any of them on)."""
-    doc, arch = run.axolotl, run.arch
-    if doc is None or arch is None:
-        return
-    version = run.schemas.axolotl if run.schemas is not None else None
-    if version is not None and version_key(version) < version_key(LORA_ATTENTION_REWRITE_SINCE):
+    (``facts.lora_attention_rewrite_error``), at the flags that turn it on (``_kernel_hits``)."""
+    arch = run.arch
+    if run.axolotl is None or arch is None or not _judged_release(run):
         return
     error = lora_attention_rewrite_error(run.facts, arch.model_type)
-    if error is None:
+    if error is not None:
+        yield from _kernel_hits(run, ("lora_qkv_kernel", "lora_o_kernel"), model_type=arch.model_type, error=error)
+
+
+@register_check("ax_lora_kernel_classifier", args=("head", "how"), fix=FixAvailability.ALWAYS)
+def check_lora_kernel_classifier(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Any fused LoRA kernel on a reward or process reward model: PEFT wraps its classification model as
+    PeftModelForSequenceClassification / PeftModelForTokenClassification, which Axolotl's kernel patch refuses
+    (``apply_lora_kernel_patches`` asks for a PeftModelForCausalLM), at the flags that turn it on
+    (``_kernel_hits``)."""
+    facts = run.facts
+    if run.axolotl is None or facts.head == "lm" or not facts.adapter.value or not _judged_release(run):
         return
-    written = [key for key in ("lora_qkv_kernel", "lora_o_kernel") if lax_bool(run.raw.get(key)) is True]
-    for key in written:
-        fix = Fix(doc.path, tuple(set_value(doc, (key,), False)), Applicability.SAFE, f"set `{key}: false`")
-        yield ax_hit(run, (key,), "value", fix=fix, model_type=arch.model_type, error=error,
-                     how=f"`{key}: true` turns it on")
-    if not written and doc.node(("adapter",)) is not None:
-        fix = Fix(doc.path, tuple(set_value(doc, ("lora_qkv_kernel",), False)), Applicability.SAFE,
-                  "write `lora_qkv_kernel: false` (Axolotl then turns none of its LoRA kernels on by itself)")
-        yield ax_hit(run, ("adapter",), "value", fix=fix, model_type=arch.model_type, error=error,
-                     how="no `lora_*_kernel` flag is written, so Axolotl turns its LoRA kernels on by itself")
+    if {"mlp", "qkv", "o"} & set(facts.lora_kernels):
+        head = "reward_model" if facts.head == "sequence" else "process_reward_model"
+        yield from _kernel_hits(run, ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel"), head=head)
