@@ -63,7 +63,7 @@ from axlint.memory.sharding import (
     weight_share,
 )
 from axlint.memory.states import expert_trainable_fraction, expert_weight_fraction, optimizer_spec
-from axlint.training.kernel_standins import kernel_standins
+from axlint.training.kernel_standins import STOOD_IN_LORA_KERNELS, kernel_standins
 from axlint.training.model import (
     build_model,
     count_parameters,
@@ -97,6 +97,7 @@ class SimulationResult:
     per_gpu_bytes: dict[str, int]
     seconds: float
     notes: list[str] = field(default_factory=list)
+    setup: TrainSetup | None = None  # the memory view of the run that was simulated (``simulated_setup``)
 
     @property
     def peak_allocated_bytes(self) -> int:
@@ -140,7 +141,7 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
 
     start = time.perf_counter()
     spec = train_spec(facts)
-    setup = setup or read_setup(facts, arch)
+    setup = simulated_setup(setup or read_setup(facts, arch))
     if setup.experts_parametrized and target_parameter_lora_params(arch, setup):
         raise NotSimulated(
             "LoRA on routed experts stored quantized (quantize_moe_experts with lora_target_parameters, or module "
@@ -162,7 +163,7 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
         cast_parameters(model, getattr(torch, spec.dtype))
     autocast = not deepspeed and spec.dtype != "float32"
     flash = spec.attn_implementation.startswith("flash_attention") and attn == "sdpa"
-    with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), _fused_dropout(), _fp32_grouped_mm(), \
+    with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), fused_dropout(), _fp32_grouped_mm(), \
             _no_mask(flash), _bnb_adapter_inputs(model, autocast and spec.quantization in QUANTIZED_BYTES), \
             kernel_standins(model, arch.model_type, setup) as stood_in:
         notes += stood_in
@@ -222,7 +223,15 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
     return SimulationResult(
         model_type=arch.model_type, parameters=total, trainable_parameters=trainable, tokens=spec.tokens,
         attn_implementation=attn, zero_stage=stage, world_size=world, process_bytes=process,
-        per_gpu_bytes=gpu, seconds=time.perf_counter() - start, notes=notes)
+        per_gpu_bytes=gpu, seconds=time.perf_counter() - start, notes=notes, setup=setup)
+
+
+def simulated_setup(setup: TrainSetup) -> TrainSetup:
+    """The run as the simulation runs it: of Axolotl's fused LoRA kernels only those it stands in for
+    (``kernel_standins.STOOD_IN_LORA_KERNELS``); PEFT's layers run where the others would. Compare the simulation
+    with the analytic estimate of this setup."""
+    kept = tuple(kernel for kernel in setup.lora_kernels if kernel in STOOD_IN_LORA_KERNELS)
+    return setup if kept == setup.lora_kernels else setup.with_changes(lora_kernels=kept)
 
 
 def deepspeed_step(gpu: Mapping[str, int], gradients: int, temp: float, buffers: float) -> dict[str, int] | None:
@@ -355,7 +364,7 @@ def _bnb_adapter_inputs(model: Any, active: bool) -> Any:
     return disable_input_dtype_casting(model, active=active)
 
 
-def _fused_dropout() -> Any:
+def fused_dropout() -> Any:
     """`F.dropout` as `aten::dropout` runs on CUDA (`is_fused_kernel_acceptable`: training, 0 < p < 1): the
     `native_dropout` kernel, whose backward keeps a bool mask; on CPU the composite keeps a noise tensor in the
     input's dtype."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from axlint.document import load_document
 from axlint.hardware import parse_hardware
-from axlint.memory.estimate import estimate_memory
+from axlint.memory.estimate import estimate_setup
 from axlint.run import build_run
 from axlint.simulate import simulate
 from tests.corpus import CORPUS
@@ -87,8 +87,8 @@ def compare(config: str, layers: int | None = None) -> Comparison:
     if layers is not None:
         arch = dataclasses.replace(arch, config={**arch.config, "num_hidden_layers": layers})
     start = time.perf_counter()
-    estimate = estimate_memory(run.facts, arch, hw)
     result = simulate(run.facts, arch, hw)
+    estimate = estimate_setup(result.setup, arch, hw)  # the run the simulation ran (``simulate.simulated_setup``)
     return Comparison(config, arch.model_id, arch.num_layers, result.peak_allocated_bytes, estimate.peak_allocated,
                       result.trainable_parameters, estimate.trainable_params, result.parameters,
                       arch.total_params + (estimate.trainable_params if run.facts.adapter.value else 0),

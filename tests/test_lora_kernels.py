@@ -8,6 +8,14 @@ from axlint.architectures import resolve_architecture
 from axlint.facts import resolve_facts
 from axlint.hardware import parse_hardware
 from axlint.memory import estimate_memory
+from axlint.memory.activations import (
+    adapter_transient_bytes_per_token,
+    backward_temp_bytes_per_token,
+    layer_bytes_per_token,
+    lora_kernel_linears,
+)
+from axlint.memory.params import lora_targets
+from axlint.memory.setup import read_setup
 from tests.resolved import facts
 
 ALL = ("mlp", "qkv", "o", "embedding")
@@ -49,13 +57,53 @@ def _notes(config: dict) -> list[str]:
     return [note for note in e.assumptions if "fused LoRA kernels" in note]
 
 
-def test_the_estimate_says_it_counts_peft_s_layers_where_axolotl_runs_its_kernels() -> None:
+def test_the_estimate_says_which_kernels_it_counts() -> None:
     (note,) = _notes({"adapter": "qlora", "load_in_4bit": True})
-    assert note.startswith("Axolotl turns on its fused LoRA kernels (lora_mlp_kernel, lora_qkv_kernel, "
-                           "lora_o_kernel; on by default")
-    assert "2.5 tokens × intermediate × 4 bytes where PEFT's layers keep 6.1" in note
+    assert note.startswith("Axolotl runs its fused LoRA kernels (mlp, qkv, o; on by itself")
     assert _notes({"adapter": "lora", "lora_qkv_kernel": True})[0].startswith(
-        "Axolotl turns on its fused LoRA kernels (lora_qkv_kernel;")
+        "Axolotl runs its fused LoRA kernels (qkv;")
     assert _notes({"adapter": "lora", "load_in_8bit": True}) == []
     assert _notes({"adapter": "lora", "lora_embedding_kernel": True, "lora_mlp_kernel": False}) == []
+    assert _notes({"adapter": "lora", "reward_model": True}) == []  # AX234: the patch refuses it
     assert _notes({}) == []
+
+
+def _setups(config: dict):
+    """The run's setup (Axolotl's kernels on by itself) and the same run on PEFT's layers."""
+    on = read_setup(facts({**BASE, **config, "lora_target_linear": True}, None, L8B, H100), L8B)
+    return on, on.with_changes(lora_kernels=())
+
+
+def test_a_qlora_layer_under_the_kernels_keeps_the_mlp_s_gate_and_up_and_no_adapter_outputs() -> None:
+    """Per token of one Llama-3.1-8B layer (bf16 adapters over a 4-bit base: PEFT makes no input copies): PEFT's
+    layers keep the MLP's 6I, the product 2I for down, and seven lora_A outputs 2r; the kernels keep gate and up 4I
+    and the inputs they already shared. The MLP backward adds 2I under the kernel, 6I under PEFT's layers."""
+    on, off = _setups({"adapter": "qlora", "load_in_4bit": True})
+    assert on.lora_kernels == ("mlp", "qkv", "o")
+    adapted = lora_targets(L8B, on)[0]
+    assert len(adapted) == 7 and set(lora_kernel_linears(L8B, on, 0, adapted)) == set(adapted)
+    i, r = L8B.intermediate_size, on.lora_r
+    assert layer_bytes_per_token(L8B, off, 0, adapted) - layer_bytes_per_token(L8B, on, 0, adapted) == 4 * i + 14 * r
+    assert backward_temp_bytes_per_token(L8B, off, 0) - backward_temp_bytes_per_token(L8B, on, 0) == 4 * i
+
+
+def test_a_lora_layer_under_the_kernels_loses_peft_s_fp32_adapter_copies() -> None:
+    """A bf16 LoRA (fp32 adapters under autocast): PEFT's layers keep a half copy of the input per adapted Linear
+    (q, k, v, gate, up: 2h each; o: 2hq; down: 2I) where the kernels keep the attention and MLP norm outputs once
+    (2h each); and no fp32 transient in an adapter."""
+    on, off = _setups({"adapter": "lora"})
+    adapted = lora_targets(L8B, on)[0]
+    h, hq, i, r = L8B.hidden_size, L8B.q_dim, L8B.intermediate_size, on.lora_r
+    copies = 5 * 2 * h + 2 * hq + 2 * i - 2 * 2 * h
+    assert (layer_bytes_per_token(L8B, off, 0, adapted) - layer_bytes_per_token(L8B, on, 0, adapted)
+            == 2 * i + copies + 14 * r)
+    assert adapter_transient_bytes_per_token(L8B, on, 0) == 0 < adapter_transient_bytes_per_token(L8B, off, 0)
+
+
+def test_the_kernels_lower_the_peak_of_a_long_lora_run() -> None:
+    config = {**BASE, "adapter": "lora", "lora_target_linear": True, "sequence_len": 16384,
+              "plugins": ["axolotl.integrations.liger.LigerPlugin"], "liger_fused_linear_cross_entropy": True}
+    on = estimate_memory(facts(config, None, L8B, H100), L8B, H100)
+    off = estimate_memory(facts({**config, "lora_mlp_kernel": False}, None, L8B, H100), L8B, H100)
+    assert on.setup.lora_kernels and not off.setup.lora_kernels
+    assert on.peak_allocated < off.peak_allocated - 2**30

@@ -21,7 +21,9 @@ H100 = parse_hardware("1xH100")
 BASE = {"base_model": "meta-llama/Llama-3.1-8B", "sequence_len": 2048, "micro_batch_size": 1, "bf16": True,
         "sample_packing": True, "optimizer": "adamw_torch_fused", "flash_attention": True}
 LIGER = {"plugins": ["axolotl.integrations.liger.LigerPlugin"], "liger_fused_linear_cross_entropy": True}
-LORA = {"adapter": "lora", "lora_r": 16, "lora_target_linear": True}
+LORA = {"adapter": "lora", "lora_r": 16, "lora_target_linear": True, "lora_mlp_kernel": False}
+"""A LoRA on PEFT's layers: a written kernel flag keeps Axolotl from turning its fused LoRA kernels on, as `axlint
+validate` runs (the GPU figures below come from it); tests/test_lora_kernels.py covers the kernels."""
 ZERO3 = {"zero_optimization": {"stage": 3, "overlap_comm": True, "sub_group_size": 0, "reduce_bucket_size": 4096**2,
                                "stage3_prefetch_bucket_size": int(0.9 * 4096**2),
                                "stage3_param_persistence_threshold": 40960, "max_live_parameters": 0},

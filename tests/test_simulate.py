@@ -137,13 +137,26 @@ def test_sdpa_runs_without_an_explicit_mask() -> None:
 
 
 def test_lora_dropout_keeps_a_one_byte_mask_per_adapted_input() -> None:
-    """Fused dropout as on CUDA: each adapted Linear adds a bool mask of its input (Σ d_in = 5h + hq + I per layer);
-    the adapter's bf16 input copy exists with or without dropout (fp32 adapters under autocast). The first layer's
-    q/k/v input needs no gradient (frozen embedding), so their masks are not kept."""
-    lora = {"adapter": "lora", "lora_r": 8, "lora_target_linear": True}
+    """Fused dropout as on CUDA: with PEFT's layers (Axolotl's kernels off) each adapted Linear adds a bool mask of
+    its input (Σ d_in = 5h + hq + I per layer); the adapter's bf16 input copy exists with or without dropout (fp32
+    adapters under autocast). The first layer's q/k/v input needs no gradient (frozen embedding), so their masks are
+    not kept."""
+    lora = {"adapter": "lora", "lora_r": 8, "lora_target_linear": True, "lora_mlp_kernel": False}
     plain, dropped = run(**lora), run(**lora, lora_dropout=0.1)
     h, i, layers, tokens = TINY["hidden_size"], TINY["intermediate_size"], TINY["num_hidden_layers"], 2 * 1024
     mask = ((5 * h + h + i) * layers - 3 * h) * tokens
+    assert dropped.process_bytes["activations"] - plain.process_bytes["activations"] == mask
+
+
+def test_the_lora_mlp_kernel_drops_its_input_once() -> None:
+    """Axolotl's LoRA MLP kernel (on by itself for LoRA; its stand-in runs the MLP): one dropout of the MLP input for
+    gate and up, whose mask 1h and dropped copy 2h the kernel keeps, and none of the product for down; q, k, v and o
+    run PEFT's layers (a mask of each input, the first layer's q/k/v excepted)."""
+    lora = {"adapter": "lora", "lora_r": 8, "lora_target_linear": True}
+    plain, dropped = run(**lora), run(**lora, lora_dropout=0.1)
+    assert any(note.startswith("Axolotl's LoRA MLP kernel") for note in plain.notes)
+    h, layers, tokens = TINY["hidden_size"], TINY["num_hidden_layers"], 2 * 1024
+    mask = ((3 * h + h + 3 * h) * layers - 3 * h) * tokens
     assert dropped.process_bytes["activations"] - plain.process_bytes["activations"] == mask
 
 

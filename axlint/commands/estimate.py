@@ -175,6 +175,7 @@ def estimate(config: Path, hardware: str | None, host_memory: str | None, model_
 
 def _print_estimate(facts: "MemoryFacts", config: str, notes: list[str], fmt: str, simulation: Any) -> None:
     """The DESIGN.md JSON object (with the simulation under "simulation" when asked), or the table."""
+    from axlint.memory.estimate import estimate_setup
     from axlint.report.estimate_table import render_estimate, render_simulation
     from axlint.report.memory_text import scale_out_text
 
@@ -192,7 +193,12 @@ def _print_estimate(facts: "MemoryFacts", config: str, notes: list[str], fmt: st
                                notes=notes, unneeded=list(facts.relaxations.values()) if fits else [],
                                scale_out=wider), nl=False)
     if simulation is not None:
-        click.echo(render_simulation(e, simulation.per_gpu_bytes, simulation.seconds, simulation.notes), nl=False)
+        analytic = e if simulation.setup in (None, e.setup) else estimate_setup(simulation.setup, e.arch, e.hw)
+        notes = list(simulation.notes)
+        if analytic is not e:
+            notes.append("Axolotl's LoRA QKV / O kernels are not simulated: PEFT's q, k, v and o layers ran, and the "
+                         "analytic column is the estimate of that run")
+        click.echo(render_simulation(analytic, simulation.per_gpu_bytes, simulation.seconds, notes), nl=False)
 
 
 def _print_grid(facts: "MemoryFacts", config: str, axes: tuple[tuple[int, ...], tuple[int, ...]], fmt: str) -> None:

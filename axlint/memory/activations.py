@@ -25,6 +25,9 @@ k experts per token, r LoRA rank, d the width of a Linear's input:
               PEFT casts x to fp32 and autocast casts it back for lora_A, so every adapted Linear keeps its own
               2d copy; dropout (p > 0) adds a 1d mask (and a 2d dropped copy where the input is shared);
               lora_A output 2r per adapted Linear; autocast's bf16 copies of the adapter weights 2·Θ_lora, once
+  LoRA kernels Axolotl's fused LoRA kernels (``lora_kernel_linears``) replace PEFT's layers of q, k, v / o / a gated
+              MLP: each keeps its input (with dropout one dropped copy 2d and mask 1d per kernel), no per-adapter
+              copies or lora_A outputs; the MLP kernel keeps gate and up 4I, not the activation or the product
 
 Stored over a micro batch of T tokens at the start of backward:
   no checkpointing:        T·(Σ_layers A + final norm)
@@ -60,6 +63,51 @@ _O_NAMES = ("o_proj", "dense")
 def base_trains(setup: TrainSetup) -> bool:
     """The base weights (norms, Linears) get gradients: a full fine-tune or unfrozen_parameters, not an adapter."""
     return not setup.adapter
+
+
+_QKV_NAMES = ("q_proj", "k_proj", "v_proj")
+_MLP_NAMES = ("gate_proj", "up_proj", "down_proj")
+
+
+def lora_kernel_linears(arch: Architecture, setup: TrainSetup, layer: int,
+                        adapted: tuple[Linear, ...]) -> dict[Linear, str]:
+    """The adapted Linears of ``layer`` that Axolotl's fused LoRA kernels (``TrainSetup.lora_kernels``) run in place
+    of PEFT's layers, each with its kernel: "qkv" (q, k and v when all of them are adapted, on a ``self_attn``
+    module with q_proj, k_proj and o_proj), "o" (o_proj), "mlp" and "mlp_down" (gate, up and down of a dense
+    gated MLP at ``mlp`` with a SiLU or GELU activation, all three adapted). Axolotl 0.18.0
+    monkeypatch/lora_kernels.py ``apply_lora_kernel_patches``: ``find_self_attn_in_layer``, ``find_mlp_in_layer``,
+    ``SUPPORTED_ACTIVATIONS``. Not modelled: the MLP kernel on Llama 4's shared and linearized experts, and the
+    linear-attention projections of Qwen3.5's GatedDeltaNet (PEFT's layers are counted there)."""
+    if not setup.lora_kernels or not adapted:
+        return {}
+    out: dict[Linear, str] = {}
+    layout = arch.layout
+    attention = {lin.name: lin for lin in arch.attention_linears(layer)}
+    if layout.attention_module == "self_attn" and not arch.is_mla and {"q_proj", "k_proj", "o_proj"} <= set(attention):
+        qkv = [attention[name] for name in _QKV_NAMES if name in attention]
+        if "qkv" in setup.lora_kernels and all(lin in adapted for lin in qkv):
+            out.update(dict.fromkeys(qkv, "qkv"))
+        if "o" in setup.lora_kernels and attention["o_proj"] in adapted:
+            out[attention["o_proj"]] = "o"
+    if ("mlp" in setup.lora_kernels and layout.mlp_module == "mlp" and layout.mlp == "gated"
+            and not arch.is_moe_layer(layer) and _kernel_activation(arch)):
+        mlp = {lin.name: lin for lin in arch.mlp_linears(layer) if not lin.expert}
+        if all(name in mlp and mlp[name] in adapted for name in _MLP_NAMES):
+            out.update({mlp["gate_proj"]: "mlp", mlp["up_proj"]: "mlp", mlp["down_proj"]: "mlp_down"})
+    return out
+
+
+def _kernel_activation(arch: Architecture) -> bool:
+    """The model's MLP activation is one Axolotl's LoRA MLP kernel runs: SiLU (SwiGLU) or any GELU (GeGLU)."""
+    act = str(arch.config.get("hidden_act") or arch.config.get("hidden_activation") or "silu")
+    return act == "silu" or "gelu" in act
+
+
+def fused_mlp(arch: Architecture, setup: TrainSetup, layer: int) -> bool:
+    """Axolotl's LoRA MLP kernel runs the layer's MLP (``lora_kernel_linears``)."""
+    if "mlp" not in setup.lora_kernels or not setup.adapter:
+        return False
+    return "mlp" in lora_kernel_linears(arch, setup, layer, lora_targets(arch, setup).get(layer, ())).values()
 
 
 def adapter_input_copies(setup: TrainSetup) -> bool:
@@ -137,7 +185,7 @@ def plain_mlp_bytes(arch: Architecture, setup: TrainSetup, backward: bool = Fals
 
 
 def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
-    """Gated 6I (Liger GLU 4I), plain 2I (xIELU 7I or 9I, ``plain_mlp_bytes``); MoE: router 4E + per choice 38 + (4I + 2I + 2h)·``expert_scale``, trained
+    """Gated 6I (Liger GLU 4I; Axolotl's LoRA MLP kernel 4I, ``fused_mlp``), plain 2I (xIELU 7I or 9I, ``plain_mlp_bytes``); MoE: router 4E + per choice 38 + (4I + 2I + 2h)·``expert_scale``, trained
     experts + (2h + 2I)·``expert_scale`` (so are experts under a ``lora_target_parameters`` adapter: PEFT's
     ParamWrapper runs them on W + BA, a weight that needs a gradient, so the grouped matmuls keep their inputs), plus
     the shared experts as a gated MLP (Qwen2-MoE's sigmoid gate keeps the shared output 2h); 0 in a layer without an
@@ -148,7 +196,7 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     if not arch.gated_mlp:
         return plain_mlp_bytes(arch, setup) * arch.layer_intermediate_size(layer)
     if not arch.is_moe_layer(layer):
-        return gated * arch.layer_intermediate_size(layer)
+        return (C.MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated) * arch.layer_intermediate_size(layer)
     h, i, k = arch.hidden_size, arch.moe_intermediate_size, arch.experts_per_token
     experts = (C.MOE_GATE_UP_BYTES + C.MOE_ACT_BYTES) * i + C.MOE_DOWN_OUT_BYTES * h
     if base_trains(setup) or adapted_expert_parameters(arch, setup, layer):
@@ -184,20 +232,29 @@ def input_groups(arch: Architecture, layer: int) -> list[tuple[int, tuple[Linear
 
 
 def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear, ...], kept: bool,
-                setup: TrainSetup, trains: bool, int8_base: bool, fp32_input: bool = False) -> float:
+                setup: TrainSetup, trains: bool, int8_base: bool, fp32_input: bool = False,
+                fused: dict[Linear, str] | None = None) -> float:
     """One input tensor: kept once (2·width) when a trained weight (``trains``), an 8-bit bitsandbytes base layer
-    (``int8_base``) or an adapter in the activation dtype reads it (``kept``: the attention kernel keeps it anyway),
-    once per such reader when the tensor is fp32 (``fp32_input``: autocast makes each its own half copy);
-    per adapted reader its own copy 2·width (fp32 adapters under autocast) or, with dropout, a dropped copy 2·width
-    + a mask 1·width."""
-    mine = [lin for lin in consumers if lin in adapted]
+    (``int8_base``), an adapter in the activation dtype or a fused LoRA kernel reads it (``kept``: the attention
+    kernel keeps it anyway), once per such reader when the tensor is fp32 (``fp32_input``: autocast makes each its
+    own half copy); per adapted PEFT reader its own copy 2·width (fp32 adapters under autocast) or, with dropout, a
+    dropped copy 2·width + a mask 1·width, and its lora_A output 2r. Readers in ``fused`` (``lora_kernel_linears``)
+    run in Axolotl's kernels, which save the input itself and, with dropout, one dropped copy and mask per kernel
+    (``apply_lora_qkv`` drops once for q, k and v); the down projection's input of the fused MLP exists only inside
+    the kernel."""
+    fused = fused or {}
+    kernels = {fused[lin] for lin in consumers if lin in fused}
+    if kernels == {"mlp_down"}:
+        return 0.0
+    mine = [lin for lin in consumers if lin in adapted and lin not in fused]
     copies, dropout = adapter_input_copies(setup), setup.lora_dropout > 0
-    shared_reader = trains or int8_base or (mine and not copies and not dropout)
+    dropped = (C.LORA_DROPPED_COPY_BYTES + C.LORA_DROPOUT_MASK_BYTES) * width if dropout else 0
+    shared_reader = trains or int8_base or (mine and not copies and not dropout) or kernels
     # an fp32 norm output comes with a full fine-tune (no adapter): each of its readers keeps its own half copy
     readers = len(consumers) if fp32_input else 1
     once = 0 if kept or not shared_reader else C.LINEAR_INPUT_BYTES * width * readers
     per_reader = (C.LORA_DROPPED_COPY_BYTES if copies or dropout else 0) + (C.LORA_DROPOUT_MASK_BYTES if dropout else 0)
-    return once + len(mine) * per_reader * width + len(mine) * C.BF16 * setup.lora_r
+    return once + len(mine) * per_reader * width + len(mine) * C.BF16 * setup.lora_r + len(kernels) * dropped
 
 
 def kept_by_attention(arch: Architecture, setup: TrainSetup, consumers: tuple[Linear, ...]) -> bool:
@@ -214,9 +271,10 @@ def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tupl
     ``attention_gate`` family, a product of its own). The norm outputs (the first one or two groups of
     ``input_groups``) are fp32 on an fp32 residual stream (``TrainSetup.embeddings_fp32``)."""
     from_norm = 1 if arch.norms_per_layer == 1 else 2
+    fused = lora_kernel_linears(arch, setup, layer, adapted)
     return sum(group_bytes(width, consumers, adapted, kept_by_attention(arch, setup, consumers), setup,
                            base_trains(setup), setup.quantization == "int8",
-                           fp32_input=setup.embeddings_fp32 and index < from_norm)
+                           fp32_input=setup.embeddings_fp32 and index < from_norm, fused=fused)
                for index, (width, consumers) in enumerate(input_groups(arch, layer))
                if consumers and (only is None or set(consumers) <= only))
 
@@ -291,7 +349,7 @@ def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int, 
 
 def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     """Gradient temporaries of one layer's backward: output grad 2h + at its MLP gated 6I (Liger GLU 2I: its kernel
-    writes the gate and up gradients over the saved inputs; plain 4I, xIELU 9I or 7I, ``plain_mlp_bytes``; MoE per
+    writes the gate and up gradients over the saved inputs; Axolotl's LoRA MLP kernel 2I; plain 4I, xIELU 9I or 7I, ``plain_mlp_bytes``; MoE per
     choice (6·I_moe + 2h)·``expert_scale``, + the shared experts' gated 6I / 2I; none without an MLP) + its other
     mixers' ``backward_per_token``. A tiled
     MLP (``tiled``) recomputes one tile at a time: its temporaries and ``mlp_part_bytes`` ÷ tiles, beside the
@@ -309,7 +367,8 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
         if arch.layout.moe_beside_mlp:  # Gemma 4's dense MLP beside the experts
             mlp += gated * arch.layer_intermediate_size(layer)
     else:
-        mlp = gated * arch.layer_intermediate_size(layer)
+        fused = C.BACKWARD_MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated
+        mlp = fused * arch.layer_intermediate_size(layer)
     if tiled(arch, setup, layer):
         adapted = lora_targets(arch, setup).get(layer, ()) if setup.adapter else ()
         mlp = (mlp + mlp_part_bytes(arch, setup, layer, adapted)) / setup.mlp_tiles + C.BF16 * h
@@ -325,10 +384,12 @@ def adapter_transient_bytes_per_token(arch: Architecture, setup: TrainSetup, lay
     2·d_in is live too when nothing keeps it for backward. It happens in the forward and again in the recompute of a
     checkpointed layer. Measured on an H200 (torch 2.11, PEFT 0.21): Llama-3.1-8B LoRA with Liger at 8k tokens and
     Llama-3.2-3B at 16k peak inside down_proj's adapter during the recompute, 0.94 and 1.07 GiB above the layer's
-    saved activations and gradient temporaries."""
+    saved activations and gradient temporaries. Only PEFT's layers: not those Axolotl's LoRA kernels run
+    (``lora_kernel_linears``), which cast nothing to fp32."""
     if not adapter_input_copies(setup):
         return 0.0
-    adapted = set(lora_targets(arch, setup).get(layer, ()))
+    targets = lora_targets(arch, setup).get(layer, ())
+    adapted = set(targets) - set(lora_kernel_linears(arch, setup, layer, targets))  # PEFT's layers only
     dropped = C.FP32 if setup.lora_dropout > 0 else 0
     return max((C.BF16 * lin.d_out + (C.FP32 + dropped) * width
                 + (0 if kept_by_attention(arch, setup, consumers) else C.LINEAR_INPUT_BYTES * width)

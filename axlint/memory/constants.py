@@ -44,6 +44,10 @@ EAGER_SCORES_BYTES = 6
 # the down_proj input); Liger SwiGLU/GeGLU saves gate and up only: 4·I; a plain MLP keeps the fc1 output 2·I
 MLP_GATED = 6
 MLP_GATED_LIGER = 4
+# Axolotl's fused LoRA MLP (``LoRA_MLP``) saves its input, the gate and the up outputs and recomputes the activation
+# and the product in backward: 4·I besides the input [Axolotl 0.18.0 kernels/lora.py ``LoRA_MLP.forward``
+# ``ctx.save_for_backward``; measured by benchmarks/memory/lora_kernel_probe.py, tests/test_oracle_lora_kernel_memory.py]
+MLP_GATED_LORA_KERNEL = 4
 MLP_PLAIN = 2
 # xIELU (transformers activations.XIELUActivation, Apertus): without the optional CUDA package its Python form runs,
 # which keeps the up_proj output 2, alpha_p·x 2, expm1(min(x, eps)) 2 and the where() condition 1: 7·I; when the
@@ -80,6 +84,10 @@ BACKWARD_MLP_GATED = 6
 # [SRC linkedin/Liger-Kernel src/liger_kernel/ops/swiglu.py ``_swiglu_backward_kernel``, ops/geglu.py
 # ``_geglu_tanh_backward_kernel``]
 BACKWARD_MLP_GATED_LIGER = 2
+# Axolotl's LoRA MLP backward: the down projection's input gradient 2·I is new; its SwiGLU / GeGLU backward writes
+# the activation and the gate and up gradients over that gradient and the saved gate and up in place
+# [Axolotl 0.18.0 kernels/lora.py ``LoRA_MLP.backward``, kernels/swiglu.py ``swiglu_backward``]
+BACKWARD_MLP_GATED_LORA_KERNEL = 2
 BACKWARD_MLP_PLAIN = 4
 # xIELU's Python form: the down_proj input's gradient and its own backward's temporaries, 9·I (7·I when the alphas
 # train) [fitted to the fake-tensor simulation of the model code, transformers 5.24: Apertus-8B cut to 4 layers,

@@ -11,6 +11,7 @@ from typing import Any
 
 from axlint.architectures import Architecture
 from axlint.facts import (
+    LORA_ATTENTION_REWRITE_FAILS,
     ImageFeed,
     LossKernel,
     ModelLoad,
@@ -110,6 +111,7 @@ class TrainSetup:
     lora_target_parameters: tuple[str, ...] = ()  # PEFT target_parameters: LoRA on 3-D expert weights
     lora_doubled: tuple[str, ...] = ()            # target parameters whose LoRA rank PEFT doubles (fused pairs)
     expert_kernels: tuple[str, ...] = ()          # KernelsPlugin expert paths (scattermoe / sonicmoe) that run the experts
+    lora_kernels: tuple[str, ...] = ()            # Axolotl's fused LoRA kernels in place of PEFT's layers: "mlp", "qkv", "o"
     expert_modules: bool = False                  # the repository's own code builds the experts as nn.Linear modules
     prequantized: Prequantized | None = None      # the checkpoint's own quantization (config.json)
     images: ImageFeed | None = None               # the images a multimodal run feeds (processor_type set)
@@ -248,14 +250,13 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         notes.append("lora_target_parameters: PEFT wraps the 3-D expert weights (ParamWrapper), r·E·(d_in + d_out) "
                      f"adapter weights each; the experts then keep their inputs for backward like trained experts; "
                      f"{merged}")
-    kernels = fused_lora_kernel_flags(facts, arch.model_type)
+    kernels = lora_kernels(facts, arch)
     if kernels:
-        notes.append(f"Axolotl turns on its fused LoRA kernels ({', '.join(kernels)}; on by default for LoRA and "
-                     "QLoRA unless a lora_*_kernel flag is written). Where they apply (a gated SiLU or GELU MLP with "
-                     "LoRA on gate, up and down; attention with LoRA on q, k, v and o) they keep less for backward "
-                     "than the PEFT LoRA layers the estimate counts: Axolotl's LoRA MLP keeps its input, gate and up "
-                     "projections, 2.5 tokens × intermediate × 4 bytes where PEFT's layers keep 6.1. The run can "
-                     "need less than estimated, most of all without gradient checkpointing")
+        notes.append(f"Axolotl runs its fused LoRA kernels ({', '.join(kernels)}; on by itself for LoRA and QLoRA "
+                     "unless a lora_*_kernel flag is written) in place of PEFT's LoRA layers wherever they apply (a "
+                     "dense gated SiLU or GELU MLP with LoRA on gate, up and down; attention with LoRA on q, k and v, "
+                     "or on o): they keep the input, not PEFT's per-adapter copies, and the MLP kernel keeps the gate "
+                     "and up outputs only")
     if arch.config.get("hidden_act") == "xielu":
         notes.append("xIELU activation: transformers' Python form assumed (7-9 bytes kept per MLP unit and token); "
                      "with the optional XIELU CUDA package installed it keeps 2 and the run needs less")
@@ -324,6 +325,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         lora_target_parameters=targets.parameters,
         lora_doubled=targets.doubled,
         expert_kernels=facts.expert_kernels,
+        lora_kernels=kernels,
         expert_modules=remote_modeling(facts, arch),
         prequantized=pre,
         images=facts.images,
@@ -331,6 +333,17 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         model_load=facts.model_load,
     )
     return replace(setup, assumptions=tuple(notes + _fp32_notes(setup, arch)))
+
+
+def lora_kernels(facts: RunFacts, arch: Architecture) -> tuple[str, ...]:
+    """Axolotl's fused LoRA kernels that replace PEFT's layers in this run ("mlp", "qkv", "o";
+    ``facts.fused_lora_kernel_flags``). None where Axolotl cannot patch the model (a reward or process reward model,
+    AX234; attention it cannot rewrite, AX233): the run stops at model load as written, and the estimate is of the
+    run with the rule's fix, ``lora_qkv_kernel: false``, which turns Axolotl's own choice of kernels off (a written
+    ``lora_mlp_kernel: true`` would keep the MLP kernel, and the run then needs less than estimated)."""
+    if facts.head != "lm" or arch.model_type in LORA_ATTENTION_REWRITE_FAILS:
+        return ()
+    return tuple(flag.split("_")[1] for flag in fused_lora_kernel_flags(facts, arch.model_type))
 
 
 def _fp32_notes(setup: TrainSetup, arch: Architecture) -> list[str]:

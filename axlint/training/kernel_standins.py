@@ -1,6 +1,6 @@
 """Memory stand-ins for the GPU-only kernels a config turns on, for the simulation tier (`axlint.simulate`).
 
-Cut Cross-Entropy and Liger-Kernel launch Triton kernels, which fake tensors on a CPU cannot run. Each stand-in is
+Cut Cross-Entropy, Liger-Kernel and Axolotl's LoRA kernels launch Triton kernels, which fake tensors on a CPU cannot run. Each stand-in is
 an autograd function that allocates, saves and returns the tensors the kernel's Python wrapper does; the kernel
 launches themselves only write into tensors allocated before them, so leaving them out changes no byte:
 
@@ -29,6 +29,13 @@ launches themselves only write into tensors allocated before them, so leaving th
 - Liger SwiGLU / GEGLU (``ops/swiglu.py``, ``ops/geglu.py``): the MLP's ``down_proj(act(gate_proj(x)) *
   up_proj(x))`` with one kernel that saves the gate and up projections and returns a new tensor of the gate's
   shape; the backward writes their gradients into them.
+- Axolotl's fused LoRA MLP (Axolotl 0.18.0 ``kernels/lora.py`` ``LoRA_MLP`` through ``apply_lora_mlp_swiglu`` /
+  ``_geglu``, on each decoder layer's ``mlp`` whose gate, up and down projections carry LoRA,
+  ``TrainSetup.lora_kernels``): the dropout of the input, shared by gate and up, runs outside the function; the
+  forward computes each projection as the base matmul with the adapter's product added in place, the activation
+  and product in one new tensor, and saves the input, its dropped copy, the gate and up outputs and the adapter
+  weights cast to the input's dtype; the backward allocates the down projection's input gradient (the activation
+  backward then writes in place), the adapters' gradients and the input gradient (and the dropped copy's).
 - XIELU CUDA (nickjbrowning/XIELU ``xielu_impl.cu`` ``XIELUAutograd``), when the run has the optional package
   (``TrainSetup.xielu_cuda``): the output a new tensor, only the input saved; the backward allocates its gradient.
 
@@ -44,6 +51,9 @@ from typing import Any, Iterator
 
 from axlint.training.model import unwrapped
 
+STOOD_IN_LORA_KERNELS = ("mlp",)
+"""Axolotl's fused LoRA kernels (``TrainSetup.lora_kernels``) the simulation stands in for; PEFT's layers run in
+place of the QKV and O kernels (``simulate.simulated_setup``)."""
 RMS_NORM_SMS = 132
 """Rows of Liger RMSNorm's fp32 partial weight gradient: the GPU's SM count (an H100 SXM's 132)."""
 NOT_IN_PLACE_NORM_TYPES = frozenset({"gemma2", "gemma3", "gemma3_text", "gemma4", "gemma4_text"})
@@ -161,8 +171,77 @@ def _functions() -> dict[str, Any]:
             gate, up = ctx.saved_tensors
             return gate, up
 
+    class LoraMLP(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx: Any, x: Any, x_drop: Any, mlp: Any, *adapters: Any) -> Any:
+            dtype = x.dtype
+            x_lora = x if x_drop is None else x_drop
+            gate = _lora_linear(mlp.gate_proj, x, x_lora, adapters[0:2], dtype)
+            up = _lora_linear(mlp.up_proj, x, x_lora, adapters[2:4], dtype)
+            hidden = torch.empty_like(gate)  # one Triton kernel writes act(gate) * up
+            out = _lora_linear(mlp.down_proj, hidden, hidden, adapters[4:6], dtype)
+            ctx.save_for_backward(x, x_lora, gate, up, *(w.to(dtype) for w in adapters))
+            ctx.has_dropout = x_drop is not None
+            return out
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            x, x_lora, gate, up, *adapters = ctx.saved_tensors
+            grad_down = torch.empty_like(gate)  # the activation backward then writes over it, gate and up
+            grads = [torch.empty_like(w) for w in adapters]
+            dx = torch.empty_like(x)
+            dx_drop = torch.empty_like(x_lora) if ctx.has_dropout else None
+            del grad_down
+            return (dx, dx_drop, None, *grads)
+
     return {"cce": CutCrossEntropy, "liger_flce": FusedLinearCrossEntropy, "liger_ce": CrossEntropy,
-            "rms_norm": RMSNorm, "gated": GatedActivation, "xielu": SavesInput}
+            "rms_norm": RMSNorm, "gated": GatedActivation, "xielu": SavesInput, "lora_mlp": LoraMLP}
+
+
+def _lora_linear(proj: Any, x: Any, x_lora: Any, adapter: tuple[Any, Any], dtype: Any) -> Any:
+    """Axolotl's ``matmul_lora``: the base projection of `x`, then the adapter's product of `x_lora` added in place
+    (``out.addmm_(X_lora @ A, B)``); the adapter weights cast to the input's dtype."""
+    import torch
+
+    a, b = (w.to(dtype) for w in adapter)
+    out = torch.nn.functional.linear(x, proj.base_layer.weight.to(dtype), proj.base_layer.bias)
+    flat = out.view(-1, out.shape[-1])
+    flat.addmm_(x_lora.reshape(-1, x_lora.shape[-1]) @ a.t(), b.t(), alpha=_scaling(proj))
+    return out
+
+
+def _scaling(proj: Any) -> float:
+    return float(proj.scaling[proj.active_adapters[0]])
+
+
+def _lora_adapters(proj: Any) -> tuple[Any, Any]:
+    """The active adapter's lora_A and lora_B weights of a PEFT LoRA ``Linear``."""
+    name = proj.active_adapters[0]
+    return proj.lora_A[name].weight, proj.lora_B[name].weight
+
+
+def _lora_mlp_forward(self: Any, x: Any) -> Any:
+    """``apply_lora_mlp_swiglu`` / ``_geglu``: the shared dropout of gate and up outside the function, then
+    ``LoRA_MLP``."""
+    import torch
+
+    dropout = self.gate_proj.lora_dropout[self.gate_proj.active_adapters[0]]
+    x_drop = dropout(x) if self.training and not isinstance(dropout, torch.nn.Identity) else None
+    adapters = (*_lora_adapters(self.gate_proj), *_lora_adapters(self.up_proj), *_lora_adapters(self.down_proj))
+    return _functions()["lora_mlp"].apply(x, x_drop, self, *adapters)
+
+
+def _lora_mlps(lm: Any) -> list[Any]:
+    """The dense MLPs Axolotl's LoRA MLP kernel patches: each decoder layer's ``mlp`` with gate_proj, up_proj and
+    down_proj that all carry a LoRA adapter (Axolotl 0.18.0 monkeypatch/lora_kernels.py ``find_mlp_in_layer``)."""
+    decoder = lm.get_decoder() if hasattr(lm, "get_decoder") else None
+    out = []
+    for layer in getattr(decoder, "layers", ()):
+        mlp = getattr(layer, "mlp", None)
+        if mlp is not None and all(hasattr(getattr(mlp, name, None), "lora_A")
+                                   for name in ("gate_proj", "up_proj", "down_proj")):
+            out.append(mlp)
+    return out
 
 
 def _fused_loss_forward(kernel: str, weight_grad_copies: bool) -> Any:
@@ -265,14 +344,20 @@ def kernel_standins(model: Any, model_type: str, setup: Any) -> Iterator[list[st
                          "its CUDA kernel allocates")
         elif rms_norm:
             notes.append("Liger RMSNorm: no RMSNorm class found in the decoder; transformers' norm ran")
-        mlps = _gated_mlps(lm) if glu else []
+        lora_mlps = _lora_mlps(lm) if "mlp" in setup.lora_kernels else []  # Axolotl's patch replaces Liger's
+        mlps = [m for m in _gated_mlps(lm) if not any(m is lora for lora in lora_mlps)] if glu else []
         for module in mlps:
             stack.enter_context(mock.patch.object(module, "forward", MethodType(_gated_mlp_forward, module)))
         if mlps:
             notes.append(f"Liger gated MLP: the activation of {len(mlps)} MLP modules replaced by a stand-in that "
                          "allocates what its CUDA kernel allocates")
-        elif glu:
+        elif glu and not lora_mlps:
             notes.append("Liger gated MLP: no gate_proj/up_proj/down_proj MLP found; transformers' MLP ran")
+        for module in lora_mlps:
+            stack.enter_context(mock.patch.object(module, "forward", MethodType(_lora_mlp_forward, module)))
+        if lora_mlps:
+            notes.append(f"Axolotl's LoRA MLP kernel: {len(lora_mlps)} MLP modules replaced by a stand-in that keeps "
+                         "and allocates what its autograd function does (its Triton activation writes in place)")
         activations = [m for m in lm.modules() if type(m).__name__ == "XIELUActivation"] if setup.xielu_cuda else []
         for module in activations:
             stack.enter_context(mock.patch.object(module, "forward", MethodType(_xielu_cuda_forward, module)))

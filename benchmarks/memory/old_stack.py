@@ -91,8 +91,15 @@ def sharded_load(setup: TrainSetup) -> TrainSetup:
     return setup.with_changes(model_load=replace(setup.model_load, quantized_off_gpu=True))
 
 
+def outside_axolotl(setup: TrainSetup) -> TrainSetup:
+    """A run of a script that is not Axolotl (Transformers, TRL, Accelerate, Answer.AI's or DeepSpeed's examples):
+    PEFT's LoRA layers run every adapter, none of the fused LoRA kernels Axolotl turns on by itself
+    (``TrainSetup.lora_kernels``)."""
+    return setup.with_changes(lora_kernels=())
+
+
 def kbit_prepared_script(setup: TrainSetup) -> TrainSetup:
     """A run of a plain Transformers + PEFT script on a 4/8-bit load that ran PEFT's ``prepare_model_for_kbit_training``
     and nothing that casts back (``ModelLoader.PEFT_KBIT``): embeddings, lm_head and norms train in fp32, and so does
-    the residual stream between the layers."""
-    return setup.with_changes(loader=ModelLoader.PEFT_KBIT)
+    the residual stream between the layers; PEFT's LoRA layers (``outside_axolotl``)."""
+    return outside_axolotl(setup).with_changes(loader=ModelLoader.PEFT_KBIT)

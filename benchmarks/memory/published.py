@@ -45,6 +45,7 @@ from axlint.memory.overhead import resident_bytes  # noqa: E402
 from axlint.memory.setup import read_setup  # noqa: E402
 from benchmarks.memory.old_stack import (  # noqa: E402
     kbit_prepared_script,
+    outside_axolotl,
     liger_in_place_weight_grad,
     linear_experts,
     sharded_load,
@@ -122,6 +123,12 @@ def load_rows(path: Path = DATA) -> list[dict[str, Any]]:
     return yaml.safe_load(path.read_text(encoding="utf-8"))["rows"]
 
 
+def axolotl_run(row: dict[str, Any]) -> bool:
+    """The row's figure is of an Axolotl run: its source is in Axolotl's repository (an example's README, a pull
+    request); every other source ran a script of its own (``old_stack.outside_axolotl``)."""
+    return "github.com/axolotl-ai-cloud/axolotl/" in row.get("source", "")
+
+
 def estimate_row(row: dict[str, Any]):
     """The MemoryEstimate axlint gives for the row's setting on the row's hardware, on the row's stack
     (``SETUP_STACKS``; today's when it names none)."""
@@ -139,6 +146,8 @@ def estimate_row(row: dict[str, Any]):
         facts = resolve_facts(config, row.get("ds"), world_size=hw.count, bf16_capable=hw.bf16 is not False,
                               hidden_size=arch.hidden_size)
     setup = read_setup(facts, arch)
+    if not axolotl_run(row):
+        setup = outside_axolotl(setup)
     for name in row_stacks(row):
         if (stack := SETUP_STACKS.get(name)) is not None:
             setup = stack(setup, facts)

@@ -163,17 +163,6 @@ def write_results(rows: list[dict[str, Any]], out: Path, device: str, how: dict[
     return stem.with_suffix(".json"), stem.with_suffix(".md")
 
 
-def estimate_json(entry: dict[str, Any], hardware: str = "local") -> dict[str, Any] | None:
-    """`axlint estimate --format json` of one entry on `hardware` (default: this machine's GPU), or None."""
-    cmd = [sys.executable, "-m", "axlint", "estimate", str(HERE / entry["config"]), "--hardware", hardware,
-           "--format", "json"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    try:
-        return dict(json.loads(proc.stdout))
-    except ValueError:
-        return None
-
-
 def liger_adds_in_place(version: str | None) -> bool:
     """A liger-kernel whose fused linear cross-entropy adds the lm_head gradient in place: before 0.6.2, or 0.8.5
     and later (0.8.2 still adds a product and its fp32 copy per chunk; axlint models Axolotl 0.18.0's pin, 0.8.0)."""
@@ -184,41 +173,44 @@ def liger_adds_in_place(version: str | None) -> bool:
 
 
 def recorded_run(config: Path, hardware: str, versions: dict[str, str]) -> tuple[Any, Any]:
-    """(the resolved run, its TrainSetup) of a measured config on the stack the run recorded: a liger-kernel that adds
-    the lm_head gradient in place (``liger_adds_in_place``) gets ``old_stack.liger_in_place_weight_grad``."""
+    """(the resolved run, its TrainSetup, None when its model does not resolve) of a measured config as `axlint
+    validate` ran it: PEFT's LoRA layers, since
+    it writes Axolotl's kernel flags false (``validate.runner.runnable_config``; ``old_stack.outside_axolotl``), on the
+    stack the run recorded: a liger-kernel that adds the lm_head gradient in place (``liger_adds_in_place``) gets
+    ``old_stack.liger_in_place_weight_grad``."""
     if str(HERE.parents[1]) not in sys.path:
         sys.path.insert(0, str(HERE.parents[1]))
     from axlint.document import load_document
-    from axlint.hardware import parse_hardware
+    from axlint.hardware import detect_local_gpus, parse_hardware
     from axlint.memory.setup import read_setup
     from axlint.run import build_run
-    from benchmarks.memory.old_stack import liger_in_place_weight_grad
+    from benchmarks.memory.old_stack import liger_in_place_weight_grad, outside_axolotl
 
-    run = build_run(load_document(config), hardware=parse_hardware(hardware))
-    setup = read_setup(run.facts, run.arch)
+    gpus = detect_local_gpus() if hardware == "local" else parse_hardware(hardware)  # "local": this machine's
+    run = build_run(load_document(config), hardware=gpus)
+    if run.arch is None:
+        return run, None
+    setup = outside_axolotl(read_setup(run.facts, run.arch))
     if liger_adds_in_place(versions.get("liger-kernel")):
         setup = liger_in_place_weight_grad(setup)
     return run, setup
 
 
 def rescore_estimate(entry: dict[str, Any], hardware: str, versions: dict[str, str]) -> dict[str, Any] | None:
-    """This checkout's estimate of one measured entry on the stack it ran: `estimate_json`, or for a run on a
-    liger-kernel that adds the lm_head gradient in place (`liger_adds_in_place`) the same estimate made in this
-    process on that stack (`recorded_run`)."""
-    if not liger_adds_in_place(versions.get("liger-kernel")):
-        return estimate_json(entry, hardware)
+    """This checkout's estimate of one measured entry as it ran (`recorded_run`), or None for a config whose model
+    does not resolve."""
     from axlint.memory.estimate import estimate_setup
 
     config = HERE / entry["config"]
     run, setup = recorded_run(config, hardware, versions)
-    return estimate_setup(setup, run.arch, run.hardware).to_json(str(config))
+    return None if setup is None else estimate_setup(setup, run.arch, run.hardware).to_json(str(config))
 
 
 def estimated_peak_gib(entry: dict[str, Any]) -> float | None:
     """The estimate's peak device GiB of one entry on one GPU of this machine, which decides what may run beside
     it."""
     try:
-        return float((estimate_json(entry) or {})["per_gpu"]["peak_device_gib"])
+        return float((rescore_estimate(entry, "local", {}) or {})["per_gpu"]["peak_device_gib"])
     except (KeyError, TypeError, ValueError):
         return None
 

@@ -11,46 +11,23 @@ or ""}:
   with LoRA on every Linear of its layers and that task type (Axolotl's ``load_adapter`` passes the one of the model's class),
   then ``apply_lora_kernel_patches``, as the post-load patches call it.
 
-Axolotl's kernel modules import Triton, which the oracle venv leaves out (a GPU compiler of about 1 GB); neither call
-runs a kernel, so a stand-in module takes Triton's place once transformers and PEFT have imported (they look for
-the real package).
+Axolotl's kernel modules import Triton, which the oracle venv leaves out; neither call runs a kernel, so
+benchmarks/memory/triton_standin.py takes its place.
 """
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
-import types
 from pathlib import Path
 
 from judge import _first_line, serve  # the sibling judge: same environment
 
 
-class _Stub(types.ModuleType):
-    """Any attribute is a decorator or factory that hands its function back (``triton.jit``,
-    ``triton.language.constexpr``, ``triton.autotune(...)``)."""
-
-    def __getattr__(self, name: str):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _passthrough
-
-
-def _passthrough(*args, **kwargs):
-    if len(args) == 1 and callable(args[0]) and not kwargs:
-        return args[0]
-    return lambda fn: fn
-
-
 def _lora_kernels():
-    """Axolotl's ``monkeypatch.lora_kernels`` with the Triton stand-in."""
-    import peft  # noqa: F401  (imported before the stand-in: they probe for the real package)
-    from transformers import AutoConfig, AutoModel, GenerationMixin  # noqa: F401
+    """Axolotl's ``monkeypatch.lora_kernels``, with the Triton stand-in where Triton is missing."""
+    from benchmarks.memory.triton_standin import install
 
-    triton, language = _Stub("triton"), _Stub("triton.language")
-    triton.language = language
-    sys.modules.setdefault("triton", triton)
-    sys.modules.setdefault("triton.language", language)
+    install()
     from axolotl.monkeypatch import lora_kernels
 
     return lora_kernels
