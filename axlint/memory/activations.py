@@ -80,16 +80,25 @@ def lora_kernel_linears(arch: Architecture, setup: TrainSetup, layer: int,
     linear-attention projections of Qwen3.5's GatedDeltaNet (PEFT's layers are counted there)."""
     if not setup.lora_kernels or not adapted:
         return {}
+    memo = arch.memos.setdefault("lora_kernel_linears", {})  # a layer kind's modules decide it
+    key = (setup.lora_kernels, arch.layer_kinds[layer], adapted)
+    if key not in memo:
+        memo[key] = _kernel_linears(arch, setup.lora_kernels, layer, adapted)
+    return memo[key]
+
+
+def _kernel_linears(arch: Architecture, kernels: tuple[str, ...], layer: int,
+                    adapted: tuple[Linear, ...]) -> dict[Linear, str]:
     out: dict[Linear, str] = {}
     layout = arch.layout
     attention = {lin.name: lin for lin in arch.attention_linears(layer)}
     if layout.attention_module == "self_attn" and not arch.is_mla and {"q_proj", "k_proj", "o_proj"} <= set(attention):
         qkv = [attention[name] for name in _QKV_NAMES if name in attention]
-        if "qkv" in setup.lora_kernels and all(lin in adapted for lin in qkv):
+        if "qkv" in kernels and all(lin in adapted for lin in qkv):
             out.update(dict.fromkeys(qkv, "qkv"))
-        if "o" in setup.lora_kernels and attention["o_proj"] in adapted:
+        if "o" in kernels and attention["o_proj"] in adapted:
             out[attention["o_proj"]] = "o"
-    if ("mlp" in setup.lora_kernels and layout.mlp_module == "mlp" and layout.mlp == "gated"
+    if ("mlp" in kernels and layout.mlp_module == "mlp" and layout.mlp == "gated"
             and not arch.is_moe_layer(layer) and _kernel_activation(arch)):
         mlp = {lin.name: lin for lin in arch.mlp_linears(layer) if not lin.expert}
         if all(name in mlp and mlp[name] in adapted for name in _MLP_NAMES):
