@@ -107,3 +107,15 @@ def test_the_kernels_lower_the_peak_of_a_long_lora_run() -> None:
     off = estimate_memory(facts({**config, "lora_mlp_kernel": False}, None, L8B, H100), L8B, H100)
     assert on.setup.lora_kernels and not off.setup.lora_kernels
     assert on.peak_allocated < off.peak_allocated - 2**30
+
+
+@pytest.mark.parametrize("model, dense_kernel", [("google/gemma-4-26B-A4B", True), ("Qwen/Qwen3-30B-A3B", False)])
+def test_in_a_moe_layer_the_mlp_kernel_takes_only_a_dense_mlp_at_mlp(model, dense_kernel) -> None:
+    """Axolotl's ``find_mlp_in_layer`` patches ``layer.mlp`` when it has gate, up and down projections: Gemma 4 keeps
+    its dense MLP there beside the experts; Qwen3-MoE's ``mlp`` is the sparse block, which it leaves to PEFT."""
+    arch = resolve_architecture(model)
+    setup = read_setup(facts({"base_model": model, "adapter": "qlora", "load_in_4bit": True, "bf16": True,
+                              "lora_target_linear": True}, None, arch, H100), arch)
+    assert arch.is_moe_layer(0) and setup.lora_kernels == ("mlp", "qkv", "o")
+    kernels = set(lora_kernel_linears(arch, setup, 0, lora_targets(arch, setup)[0]).values())
+    assert kernels == ({"qkv", "o", "mlp", "mlp_down"} if dense_kernel else {"qkv", "o"})

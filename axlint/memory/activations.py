@@ -74,7 +74,8 @@ def lora_kernel_linears(arch: Architecture, setup: TrainSetup, layer: int,
     """The adapted Linears of ``layer`` that Axolotl's fused LoRA kernels (``TrainSetup.lora_kernels``) run in place
     of PEFT's layers, each with its kernel: "qkv" (q, k and v when all of them are adapted, on a ``self_attn``
     module with q_proj, k_proj and o_proj), "o" (o_proj), "mlp" and "mlp_down" (gate, up and down of a dense
-    gated MLP at ``mlp`` with a SiLU or GELU activation, all three adapted). Axolotl 0.18.0
+    gated MLP at ``mlp`` with a SiLU or GELU activation, all three adapted; in a MoE layer only the dense MLP that
+    Gemma 4 keeps beside its experts). Axolotl 0.18.0
     monkeypatch/lora_kernels.py ``apply_lora_kernel_patches``: ``find_self_attn_in_layer``, ``find_mlp_in_layer``,
     ``SUPPORTED_ACTIVATIONS``. Not modelled: the MLP kernel on Llama 4's shared and linearized experts, and the
     linear-attention projections of Qwen3.5's GatedDeltaNet (PEFT's layers are counted there)."""
@@ -99,7 +100,7 @@ def _kernel_linears(arch: Architecture, kernels: tuple[str, ...], layer: int,
         if "o" in kernels and attention["o_proj"] in adapted:
             out[attention["o_proj"]] = "o"
     if ("mlp" in kernels and layout.mlp_module == "mlp" and layout.mlp == "gated"
-            and not arch.is_moe_layer(layer) and _kernel_activation(arch)):
+            and (layout.moe_beside_mlp or not arch.is_moe_layer(layer)) and _kernel_activation(arch)):
         mlp = {lin.name: lin for lin in arch.mlp_linears(layer) if not lin.expert}
         if all(name in mlp and mlp[name] in adapted for name in _MLP_NAMES):
             out.update({mlp["gate_proj"]: "mlp", mlp["up_proj"]: "mlp", mlp["down_proj"]: "mlp_down"})
@@ -212,8 +213,9 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
         experts += C.LINEAR_INPUT_BYTES * (h + i)
     per_choice = C.ROUTING_BYTES_PER_CHOICE + experts * expert_scale(setup)
     shared = gated * arch.shared_expert_intermediate_size
-    if arch.layout.moe_beside_mlp:  # Gemma 4: the dense MLP runs beside the experts
-        shared += gated * arch.layer_intermediate_size(layer)
+    if arch.layout.moe_beside_mlp:  # Gemma 4: the dense MLP runs beside the experts, Axolotl's kernel on it too
+        dense = C.MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated
+        shared += dense * arch.layer_intermediate_size(layer)
     if arch.config.get("shared_expert_intermediate_size"):
         shared += C.LINEAR_INPUT_BYTES * h
     return C.ROUTER_BYTES_PER_EXPERT * arch.num_experts + k * per_choice + shared
@@ -374,7 +376,8 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
         mlp = (arch.experts_per_token * (C.BACKWARD_MLP_GATED * arch.moe_intermediate_size + C.BF16 * h)
                * expert_scale(setup) + gated * arch.shared_expert_intermediate_size)
         if arch.layout.moe_beside_mlp:  # Gemma 4's dense MLP beside the experts
-            mlp += gated * arch.layer_intermediate_size(layer)
+            dense = C.BACKWARD_MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated
+            mlp += dense * arch.layer_intermediate_size(layer)
     else:
         fused = C.BACKWARD_MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated
         mlp = fused * arch.layer_intermediate_size(layer)
