@@ -805,12 +805,17 @@ def lora_attention_rewrite_error(facts: RunFacts, model_type: str | None) -> str
     return LORA_ATTENTION_REWRITE_FAILS[model_type].format(model_type=model_type)
 
 
-def fused_lora_kernel_flags(facts: RunFacts, model_type: str) -> list[str]:
-    """The flags of the fused LoRA kernels that replace PEFT's layers in attention and MLP for a model of
-    `model_type` (``RunFacts.lora_kernels`` without the embedding kernel; none for ``LORA_KERNELS_UNSUPPORTED``)."""
+def fused_lora_kernels(facts: RunFacts, model_type: str) -> tuple[str, ...]:
+    """The fused LoRA kernels that replace PEFT's layers in attention and MLP for a model of `model_type` ("mlp",
+    "qkv", "o": ``RunFacts.lora_kernels`` without the embedding kernel; none for ``LORA_KERNELS_UNSUPPORTED``)."""
     if not facts.adapter.value or model_type in LORA_KERNELS_UNSUPPORTED:
-        return []
-    return [f"lora_{k}_kernel" for k in facts.lora_kernels if k != "embedding"]
+        return ()
+    return tuple(k for k in facts.lora_kernels if k != "embedding")
+
+
+def fused_lora_kernel_flags(facts: RunFacts, model_type: str) -> list[str]:
+    """The config flags of ``fused_lora_kernels``."""
+    return [f"lora_{k}_kernel" for k in fused_lora_kernels(facts, model_type)]
 
 
 def lora_kernels(raw: Mapping[str, Any], world_size: int, expert_kernels: tuple[str, ...] = ()) -> tuple[str, ...]:

@@ -141,7 +141,8 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
 
     start = time.perf_counter()
     spec = train_spec(facts)
-    setup = simulated_setup(setup or read_setup(facts, arch))
+    wanted = setup or read_setup(facts, arch)
+    setup = simulated_setup(wanted)
     if setup.experts_parametrized and target_parameter_lora_params(arch, setup):
         raise NotSimulated(
             "LoRA on routed experts stored quantized (quantize_moe_experts with lora_target_parameters, or module "
@@ -151,6 +152,9 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
             "estimate models PEFT 0.19")
     attn, note = effective_attention(spec, on_cuda=False)
     notes = [note] if note else []
+    if setup is not wanted:
+        notes.append("Axolotl's LoRA QKV / O kernels are not simulated: PEFT's q, k, v and o layers ran, and the "
+                     "estimate to compare with is that run's")
     world = int(getattr(hw, "count", 1) or 1)
     deepspeed = facts.sharding.kind is ShardingKind.DEEPSPEED
     sharded = facts.sharding.kind in (ShardingKind.DEEPSPEED, ShardingKind.FSDP)

@@ -193,12 +193,10 @@ def _print_estimate(facts: "MemoryFacts", config: str, notes: list[str], fmt: st
                                notes=notes, unneeded=list(facts.relaxations.values()) if fits else [],
                                scale_out=wider), nl=False)
     if simulation is not None:
+        # the analytic column is the estimate of the run the simulation ran (``simulate.simulated_setup``)
         analytic = e if simulation.setup in (None, e.setup) else estimate_setup(simulation.setup, e.arch, e.hw)
-        notes = list(simulation.notes)
-        if analytic is not e:
-            notes.append("Axolotl's LoRA QKV / O kernels are not simulated: PEFT's q, k, v and o layers ran, and the "
-                         "analytic column is the estimate of that run")
-        click.echo(render_simulation(analytic, simulation.per_gpu_bytes, simulation.seconds, notes), nl=False)
+        click.echo(render_simulation(analytic, simulation.per_gpu_bytes, simulation.seconds, simulation.notes),
+                   nl=False)
 
 
 def _print_grid(facts: "MemoryFacts", config: str, axes: tuple[tuple[int, ...], tuple[int, ...]], fmt: str) -> None:

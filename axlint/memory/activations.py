@@ -205,8 +205,9 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
         return 0.0
     if not arch.gated_mlp:
         return plain_mlp_bytes(arch, setup) * arch.layer_intermediate_size(layer)
+    dense = C.MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated  # the layer's dense MLP at ``mlp``
     if not arch.is_moe_layer(layer):
-        return (C.MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated) * arch.layer_intermediate_size(layer)
+        return dense * arch.layer_intermediate_size(layer)
     h, i, k = arch.hidden_size, arch.moe_intermediate_size, arch.experts_per_token
     experts = (C.MOE_GATE_UP_BYTES + C.MOE_ACT_BYTES) * i + C.MOE_DOWN_OUT_BYTES * h
     if base_trains(setup) or adapted_expert_parameters(arch, setup, layer):
@@ -214,7 +215,6 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     per_choice = C.ROUTING_BYTES_PER_CHOICE + experts * expert_scale(setup)
     shared = gated * arch.shared_expert_intermediate_size
     if arch.layout.moe_beside_mlp:  # Gemma 4: the dense MLP runs beside the experts, Axolotl's kernel on it too
-        dense = C.MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated
         shared += dense * arch.layer_intermediate_size(layer)
     if arch.config.get("shared_expert_intermediate_size"):
         shared += C.LINEAR_INPUT_BYTES * h
@@ -368,6 +368,7 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
     h = arch.hidden_size
     mixers = sum(shape.backward_per_token for shape in arch.mixer_shapes(layer))
     gated = C.BACKWARD_MLP_GATED_LIGER if setup.liger_glu else C.BACKWARD_MLP_GATED
+    dense = C.BACKWARD_MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated  # the dense MLP at ``mlp``
     if arch.layer_plan(layer).mlp is None:
         mlp = 0.0
     elif not arch.gated_mlp:
@@ -376,11 +377,9 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
         mlp = (arch.experts_per_token * (C.BACKWARD_MLP_GATED * arch.moe_intermediate_size + C.BF16 * h)
                * expert_scale(setup) + gated * arch.shared_expert_intermediate_size)
         if arch.layout.moe_beside_mlp:  # Gemma 4's dense MLP beside the experts
-            dense = C.BACKWARD_MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated
             mlp += dense * arch.layer_intermediate_size(layer)
     else:
-        fused = C.BACKWARD_MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated
-        mlp = fused * arch.layer_intermediate_size(layer)
+        mlp = dense * arch.layer_intermediate_size(layer)
     if tiled(arch, setup, layer):
         adapted = lora_targets(arch, setup).get(layer, ()) if setup.adapter else ()
         mlp = (mlp + mlp_part_bytes(arch, setup, layer, adapted)) / setup.mlp_tiles + C.BF16 * h

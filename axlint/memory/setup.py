@@ -17,7 +17,7 @@ from axlint.facts import (
     ModelLoad,
     RunFacts,
     Sharding,
-    fused_lora_kernel_flags,
+    fused_lora_kernels,
     kbit_upcasts_experts,
     keeps_fp32_embeddings,
 )
@@ -337,13 +337,13 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
 
 def lora_kernels(facts: RunFacts, arch: Architecture) -> tuple[str, ...]:
     """Axolotl's fused LoRA kernels that replace PEFT's layers in this run ("mlp", "qkv", "o";
-    ``facts.fused_lora_kernel_flags``). None where Axolotl cannot patch the model (a reward or process reward model,
+    ``facts.fused_lora_kernels``). None where Axolotl cannot patch the model (a reward or process reward model,
     AX234; attention it cannot rewrite, AX233): the run stops at model load as written, and the estimate is of the
     run with the rule's fix, ``lora_qkv_kernel: false``, which turns Axolotl's own choice of kernels off (a written
     ``lora_mlp_kernel: true`` would keep the MLP kernel, and the run then needs less than estimated)."""
     if facts.head != "lm" or arch.model_type in LORA_ATTENTION_REWRITE_FAILS:
         return ()
-    return tuple(flag.split("_")[1] for flag in fused_lora_kernel_flags(facts, arch.model_type))
+    return fused_lora_kernels(facts, arch.model_type)
 
 
 def _fp32_notes(setup: TrainSetup, arch: Architecture) -> list[str]:
