@@ -805,6 +805,32 @@ def lora_attention_rewrite_error(facts: RunFacts, model_type: str | None) -> str
     return LORA_ATTENTION_REWRITE_FAILS[model_type].format(model_type=model_type)
 
 
+_LAYERS_NOT_FOUND = "NotImplementedError: Model type {model_type} is not supported yet. Please create an Issue."
+LORA_KERNEL_LAYERS_NOT_FOUND: Mapping[str, str] = {
+    **dict.fromkeys(("dbrx", "falcon", "gpt2", "gpt_neox", "gptj", "mamba", "mpt"), _LAYERS_NOT_FOUND),
+    "llama4": "AttributeError: 'Llama4ForCausalLM' object has no attribute 'layers'",
+}
+"""Model types (transformers' own modelling code) whose decoder layers Axolotl's fused LoRA kernel patch cannot
+find, with the error that stops the run. Once the model has loaded and PEFT has wrapped it,
+``apply_lora_kernel_patches`` (any of the MLP, QKV and O kernels on) takes the layers from ``get_layers``, which
+knows ``model.model.layers`` and a ``language_model``'s ``layers`` only (Axolotl 0.18.0 and 0.19.0
+``monkeypatch/lora_kernels.py``, called by ``loaders/patch_manager.py`` ``_apply_lora_kernel_patch``). GPT-NeoX,
+Falcon, MPT, GPT-J, GPT-2, DBRX and Mamba keep theirs under ``gpt_neox``, ``transformer`` or ``backbone``: it
+raises NotImplementedError. Axolotl loads a ``llama4`` config as the multimodal Llama4ForConditionalGeneration,
+whose ``language_model`` is a whole Llama4ForCausalLM with its layers one level down (transformers 5.14.1 and
+5.16.1). Held to that code for every catalogued model type by tests/test_oracle_lora_kernel_patch.py."""
+
+
+def lora_kernel_layers_error(facts: RunFacts, model_type: str | None) -> str | None:
+    """The error that stops a run of `model_type` after its model loads when one of Axolotl's fused LoRA kernels is
+    on (``RunFacts.lora_kernels``: "mlp", "qkv" or "o") and the patch cannot find the model's layers
+    (``LORA_KERNEL_LAYERS_NOT_FOUND``); None when the run goes on."""
+    if model_type not in LORA_KERNEL_LAYERS_NOT_FOUND or not facts.adapter.value or not {"mlp", "qkv", "o"} & set(
+            facts.lora_kernels):
+        return None
+    return LORA_KERNEL_LAYERS_NOT_FOUND[model_type].format(model_type=model_type)
+
+
 def fused_lora_kernels(facts: RunFacts, model_type: str) -> tuple[str, ...]:
     """The fused LoRA kernels that replace PEFT's layers in attention and MLP for a model of `model_type` ("mlp",
     "qkv", "o": ``RunFacts.lora_kernels`` without the embedding kernel; none for ``LORA_KERNELS_UNSUPPORTED``)."""

@@ -63,6 +63,9 @@ KERNEL_PATCH_STAGE: dict[tuple[str, str], str] = {
     ("AX234", ""): "`validate_config` turns Axolotl's LoRA kernels on for a reward model; the run stops after the "
                    "model loads, where the kernel patch refuses PEFT's classification model "
                    "(tests/test_oracle_lora_kernel_patch.py)",
+    ("AX235", ""): "`validate_config` accepts a written `lora_mlp_kernel: true` on a model whose layers are not at "
+                   "`model.layers`; the run stops after the model loads, where the kernel patch cannot find them "
+                   "(tests/test_oracle_lora_kernel_patch.py)",
 }
 """Errors of the rules whose launch failure is in Axolotl's kernel patching, after start-up validation."""
 

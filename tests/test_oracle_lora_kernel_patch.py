@@ -1,25 +1,54 @@
 """Where Axolotl's fused LoRA kernels cannot patch the model, held to Axolotl 0.18.0's own patching code on
 transformers 5.14.1 and PEFT 0.19.1 (the oracle venv of tests/oracle): which model types' attention
 ``patch_self_attn_lora`` cannot rewrite (``facts.LORA_ATTENTION_REWRITE_FAILS``, rule AX233), for the config.json of
-every model type in axlint's catalog; and which PEFT models ``apply_lora_kernel_patches`` refuses (rule AX234)."""
+every model type in axlint's catalog; which models' layers ``apply_lora_kernel_patches`` cannot find
+(``facts.LORA_KERNEL_LAYERS_NOT_FOUND``, rule AX235), for the same configs; and which PEFT models it refuses (rule
+AX234)."""
 from __future__ import annotations
 
 import pytest
 
 from axlint.architectures.resolve import load_catalog
-from axlint.facts import LORA_ATTENTION_REWRITE_FAILS, LORA_KERNELS_UNSUPPORTED
+from axlint.facts import (
+    LORA_ATTENTION_REWRITE_FAILS,
+    LORA_KERNEL_LAYERS_NOT_FOUND,
+    LORA_KERNELS_UNSUPPORTED,
+    lora_kernel_layers_error,
+)
 from tests.oracle.venv import judge, oracle_python
+from tests.resolved import facts
 
 
-@pytest.fixture(scope="module")
-def answers(tmp_path_factory) -> dict[str, str]:
-    """model type -> Axolotl's error ("" when the rewrite applies, "remote code" when transformers lacks the type)."""
+def _catalogued_configs() -> dict[str, dict]:
+    """One config.json of each model type in axlint's catalog."""
     configs: dict[str, dict] = {}
     for entry in load_catalog():
         configs.setdefault(str(entry["config"].get("model_type")), entry["config"])
+    return configs
+
+
+@pytest.fixture(scope="module")
+def judged(tmp_path_factory) -> dict[str, dict]:
+    """Axolotl's answers for every catalogued model type: "<type>" for the attention rewrite, "layers:<type>" for
+    the layers the kernel patch looks for; one judge process for both."""
+    configs = _catalogued_configs()
     items = [{"id": model_type, "config": config} for model_type, config in configs.items()]
-    judged = judge(oracle_python(), items, tmp_path_factory.mktemp("attention"), script="kernel_patch_judge.py")
-    return {model_type: judged[model_type]["error"] for model_type in configs}
+    items += [{"id": f"layers:{model_type}", "model_type": model_type, "layers_of": config}
+              for model_type, config in configs.items()]
+    return judge(oracle_python(), items, tmp_path_factory.mktemp("kernels"), script="kernel_patch_judge.py")
+
+
+@pytest.fixture(scope="module")
+def answers(judged: dict[str, dict]) -> dict[str, str]:
+    """model type -> Axolotl's error ("" when the rewrite applies, "remote code" when transformers lacks the type)."""
+    return {model_type: judged[model_type]["error"] for model_type in _catalogued_configs()}
+
+
+@pytest.fixture(scope="module")
+def layers(judged: dict[str, dict]) -> dict[str, dict]:
+    """model type -> the kernel patch's answer on that model ({"error"}, with "build" and a reason where
+    transformers cannot build the model from its config.json alone)."""
+    return {model_type: judged[f"layers:{model_type}"] for model_type in _catalogued_configs()}
 
 
 def test_every_catalogued_type_is_judged(answers: dict[str, str]) -> None:
@@ -52,3 +81,20 @@ def test_the_kernel_patch_refuses_classification_models(tmp_path) -> None:
     assert judged["CAUSAL_LM"]["error"] == ""
     for task in ("SEQ_CLS", "TOKEN_CLS"):
         assert judged[task]["error"] == "TypeError: Model must be a PeftModelForCausalLM"
+
+
+def test_the_layers_table_is_axolotls_answer(layers: dict[str, dict]) -> None:
+    """AX235: a type is in the table exactly when the kernel patch raises for it, with the error the rule quotes;
+    every other type that builds is patched."""
+    built = {model_type: answer["error"] for model_type, answer in layers.items()
+             if answer["error"] not in ("build", "remote code")}
+    assert len(built) > 50, layers
+    mlp_kernel = facts({"adapter": "lora", "lora_mlp_kernel": True})
+    for model_type, error in sorted(built.items()):
+        if model_type in LORA_KERNEL_LAYERS_NOT_FOUND:
+            assert error == lora_kernel_layers_error(mlp_kernel, model_type), (model_type, error)
+        else:
+            assert error == "", (model_type, error)
+    assert set(LORA_KERNEL_LAYERS_NOT_FOUND) <= set(built)
+    assert {"gpt_neox", "falcon", "mpt", "llama4"} <= set(LORA_KERNEL_LAYERS_NOT_FOUND)
+    assert built["llama"] == built["qwen3"] == built["qwen2_5_vl"] == ""

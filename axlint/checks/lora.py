@@ -11,7 +11,9 @@ from axlint.facts import (
     EMBEDDING_LAYERS,
     LORA_KERNEL_FLAGS,
     embedding_layers,
+    LORA_KERNEL_LAYERS_NOT_FOUND,
     lora_attention_rewrite_error,
+    lora_kernel_layers_error,
 )
 from axlint.fixes import Applicability, Fix
 from axlint.lax import lax_bool
@@ -121,19 +123,19 @@ LORA_ATTENTION_REWRITE_SINCE = "0.18.0"
 was read from; earlier releases pin other transformers, whose attention code differs."""
 
 
-def _kernel_hits(run: TrainingRun, flags: tuple[str, ...], **args: str) -> Iterator[Hit]:
+def _kernel_hits(run: TrainingRun, flags: tuple[str, ...], auto: bool = True, **args: str) -> Iterator[Hit]:
     """Hits that turn the failing LoRA kernels off: one at each of `flags` written true, with the fix that sets it
-    false; when none is written and Axolotl turned the kernels on by itself (no `lora_*_kernel` flag written), one
-    at `adapter` with the fix that writes `lora_qkv_kernel: false` (a written kernel flag stops Axolotl from turning
-    any of them on). `args` fill the message; `how` says which of the two it is."""
+    false; when none is written and Axolotl turned the kernels on by itself (no `lora_*_kernel` flag written) and
+    `auto`, one at `adapter` with the fix that writes `lora_qkv_kernel: false` (a written kernel flag stops Axolotl
+    from turning any of them on). `args` fill the message; `how` says which of the two it is."""
     doc = run.axolotl
     assert doc is not None
     written = [key for key in flags if lax_bool(run.raw.get(key)) is True]
     for key in written:
         fix = Fix(doc.path, tuple(set_value(doc, (key,), False)), Applicability.SAFE, f"set `{key}: false`")
         yield ax_hit(run, (key,), "value", fix=fix, how=f"`{key}: true` turns it on", **args)
-    auto = not any(run.raw.get(key) is not None for key in LORA_KERNEL_FLAGS)
-    if not written and auto and doc.node(("adapter",)) is not None:
+    by_axolotl = not any(run.raw.get(key) is not None for key in LORA_KERNEL_FLAGS)
+    if not written and auto and by_axolotl and doc.node(("adapter",)) is not None:
         fix = Fix(doc.path, tuple(set_value(doc, ("lora_qkv_kernel",), False)), Applicability.SAFE,
                   "write `lora_qkv_kernel: false` (Axolotl then turns none of its LoRA kernels on by itself)")
         yield ax_hit(run, ("adapter",), "value", fix=fix,
@@ -146,7 +148,7 @@ def _judged_release(run: TrainingRun) -> bool:
     return version is None or version_key(version) >= version_key(LORA_ATTENTION_REWRITE_SINCE)
 
 
-@register_check("ax_lora_kernel_attention", args=("model_type", "error", "how"), fix=FixAvailability.ALWAYS)
+@register_check("ax_lora_kernel_attention", args=("model_type", "error", "how", "mlp"), fix=FixAvailability.ALWAYS)
 def check_lora_kernel_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """The fused LoRA QKV or O kernel on a model whose attention Axolotl cannot rewrite for it
     (``facts.lora_attention_rewrite_error``), at the flags that turn it on (``_kernel_hits``)."""
@@ -155,7 +157,27 @@ def check_lora_kernel_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         return
     error = lora_attention_rewrite_error(run.facts, arch.model_type)
     if error is not None:
-        yield from _kernel_hits(run, ("lora_qkv_kernel", "lora_o_kernel"), model_type=arch.model_type, error=error)
+        mlp = ("" if arch.model_type in LORA_KERNEL_LAYERS_NOT_FOUND else
+               " (add `lora_mlp_kernel: true` to keep the MLP kernel)")
+        yield from _kernel_hits(run, ("lora_qkv_kernel", "lora_o_kernel"), model_type=arch.model_type, error=error,
+                                mlp=mlp)
+
+
+@register_check("ax_lora_kernel_layers", args=("model_type", "error", "how"), fix=FixAvailability.ALWAYS)
+def check_lora_kernel_layers(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A fused LoRA kernel on a causal LM whose layers Axolotl's kernel patch cannot find
+    (``facts.lora_kernel_layers_error``), at the flags that turn it on (``_kernel_hits``). Where the QKV / O kernels'
+    attention rewrite fails first, before the load (AX233, which then also owns the kernels Axolotl turned on by
+    itself), only a written `lora_mlp_kernel: true` is left to report; a reward model fails earlier still (AX234)."""
+    arch = run.arch
+    if run.axolotl is None or arch is None or run.facts.head != "lm" or not _judged_release(run):
+        return
+    error = lora_kernel_layers_error(run.facts, arch.model_type)
+    if error is None:
+        return
+    rewrite_fails = lora_attention_rewrite_error(run.facts, arch.model_type) is not None
+    flags = ("lora_mlp_kernel",) if rewrite_fails else ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel")
+    yield from _kernel_hits(run, flags, auto=not rewrite_fails, model_type=arch.model_type, error=error)
 
 
 @register_check("ax_lora_kernel_classifier", args=("head", "how"), fix=FixAvailability.ALWAYS)

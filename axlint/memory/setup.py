@@ -12,6 +12,7 @@ from typing import Any
 from axlint.architectures import Architecture
 from axlint.facts import (
     LORA_ATTENTION_REWRITE_FAILS,
+    LORA_KERNEL_LAYERS_NOT_FOUND,
     ImageFeed,
     LossKernel,
     ModelLoad,
@@ -338,10 +339,12 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
 def lora_kernels(facts: RunFacts, arch: Architecture) -> tuple[str, ...]:
     """Axolotl's fused LoRA kernels that replace PEFT's layers in this run ("mlp", "qkv", "o";
     ``facts.fused_lora_kernels``). None where Axolotl cannot patch the model (a reward or process reward model,
-    AX234; attention it cannot rewrite, AX233): the run stops at model load as written, and the estimate is of the
-    run with the rule's fix, ``lora_qkv_kernel: false``, which turns Axolotl's own choice of kernels off (a written
-    ``lora_mlp_kernel: true`` would keep the MLP kernel, and the run then needs less than estimated)."""
-    if facts.head != "lm" or arch.model_type in LORA_ATTENTION_REWRITE_FAILS:
+    AX234; attention it cannot rewrite, AX233; layers it cannot find, AX235): the run stops at model load as
+    written, and the estimate is of the run with the rule's fix, ``lora_qkv_kernel: false``, which turns Axolotl's
+    own choice of kernels off (where only the attention fails, a written ``lora_mlp_kernel: true`` would keep the
+    MLP kernel, and the run then needs less than estimated)."""
+    model_type = arch.model_type
+    if facts.head != "lm" or model_type in LORA_ATTENTION_REWRITE_FAILS or model_type in LORA_KERNEL_LAYERS_NOT_FOUND:
         return ()
     return fused_lora_kernels(facts, arch.model_type)
 

@@ -7,6 +7,12 @@ or ""}:
   kernels, ``patch_self_attn_lora``, as ``PatchManager`` calls it before the model loads, with ``base_model`` a
   folder that holds the config.json ("remote code" for a model type transformers does not define, which the
   kernels never reach: Axolotl turns them off under ``trust_remote_code``);
+* {"id": ..., "layers_of": <a config.json>}: the model of that config built on the meta device as Axolotl loads
+  it (``AutoModelForCausalLM``, or the class of Axolotl's ``MULTIMODAL_AUTO_MODEL_MAPPING`` for a multimodal
+  type), wrapped by PEFT
+  with LoRA on one Linear of its decoder, then ``apply_lora_kernel_patches`` with only ``lora_mlp_kernel`` on,
+  which finds the model's layers before it looks at any adapter ("build" and the reason where transformers
+  cannot build the model from that config alone);
 * {"id": ..., "task_type": "CAUSAL_LM" | "SEQ_CLS" | "TOKEN_CLS"}: a two-layer Llama of that head wrapped by PEFT
   with LoRA on every Linear of its layers and that task type (Axolotl's ``load_adapter`` passes the one of the model's class),
   then ``apply_lora_kernel_patches``, as the post-load patches call it.
@@ -56,6 +62,56 @@ def attention_rewrite(model_type: str, config: dict) -> dict:
     return {"error": ""}
 
 
+_NOT_DECODER = ("lm_head", "embed", "vision", "visual", "audio", "multi_modal", "projector")
+
+
+def _decoder_linears(model) -> list[str]:
+    """Paths of the Linear (or GPT-2's Conv1D) layers of a model outside its towers, head and embeddings."""
+    import torch
+    from transformers.pytorch_utils import Conv1D
+
+    return [name for name, module in model.named_modules() if isinstance(module, (torch.nn.Linear, Conv1D))
+            and not any(part in name for part in _NOT_DECODER)]
+
+
+def layers_found(model_type: str, config: dict) -> dict:
+    import torch
+    from axolotl.loaders.constants import MULTIMODAL_AUTO_MODEL_MAPPING
+    from axolotl.utils.dict import DictDefault
+    from peft import LoraConfig, get_peft_model
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    if model_type not in CONFIG_MAPPING:
+        return {"error": "remote code"}
+    lora_kernels = _lora_kernels()
+    try:
+        config = CONFIG_MAPPING[model_type].from_dict(dict(config))
+        with torch.device("meta"):
+            multimodal = MULTIMODAL_AUTO_MODEL_MAPPING.get(model_type)
+            if multimodal is None:
+                model = AutoModelForCausalLM.from_config(config)
+            elif isinstance(multimodal, str):  # transformers' image-text-to-text class name
+                model = AutoModelForImageTextToText.from_config(config)
+            else:  # the class Axolotl names itself (Voxtral)
+                model = multimodal(config)
+    except Exception as exc:  # transformers cannot build it from its config alone
+        return {"error": "build", "reason": _first_line(f"{type(exc).__name__}: {exc}")}
+    peft_model = None
+    for target in _decoder_linears(model):  # PEFT refuses some (Mamba's in/out projections): take the next
+        try:
+            peft_model = get_peft_model(model, LoraConfig(r=4, target_modules=[target], task_type="CAUSAL_LM"))
+            break
+        except ValueError:
+            continue
+    if peft_model is None:
+        return {"error": "build", "reason": "PEFT wraps none of its Linear layers"}
+    try:
+        lora_kernels.apply_lora_kernel_patches(peft_model, DictDefault({"lora_mlp_kernel": True}))
+    except Exception as exc:  # the refusal is the answer
+        return {"error": _first_line(f"{type(exc).__name__}: {exc}")}
+    return {"error": ""}
+
+
 def kernel_patch(task_type: str) -> dict:
     import torch
     from axolotl.utils.dict import DictDefault
@@ -80,8 +136,14 @@ def kernel_patch(task_type: str) -> dict:
 
 
 def main() -> None:
-    serve(lambda item: kernel_patch(item["task_type"]) if "task_type" in item
-          else attention_rewrite(item["id"], item["config"]))
+    def answer(item: dict) -> dict:
+        if "task_type" in item:
+            return kernel_patch(item["task_type"])
+        if "layers_of" in item:
+            return layers_found(item["model_type"], item["layers_of"])
+        return attention_rewrite(item["id"], item["config"])
+
+    serve(answer)
 
 
 if __name__ == "__main__":
