@@ -91,12 +91,11 @@ def _check_readable(path: Path) -> None:
 
 def _walk(root: Path, ignore: "_Ignore") -> Iterable[Path]:
     for folder, dirs, files in os.walk(root, onerror=_raise):
-        here = Path(folder)
-        dirs[:] = sorted(d for d in dirs if not ignore.excluded(here / d, is_dir=True))
+        dirs[:] = sorted(d for d in dirs if not ignore.excluded(os.path.join(folder, d), is_dir=True))
         for name in files:
-            candidate = here / name
-            if candidate.suffix.lower() in SUFFIXES and not ignore.excluded(candidate, is_dir=False):
-                yield candidate
+            candidate = os.path.join(folder, name)
+            if os.path.splitext(name)[1].lower() in SUFFIXES and not ignore.excluded(candidate, is_dir=False):
+                yield Path(candidate)
 
 
 def _raise(error: OSError) -> None:
@@ -104,49 +103,60 @@ def _raise(error: OSError) -> None:
 
 
 class _Ignore:
-    """Exclude patterns and .gitignore files; gitignore specs are read once per folder."""
+    """Exclude patterns and .gitignore files; gitignore specs are read once per folder, and the folders with one
+    between a folder and its repository's top are found once per folder. Paths are handled as absolute strings
+    (``os.path``): a walk asks this for every file and folder it meets."""
 
     def __init__(self, excludes: Excludes) -> None:
         self.excludes = excludes
         self._exclude_spec: Any = None
+        self._base = ""
         self._git: dict[Path, Any] = {}
+        self._chains: dict[str, tuple[tuple[str, Any], ...]] = {}
 
-    def excluded(self, path: Path, *, is_dir: bool) -> bool:
-        absolute = Path(os.path.abspath(path))
+    def excluded(self, path: Path | str, *, is_dir: bool) -> bool:
+        absolute = os.path.abspath(path)
         if self._matches_exclude(absolute, is_dir):
             return True
         return self.excludes.respect_gitignore and self._git_ignored(absolute, is_dir)
 
-    def _matches_exclude(self, path: Path, is_dir: bool) -> bool:
-        if is_dir and path.name in self.excludes.patterns:  # the common case, without importing pathspec
+    def _matches_exclude(self, path: str, is_dir: bool) -> bool:
+        if is_dir and os.path.basename(path) in self.excludes.patterns:  # the common case, without pathspec
             return True
         if self._exclude_spec is None:
-            self._exclude_spec = self.excludes.spec()
-        base = Path(os.path.abspath(self.excludes.base))
-        try:
-            rel = path.relative_to(base).as_posix()
-        except ValueError:
-            rel = path.name
+            self._base = os.path.abspath(self.excludes.base)
+            plain = all(p and not set(p) & set("/*?[]!\\# ") for p in self.excludes.patterns)
+            self._exclude_spec = frozenset(self.excludes.patterns) if plain else self.excludes.spec()
+        rel = _relative(path, self._base) if _under(path, self._base) else os.path.basename(path)
+        if isinstance(self._exclude_spec, frozenset):  # names only: one excludes whatever it names at any depth
+            return any(part in self._exclude_spec for part in rel.split("/"))
         return bool(self._exclude_spec.match_file(rel + ("/" if is_dir else "")))
 
-    def _git_ignored(self, path: Path, is_dir: bool) -> bool:
+    def _git_ignored(self, path: str, is_dir: bool) -> bool:
         """gitignore semantics: the deepest .gitignore with a matching pattern decides (negations included)."""
-        top = git_root(path.parent)
-        if top is None:
-            return False
-        folders = [path.parent, *path.parent.parents]
-        folders = folders[:folders.index(top) + 1]
-        for folder in folders:
-            spec = self._spec_for(folder, top)
-            if spec is None:
-                continue
-            rel = path.relative_to(folder).as_posix() + ("/" if is_dir else "")
-            result = spec.check_file(rel)
+        suffix = "/" if is_dir else ""
+        for folder, spec in self._chain(os.path.dirname(path)):
+            result = spec.check_file(_relative(path, folder) + suffix)
             if result.include is not None:
                 return bool(result.include)
         return False
 
-    def _spec_for(self, folder: Path, top: Path) -> Any:
+    def _chain(self, folder: str) -> tuple[tuple[str, Any], ...]:
+        """(folder, spec) for `folder` and each folder above it up to its repository's top that has ignore
+        patterns, deepest first; empty outside a repository."""
+        chain = self._chains.get(folder)
+        if chain is None:
+            top = git_root(Path(folder))
+            folders: list[Path] = []
+            if top is not None:
+                here = Path(folder)
+                folders = [here, *here.parents]
+                folders = folders[:folders.index(top) + 1]
+            chain = self._chains[folder] = tuple(
+                (str(f), spec) for f in folders if (spec := self._spec_for(f, top)) is not None)
+        return chain
+
+    def _spec_for(self, folder: Path, top: Path | None) -> Any:
         if folder not in self._git:
             lines = _read_lines(folder / ".gitignore")
             if folder == top:
@@ -158,6 +168,19 @@ class _Ignore:
             else:
                 self._git[folder] = None
         return self._git[folder]
+
+
+def _under(path: str, folder: str) -> bool:
+    """Whether absolute `path` is `folder` or inside it."""
+    return path == folder or path.startswith(folder if folder.endswith(os.sep) else folder + os.sep)
+
+
+def _relative(path: str, folder: str) -> str:
+    """`path` relative to `folder` (which holds it), in gitignore's form: "/" between parts, "." for the folder."""
+    if path == folder:
+        return "."
+    rel = path[len(folder if folder.endswith(os.sep) else folder + os.sep):]
+    return rel.replace(os.sep, "/") if os.sep != "/" else rel
 
 
 def _read_lines(path: Path) -> list[str]:

@@ -99,6 +99,23 @@ def test_exclude_patterns_and_force_exclude(tmp_path):
     assert discover(named, excludes, force_exclude=True) == []  # ...unless --force-exclude (hooks)
 
 
+def test_name_patterns_exclude_what_pathspec_excludes(tmp_path):
+    """Patterns that are names only (the defaults) are matched without pathspec, by the names in the path; the
+    answer is pathspec's gitignore answer for every file and folder, at any depth, named or walked."""
+    import pathspec
+
+    patterns = ("old", "legacy.yml", ".venv")
+    files = {"configs/a.yml": CONFIG, "configs/old/b.yml": CONFIG, "legacy.yml": CONFIG, "x/legacy.yml/c.yml": CONFIG,
+             "older/d.yml": CONFIG, "x/.venv/e.yml": CONFIG, "old.yml": CONFIG}
+    write(tmp_path, files)
+    spec = pathspec.GitIgnoreSpec.from_lines(patterns)
+    excludes = Excludes(patterns, tmp_path)
+    assert rel(tmp_path, discover([tmp_path], excludes)) == sorted(f for f in files if not spec.match_file(f))
+    for name in files:
+        assert discover([tmp_path / name], excludes, force_exclude=True) == (
+            [] if spec.match_file(name) else [tmp_path / name]), name
+
+
 def test_globs_are_recursive_and_a_glob_without_match_is_an_error(tmp_path, monkeypatch):
     write(tmp_path, {"configs/a.yml": CONFIG, "configs/x/b.yml": CONFIG, "configs/c.json": "{}"})
     monkeypatch.chdir(tmp_path)
