@@ -769,9 +769,42 @@ def _expert_kernels(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> tuple[s
 
 
 LORA_KERNEL_FLAGS = ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel", "lora_embedding_kernel")
-LORA_KERNELS_UNSUPPORTED = frozenset({"paddleocr_vl"})
+UNSUPPORTED_CAPABILITIES: Mapping[str, Mapping[str, str]] = {
+    "paddleocr_vl": {
+        "cut_cross_entropy": "CCE does not patch PaddleOCRVLForConditionalGeneration.",
+        "liger": "",
+        "lora_kernels": "The fused QKV/O source rewrite does not match PaddleOCRAttention's forward.",
+    },
+}
+"""Axolotl's model support registry: model type -> the capabilities its descriptor declares ``Unsupported``, with
+the reason it gives (Axolotl 0.18.0 ``model_support/``; held to the registry by
+tests/test_oracle_model_support.py). Axolotl enforces them with ``model_support.base.check_capability``: the Cut
+Cross Entropy and Liger plugins raise before the model loads (``capability_error``); the LoRA kernels are turned
+off instead (``LORA_KERNELS_UNSUPPORTED``). Axolotl 0.19.0 declares the same for paddleocr_vl and adds descriptors
+for model types outside axlint's catalog (muse_glimmer, qwen4_exp)."""
+
+LORA_KERNELS_UNSUPPORTED = frozenset(t for t, caps in UNSUPPORTED_CAPABILITIES.items() if "lora_kernels" in caps)
 """Model types whose Axolotl support declares the fused LoRA kernels unsupported: ``normalize_config`` turns them off
-once the model type is known (Axolotl 0.18.0 ``utils/config/__init__.py``, ``model_support/paddleocr_vl``)."""
+once the model type is known (Axolotl 0.18.0 ``utils/config/__init__.py``)."""
+
+CAPABILITY_FEATURES: Mapping[str, tuple[str, str]] = {
+    "cut_cross_entropy": ("cut_cross_entropy", "Disable cut_cross_entropy for this model."),
+    "liger": ("Liger", "Disable Liger flags for this model."),
+}
+"""The capabilities whose plugin raises, with the feature name and hint its ``check_capability`` call passes
+(Axolotl 0.18.0 ``integrations/cut_cross_entropy/__init__.py`` and ``integrations/liger/plugin.py``
+``pre_model_load``)."""
+
+
+def capability_error(model_type: str | None, capability: str) -> str | None:
+    """The ValueError a plugin's ``check_capability`` raises before the model loads when `model_type`'s support
+    declares `capability` unsupported (``UNSUPPORTED_CAPABILITIES``); None when it is not declared."""
+    reason = UNSUPPORTED_CAPABILITIES.get(str(model_type), {}).get(capability)
+    if reason is None or capability not in CAPABILITY_FEATURES:
+        return None
+    feature, hint = CAPABILITY_FEATURES[capability]
+    return " ".join(filter(None, (f"ValueError: {feature} is not supported for model_type={model_type}.", reason,
+                                  hint)))
 
 
 _QKV_NOT_FOUND = "AssertionError: Original QKV code not found"

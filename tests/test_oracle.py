@@ -83,6 +83,9 @@ LATER_STAGE: dict[tuple[str, str], str] = {
     ("AX012", "lr_scheduler"): "Axolotl types `lr_scheduler` as any string; an unknown name stops the launch when the "
                                "trainer builds TrainingArguments (\"is not a valid SchedulerType\", transformers "
                                "5.14.1), after the model and the data are loaded",
+    ("AX236", ""): "the model type is not known at `validate_config`; the Cut Cross Entropy or Liger plugin refuses "
+                   "a model type its support declares unsupported a step later, in `pre_model_load`, before the "
+                   "weights load (tests/test_oracle_model_support.py)",
     **KERNEL_PATCH_STAGE,
 }
 """(code, key the error is at, "" for any) of errors on accepted configs that are right for another reason than

@@ -5,9 +5,9 @@ from typing import Any, Iterator
 
 from axlint import edits
 from axlint.checks.locate import ax_hit
-from axlint.facts import CCE_PLUGIN, KERNELS_PLUGIN, LEGACY_ATTENTION, LIGER_PLUGIN
+from axlint.facts import CCE_PLUGIN, KERNELS_PLUGIN, LEGACY_ATTENTION, LIGER_PLUGIN, capability_error
 from axlint.fixes import Applicability, Fix
-from axlint.lax import is_int
+from axlint.lax import is_int, lax_bool
 from axlint.rule import FixAvailability, Hit, Rule, register_check
 from axlint.run import TrainingRun
 
@@ -108,6 +108,31 @@ def check_multiple_cross_entropy(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                                  "on by default: Axolotl starts, but both plugins patch the model's loss when it "
                                  "loads and only one of the two kernels computes it; write `cut_cross_entropy: "
                                  f"false` or remove `{liger[0]}`")
+
+
+LIGER_FLAGS = ("liger_rope", "liger_rms_norm", "liger_rms_norm_gated", "liger_layer_norm", "liger_glu_activation",
+               "liger_cross_entropy", "liger_fused_linear_cross_entropy", "liger_use_token_scaling")
+"""The Liger plugin's flags: any of them truthy makes its ``pre_model_load`` check the model's support (Axolotl
+0.18.0 ``integrations/liger/plugin.py`` ``LIGER_FLAGS``)."""
+
+
+@register_check("ax_plugin_unsupported_model", args=("plugin", "model_type", "error"))
+def check_plugin_unsupported_model(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """The Cut Cross Entropy or Liger plugin on a model type whose Axolotl support declares it unsupported
+    (``facts.capability_error``): the plugin's ``pre_model_load`` raises before the weights load. CCE runs whenever
+    its plugin is listed and `cut_cross_entropy` is not written false (the plugin's default is on), reported at the
+    key or at the plugin; Liger when a Liger flag is truthy, at the first."""
+    arch, listed = run.arch, plugins(run)
+    if run.axolotl is None or arch is None:
+        return
+    error = capability_error(arch.model_type, "cut_cross_entropy")
+    if error and CCE_PLUGIN in listed and lax_bool(run.raw.get("cut_cross_entropy")) is not False:
+        where = ("cut_cross_entropy",) if "cut_cross_entropy" in run.raw else ("plugins", run.raw["plugins"].index(CCE_PLUGIN))
+        yield ax_hit(run, where, part="value", plugin="Cut Cross Entropy", model_type=arch.model_type, error=error)
+    error = capability_error(arch.model_type, "liger")
+    flags = [flag for flag in LIGER_FLAGS if run.raw.get(flag)] if LIGER_PLUGIN in listed else []
+    if error and flags:
+        yield ax_hit(run, (flags[0],), part="value", plugin="Liger", model_type=arch.model_type, error=error)
 
 
 @register_check("ax_cce_needs_half_precision", args=("bf16",))
