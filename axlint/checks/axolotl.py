@@ -113,7 +113,7 @@ def check_multiple_cross_entropy(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 LIGER_FLAGS = ("liger_rope", "liger_rms_norm", "liger_rms_norm_gated", "liger_layer_norm", "liger_glu_activation",
                "liger_cross_entropy", "liger_fused_linear_cross_entropy", "liger_use_token_scaling")
 """The Liger plugin's flags: any of them truthy makes its ``pre_model_load`` check the model's support (Axolotl
-0.18.0 ``integrations/liger/plugin.py`` ``LIGER_FLAGS``)."""
+0.18.0 ``integrations/liger/plugin.py`` ``LIGER_FLAGS``; held to it by tests/test_oracle_model_support.py)."""
 
 
 @register_check("ax_plugin_unsupported_model", args=("plugin", "model_type", "error"))
@@ -127,7 +127,8 @@ def check_plugin_unsupported_model(run: TrainingRun, rule: Rule) -> Iterator[Hit
         return
     error = capability_error(arch.model_type, "cut_cross_entropy")
     if error and CCE_PLUGIN in listed and lax_bool(run.raw.get("cut_cross_entropy")) is not False:
-        where = ("cut_cross_entropy",) if "cut_cross_entropy" in run.raw else ("plugins", run.raw["plugins"].index(CCE_PLUGIN))
+        where = (("cut_cross_entropy",) if "cut_cross_entropy" in run.raw
+                 else ("plugins", run.raw["plugins"].index(CCE_PLUGIN)))
         yield ax_hit(run, where, part="value", plugin="Cut Cross Entropy", model_type=arch.model_type, error=error)
     error = capability_error(arch.model_type, "liger")
     flags = [flag for flag in LIGER_FLAGS if run.raw.get(flag)] if LIGER_PLUGIN in listed else []

@@ -10,8 +10,8 @@ from axlint.facts import (
     DEFAULT_EMBEDDING_LAYERS,
     EMBEDDING_LAYERS,
     LORA_KERNEL_FLAGS,
-    embedding_layers,
     LORA_KERNEL_LAYERS_NOT_FOUND,
+    embedding_layers,
     lora_attention_rewrite_error,
     lora_kernel_layers_error,
 )

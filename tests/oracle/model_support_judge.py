@@ -4,6 +4,7 @@ Reads one JSON object per line on stdin and writes one per line on stdout:
 
 * {"id": "registry"}: {"unsupported": {model type: {capability: reason}}}, every capability a registered model
   support descriptor declares ``Unsupported`` (``axolotl.model_support``);
+* {"id": "liger_flags"}: {"flags": the Liger plugin's ``LIGER_FLAGS``, any of which makes it check the support};
 * {"id": ..., "plugin": "cut_cross_entropy" | "liger", "model_type": ...}: what the plugin's ``pre_model_load``
   raises for a config of that model type with the plugin's feature on ({"error": ""} when it goes on past the
   model support check). The Cut Cross Entropy plugin checks the support before it looks for its package; the Liger
@@ -47,8 +48,21 @@ def plugin_check(plugin: str, model_type: str) -> dict:
     return {"error": ""}
 
 
+def liger_flags() -> dict:
+    from axolotl.integrations.liger.plugin import LIGER_FLAGS
+
+    return {"flags": list(LIGER_FLAGS)}
+
+
 def main() -> None:
-    serve(lambda item: registry() if item["id"] == "registry" else plugin_check(item["plugin"], item["model_type"]))
+    def answer(item: dict) -> dict:
+        if item["id"] == "registry":
+            return registry()
+        if item["id"] == "liger_flags":
+            return liger_flags()
+        return plugin_check(item["plugin"], item["model_type"])
+
+    serve(answer)
 
 
 if __name__ == "__main__":
