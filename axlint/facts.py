@@ -36,6 +36,10 @@ LIGER_PLUGIN = "axolotl.integrations.liger.LigerPlugin"
 CCE_PLUGIN = "axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"
 KERNELS_PLUGIN = "axolotl.integrations.kernels.KernelsPlugin"
 SWANLAB_PLUGIN = "axolotl.integrations.swanlab.SwanLabPlugin"
+LIGER_FLAGS = ("liger_rope", "liger_rms_norm", "liger_rms_norm_gated", "liger_layer_norm", "liger_glu_activation",
+               "liger_cross_entropy", "liger_fused_linear_cross_entropy", "liger_use_token_scaling")
+"""The Liger plugin's flags: any of them truthy makes its ``pre_model_load`` check the model's support (Axolotl
+0.18.0 ``integrations/liger/plugin.py`` ``LIGER_FLAGS``; held to it by tests/test_oracle_model_support.py)."""
 
 LEGACY_ATTENTION: tuple[tuple[str, str], ...] = (
     ("xformers_attention", "xformers"), ("sage_attention", "sage"), ("flex_attention", "flex_attention"),

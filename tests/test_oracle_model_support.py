@@ -1,13 +1,18 @@
 """Axolotl 0.18.0's model support registry (the oracle venv of tests/oracle), for rule AX236: the capabilities each
 model type's descriptor declares unsupported (``facts.UNSUPPORTED_CAPABILITIES``); the errors the Cut Cross Entropy
 and Liger plugins raise for them before the model loads (``facts.capability_error``); the Liger flags that make that
-plugin check (``checks.axolotl.LIGER_FLAGS``)."""
+plugin check (``facts.LIGER_FLAGS``)."""
 from __future__ import annotations
 
 import pytest
 
-from axlint.checks.axolotl import LIGER_FLAGS
-from axlint.facts import CAPABILITY_FEATURES, LORA_KERNELS_UNSUPPORTED, UNSUPPORTED_CAPABILITIES, capability_error
+from axlint.facts import (
+    CAPABILITY_FEATURES,
+    LIGER_FLAGS,
+    LORA_KERNELS_UNSUPPORTED,
+    UNSUPPORTED_CAPABILITIES,
+    capability_error,
+)
 from tests.oracle.venv import judge, oracle_python
 
 PLUGIN_TYPES = (*UNSUPPORTED_CAPABILITIES, "llama", "qwen3")

@@ -5,7 +5,7 @@ from typing import Any, Iterator
 
 from axlint import edits
 from axlint.checks.locate import ax_hit
-from axlint.facts import CCE_PLUGIN, KERNELS_PLUGIN, LEGACY_ATTENTION, LIGER_PLUGIN, capability_error
+from axlint.facts import CCE_PLUGIN, KERNELS_PLUGIN, LEGACY_ATTENTION, LIGER_FLAGS, LIGER_PLUGIN, capability_error
 from axlint.fixes import Applicability, Fix
 from axlint.lax import is_int, lax_bool
 from axlint.rule import FixAvailability, Hit, Rule, register_check
@@ -108,12 +108,6 @@ def check_multiple_cross_entropy(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                                  "on by default: Axolotl starts, but both plugins patch the model's loss when it "
                                  "loads and only one of the two kernels computes it; write `cut_cross_entropy: "
                                  f"false` or remove `{liger[0]}`")
-
-
-LIGER_FLAGS = ("liger_rope", "liger_rms_norm", "liger_rms_norm_gated", "liger_layer_norm", "liger_glu_activation",
-               "liger_cross_entropy", "liger_fused_linear_cross_entropy", "liger_use_token_scaling")
-"""The Liger plugin's flags: any of them truthy makes its ``pre_model_load`` check the model's support (Axolotl
-0.18.0 ``integrations/liger/plugin.py`` ``LIGER_FLAGS``; held to it by tests/test_oracle_model_support.py)."""
 
 
 @register_check("ax_plugin_unsupported_model", args=("plugin", "model_type", "error"))

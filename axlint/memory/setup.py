@@ -346,7 +346,7 @@ def lora_kernels(facts: RunFacts, arch: Architecture) -> tuple[str, ...]:
     model_type = arch.model_type
     if facts.head != "lm" or model_type in LORA_ATTENTION_REWRITE_FAILS or model_type in LORA_KERNEL_LAYERS_NOT_FOUND:
         return ()
-    return fused_lora_kernels(facts, arch.model_type)
+    return fused_lora_kernels(facts, model_type)
 
 
 def _fp32_notes(setup: TrainSetup, arch: Architecture) -> list[str]:
