@@ -119,3 +119,19 @@ def test_in_a_moe_layer_the_mlp_kernel_takes_only_a_dense_mlp_at_mlp(model, dens
     assert arch.is_moe_layer(0) and setup.lora_kernels == ("mlp", "qkv", "o")
     kernels = set(lora_kernel_linears(arch, setup, 0, lora_targets(arch, setup)[0]).values())
     assert kernels == ({"qkv", "o", "mlp", "mlp_down"} if dense_kernel else {"qkv", "o"})
+
+
+@pytest.mark.parametrize("model, config, kernels", [
+    ("allenai/Olmo-3-7B-Instruct-SFT", {}, ()),                         # AX233: the fixed run has no kernels
+    ("allenai/Olmo-3-7B-Instruct-SFT", {"lora_mlp_kernel": True}, ("mlp",)),  # no attention rewrite: the MLP kernel runs
+    ("allenai/Olmo-3-7B-Instruct-SFT", {"lora_mlp_kernel": True, "lora_qkv_kernel": True}, ()),  # AX233
+    ("EleutherAI/pythia-1.4b-deduped", {"lora_mlp_kernel": True}, ()),  # AX235: its layers are not found
+    ("meta-llama/Llama-3.1-8B", {"lora_mlp_kernel": True}, ("mlp",)),
+])
+def test_the_estimate_counts_the_kernels_of_a_run_that_starts(model, config, kernels) -> None:
+    """Kernels that stop the run at model load are not counted (the estimate is of the run with the rules' fixes);
+    a written MLP kernel on a model whose attention alone Axolotl cannot rewrite runs, and is counted."""
+    arch = resolve_architecture(model)
+    setup = read_setup(facts({"base_model": model, "adapter": "lora", "lora_target_linear": True, **config}, None,
+                             arch, H100), arch)
+    assert setup.lora_kernels == kernels

@@ -11,8 +11,6 @@ from typing import Any
 
 from axlint.architectures import Architecture
 from axlint.facts import (
-    LORA_ATTENTION_REWRITE_FAILS,
-    LORA_KERNEL_LAYERS_NOT_FOUND,
     ImageFeed,
     LossKernel,
     ModelLoad,
@@ -21,6 +19,8 @@ from axlint.facts import (
     fused_lora_kernels,
     kbit_upcasts_experts,
     keeps_fp32_embeddings,
+    lora_attention_rewrite_error,
+    lora_kernel_layers_error,
 )
 from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
@@ -338,15 +338,15 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
 
 def lora_kernels(facts: RunFacts, arch: Architecture) -> tuple[str, ...]:
     """Axolotl's fused LoRA kernels that replace PEFT's layers in this run ("mlp", "qkv", "o";
-    ``facts.fused_lora_kernels``). None where Axolotl cannot patch the model (a reward or process reward model,
-    AX234; attention it cannot rewrite, AX233; layers it cannot find, AX235): the run stops at model load as
-    written, and the estimate is of the run with the rule's fix, ``lora_qkv_kernel: false``, which turns Axolotl's
-    own choice of kernels off (where only the attention fails, a written ``lora_mlp_kernel: true`` would keep the
-    MLP kernel, and the run then needs less than estimated)."""
-    model_type = arch.model_type
-    if facts.head != "lm" or model_type in LORA_ATTENTION_REWRITE_FAILS or model_type in LORA_KERNEL_LAYERS_NOT_FOUND:
+    ``facts.fused_lora_kernels``). None where the kernels on stop the run at model load (a reward or process reward
+    model, AX234; attention Axolotl cannot rewrite, ``facts.lora_attention_rewrite_error``, AX233; layers it cannot
+    find, ``facts.lora_kernel_layers_error``, AX235): the estimate is of the run with the rules' fixes, which turn
+    those kernels off (where the attention alone fails and ``lora_mlp_kernel: true`` is written, the fixed run keeps
+    the MLP kernel and needs less than estimated). A written MLP kernel alone on such a model is counted."""
+    stops = lora_attention_rewrite_error(facts, arch.model_type) or lora_kernel_layers_error(facts, arch.model_type)
+    if facts.head != "lm" or stops:
         return ()
-    return fused_lora_kernels(facts, model_type)
+    return fused_lora_kernels(facts, arch.model_type)
 
 
 def _fp32_notes(setup: TrainSetup, arch: Architecture) -> list[str]:
