@@ -75,6 +75,21 @@ def test_scale_down_turns_off_what_needs_cuda_and_says_so() -> None:
     assert "load_in_8bit" not in full and full["lora_mlp_kernel"] is False
 
 
+def test_without_flash_attn_flash_attention_becomes_sdpa_and_says_so() -> None:
+    cfg, notes = _reference({"base_model": "x", "attn_implementation": "flash_attention_2"}, flash_attn=False)
+    assert cfg["attn_implementation"] == "sdpa"
+    assert notes == ["attn_implementation flash_attention_2 -> sdpa"]
+    cfg, notes = _reference({"base_model": "x", "flash_attention": True, "flash_attn_rms_norm": True},
+                            flash_attn=False)
+    assert "flash_attention" not in cfg and "flash_attn_rms_norm" not in cfg and cfg["attn_implementation"] == "sdpa"
+    assert notes == ["flash_attention off (no flash-attn package)", "flash_attn_rms_norm off (no flash-attn package)",
+                     "attn_implementation flash_attention_2 -> sdpa"]
+    cfg, notes = _reference({"base_model": "x", "attn_implementation": "eager"}, flash_attn=False)
+    assert cfg["attn_implementation"] == "eager" and notes == []
+    cfg, notes = _reference({"base_model": "x", "attn_implementation": "flash_attention_2"})
+    assert cfg["attn_implementation"] == "flash_attention_2" and notes == []
+
+
 def test_the_vocabulary_holds_the_named_tokens_at_the_model_s_ids() -> None:
     named = named_tokens({"special_tokens": {"pad_token": "<|pad|>", "eos_token": "<|end|>"}, "tokens": ["<tool>"]})
     assert named == {"bos_token": "<s>", "eos_token": "<|end|>", "pad_token": "<|pad|>", "unk_token": "<unk>",

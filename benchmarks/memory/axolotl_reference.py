@@ -46,6 +46,7 @@ import argparse
 import ast
 import copy
 import datetime as dt
+import importlib.util
 import json
 import os
 import random
@@ -99,7 +100,9 @@ MEMORY_KEYS = {"max_active_gib": "memory/max_active (GiB)", "max_allocated_gib":
 
 
 def reference_config(raw: Mapping[str, Any], *, model_dir: Path, data_file: Path, work: Path, steps: int,
-                     corpus: Path = CORPUS, scale_down: bool = False) -> tuple[dict[str, Any], list[str]]:
+                     corpus: Path = CORPUS, scale_down: bool = False,
+                     flash_attn: bool = True,
+                     overrides: Mapping[str, Any] | None = None) -> tuple[dict[str, Any], list[str]]:
     """The example config `raw` as the reference run trains it, and one note per change.
 
     Changed: base_model (the local random-weight model), datasets (the synthetic ``completion`` set), the paths
@@ -107,7 +110,8 @@ def reference_config(raw: Mapping[str, Any], *, model_dir: Path, data_file: Path
     (``save_strategy: "no"``) and no evaluation (``val_set_size`` 0); the keys of ``DROPPED_KEYS``; a DeepSpeed
     file named relative to Axolotl's repository is read from the vendored corpus. ``trust_remote_code`` is turned
     off: the model is built from transformers' own class. With `scale_down`, also what needs CUDA
-    (``cpu_changes``)."""
+    (``cpu_changes``); without the flash-attn package (`flash_attn` False), FlashAttention becomes sdpa
+    (``sdpa_changes``). `overrides` (``--set``) are written last, each one listed."""
     cfg = copy.deepcopy(dict(raw))
     notes: list[str] = []
     dropped = [k for k in DROPPED_KEYS if cfg.get(k) is not None]
@@ -128,7 +132,30 @@ def reference_config(raw: Mapping[str, Any], *, model_dir: Path, data_file: Path
         cfg["deepspeed"] = str(local)
     if scale_down:
         notes += cpu_changes(cfg)
+    elif not flash_attn:
+        notes += sdpa_changes(cfg)
+    for key, value in (overrides or {}).items():
+        cfg[key] = value
+        notes.append(f"{key}: {json.dumps(value)} (--set)")
     return cfg, notes
+
+
+FLASH_ATTN_KEYS = ("flash_attention", "flash_attn_cross_entropy", "flash_attn_rms_norm", "flash_attn_fuse_mlp")
+"""Config keys that import the flash-attn package."""
+
+
+def sdpa_changes(cfg: dict[str, Any]) -> list[str]:
+    """On a GPU machine without the flash-attn package, run FlashAttention's configs with PyTorch's sdpa (in
+    place), and say so: ``flash_attention`` and flash-attn's fused options off, ``attn_implementation``
+    ``flash_attention_2``/``_3`` -> ``sdpa``. A packed batch then takes PyTorch's own variable-length flash
+    kernel, whose memory is FlashAttention's (no score matrix); an adapter run keeps its embeddings in bf16 with
+    either (Axolotl 0.18.0 ``loaders/model.py`` ``_configure_embedding_dtypes``)."""
+    flash = bool(cfg.get("flash_attention")) or str(cfg.get("attn_implementation", "")).startswith("flash_attention")
+    notes = [f"{key} off (no flash-attn package)" for key in FLASH_ATTN_KEYS if cfg.pop(key, None)]
+    if flash:
+        notes.append(f"attn_implementation {cfg.get('attn_implementation') or 'flash_attention_2'} -> sdpa")
+        cfg["attn_implementation"] = "sdpa"
+    return notes
 
 
 def cpu_changes(cfg: dict[str, Any]) -> list[str]:
@@ -152,8 +179,7 @@ def cpu_changes(cfg: dict[str, Any]) -> list[str]:
         cfg["plugins"] = plugins
     for key in [k for k in cfg if k.startswith("liger_") or k == "cut_cross_entropy"]:
         cfg.pop(key)
-    for key in ("flash_attention", "flash_attn_cross_entropy", "flash_attn_rms_norm", "flash_attn_fuse_mlp",
-                "xformers_attention", "torch_compile"):
+    for key in (*FLASH_ATTN_KEYS, "xformers_attention", "torch_compile"):
         if cfg.pop(key, None):
             notes.append(f"{key} off")
     if cfg.get("attn_implementation", "eager") != "eager":  # packed sdpa takes PyTorch's varlen flash kernel
@@ -269,7 +295,8 @@ def peaks(logs: list[dict[str, float]]) -> dict[str, float | None]:
 
 
 def prepare(row: Mapping[str, Any], work: Path, *, steps: int, scale_down: bool, device: str,
-            max_params: float) -> tuple[Path, list[str]]:
+            max_params: float, flash_attn: bool = True,
+            overrides: Mapping[str, Any] | None = None) -> tuple[Path, list[str]]:
     """Write the model, tokenizer, data and config of one row under `work`; return the config's path and notes."""
     from axlint.document import load_document
     from axlint.run import build_run
@@ -295,7 +322,7 @@ def prepare(row: Mapping[str, Any], work: Path, *, steps: int, scale_down: bool,
                         packed=bool(raw.get("sample_packing")), tokens=tokens_needed(raw, steps))
     data_file.write_text("".join(json.dumps({"text": text}) + "\n" for text in rows), encoding="utf-8")
     cfg, notes = reference_config(raw, model_dir=model_dir, data_file=data_file, work=work, steps=steps,
-                                  scale_down=scale_down)
+                                  scale_down=scale_down, flash_attn=flash_attn, overrides=overrides)
     path = work / "axolotl.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False), encoding="utf-8")
     return path, notes
@@ -445,13 +472,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--deadline", type=float, default=None, help="start no row after this many seconds")
     ap.add_argument("--max-params", type=float, default=10, help="skip models over this many billion parameters")
     ap.add_argument("--scale-down", action="store_true", help="a plumbing check on the CPU (no memory measured)")
+    ap.add_argument("--set", nargs="*", type=override, default=[], metavar="KEY=VALUE",
+                    help="write KEY (a YAML value) into every row's config, e.g. lora_qkv_kernel=false")
     args = ap.parse_args(argv)
+    args.set = dict(args.set)
     start = time.monotonic()
     device = "cpu" if args.scale_down else "cuda"
     env = environment()
+    flash_attn = importlib.util.find_spec("flash_attn") is not None
     args.out.mkdir(parents=True, exist_ok=True)
     results: list[dict[str, Any]] = []
-    how = {"steps": args.steps, "scale_down": args.scale_down}
+    how = {"steps": args.steps, "scale_down": args.scale_down, "set": args.set}
     for row in selected_rows(args.only):
         result: dict[str, Any] = {"id": row["id"], "config_file": row["config_file"],
                                   "readme_gib": row.get("measured_gib"), "readme_metric": row.get("metric")}
@@ -461,7 +492,8 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 config, result["notes"] = prepare(row, args.out / row["id"], steps=args.steps,
                                                   scale_down=args.scale_down, device=device,
-                                                  max_params=args.max_params)
+                                                  max_params=args.max_params, flash_attn=flash_attn,
+                                                  overrides=args.set)
             except (ValueError, FileNotFoundError) as exc:
                 result["status"] = "not run: " + textwrap.shorten(str(exc), 300)
             else:
@@ -474,6 +506,14 @@ def main(argv: list[str] | None = None) -> int:
         write_results(results, env, args.out, how)
         print(f"{row['id']}: {result['status']}", flush=True)
     return 0 if all(r["status"] == "ok" for r in results) else 1
+
+
+def override(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` -> (KEY, VALUE read as YAML)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE")
+    return key, yaml.safe_load(value)
 
 
 def _remove_weights(model_dir: Path) -> None:

@@ -1,0 +1,65 @@
+"""Run inside the oracle venv: what Axolotl 0.18.0's fused LoRA QKV kernel and bitsandbytes' 4-bit Linear do with
+fp32 hidden states in a bf16 run, on the CPU. Prints one JSON object:
+
+* ``linear4bit``: {input dtype: output dtype} of a ``bnb.nn.Linear4bit`` (NF4, bf16 compute dtype) for bf16 and fp32
+  inputs: it computes in bf16 and returns its output in its input's dtype (bitsandbytes 0.49.1 ``nn/modules.py``
+  ``Linear4bit.forward``), so an fp32 input gives an fp32 output, which the residual add keeps;
+* ``qkv``: {input dtype: "" or the error raised} of ``apply_lora_qkv`` (``kernels/lora.py``) on a Llama attention
+  whose q/k/v PEFT 0.19.1 wrapped with LoRA, under bf16 autocast: PEFT keeps the adapters of a bf16 base in fp32
+  (``autocast_adapter_dtype``), the kernel casts them to the input's dtype and adds them in place into the base
+  product, which autocast made bf16.
+
+What CUDA's autocast adds, and the CPU's does not (its fp32 list has neither ``pow`` nor ``softplus``/``expm1``), is
+where fp32 hidden states come from: ReLU² and xIELU outputs in fp32 (tests/test_oracle_lora_qkv_dtype.py).
+Axolotl's kernel module imports Triton, which the oracle venv leaves out; the QKV kernel does not run it, so
+benchmarks/memory/triton_standin.py takes its place.
+"""
+from __future__ import annotations
+
+import json
+
+
+def linear4bit() -> dict[str, str]:
+    import bitsandbytes as bnb
+    import torch
+
+    layer = bnb.nn.Linear4bit(64, 32, bias=False, compute_dtype=torch.bfloat16, quant_type="nf4")
+    layer.weight = bnb.nn.Params4bit(torch.randn(32, 64, dtype=torch.bfloat16), requires_grad=False,
+                                     quant_type="nf4")
+    layer = layer.to("cpu")
+    return {str(dtype).removeprefix("torch."): str(layer(torch.randn(4, 64, dtype=dtype)).dtype).removeprefix("torch.")
+            for dtype in (torch.bfloat16, torch.float32)}
+
+
+def qkv() -> dict[str, str]:
+    import torch
+    from benchmarks.memory.triton_standin import install
+
+    install()
+    from axolotl.kernels.lora import apply_lora_qkv
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaAttention
+
+    config = LlamaConfig(hidden_size=64, num_attention_heads=4, num_key_value_heads=4)
+
+    class Layer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.self_attn = LlamaAttention(config, layer_idx=0)
+
+    model = get_peft_model(Layer().to(torch.bfloat16), LoraConfig(r=8, target_modules=["q_proj", "k_proj", "v_proj"]))
+    attn = model.base_model.model.self_attn
+    out = {}
+    for dtype in (torch.bfloat16, torch.float32):
+        try:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                apply_lora_qkv(attn, torch.randn(1, 8, 64, dtype=dtype))
+            out[str(dtype).removeprefix("torch.")] = ""
+        except RuntimeError as exc:
+            out[str(dtype).removeprefix("torch.")] = f"RuntimeError: {exc}".splitlines()[0]
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps({"linear4bit": linear4bit(), "qkv": qkv()}))

@@ -1,0 +1,36 @@
+"""Rule AX237's two library halves, held to Axolotl 0.18.0, PEFT 0.19.1 and bitsandbytes 0.49.1 in the oracle venv
+of tests/oracle on the CPU (tests/oracle/hidden_dtype_judge.py): bitsandbytes' 4-bit Linear returns fp32 for fp32
+input, and Axolotl's fused LoRA QKV kernel stops with the error the rule quotes when its input is fp32 and runs when
+it is bf16. The third part, that CUDA's autocast makes the ReLU² and xIELU outputs fp32, is what an H200 showed:
+Axolotl's Arcee AFM-4.5B and Apertus 8B QLoRA examples stop with that error
+(benchmarks/memory/axolotl-reference-NVIDIA_H200-2026-11-27.md)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from axlint.facts import lora_qkv_dtype_error
+from tests.corpus import ROOT
+from tests.oracle.venv import oracle_python
+from tests.resolved import facts
+
+JUDGE = ROOT / "tests" / "oracle" / "hidden_dtype_judge.py"
+
+
+@pytest.fixture(scope="module")
+def judged() -> dict:
+    done = subprocess.run([str(oracle_python()), str(JUDGE)], capture_output=True, text=True, check=True, cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "AXOLOTL_DO_NOT_TRACK": "1"})
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_the_4bit_linear_returns_its_input_s_dtype(judged: dict) -> None:
+    assert judged["linear4bit"] == {"bfloat16": "bfloat16", "float32": "float32"}
+
+
+def test_the_qkv_kernel_refuses_fp32_input_with_the_error_the_rule_quotes(judged: dict) -> None:
+    run = facts({"base_model": "arcee-ai/AFM-4.5B", "adapter": "qlora", "load_in_4bit": True, "bf16": True})
+    assert judged["qkv"] == {"bfloat16": "", "float32": lora_qkv_dtype_error(run, "arcee", "relu2")}
