@@ -868,6 +868,36 @@ def lora_kernel_layers_error(facts: RunFacts, model_type: str | None) -> str | N
     return LORA_KERNEL_LAYERS_NOT_FOUND[model_type].format(model_type=model_type)
 
 
+FP32_AUTOCAST_ACTIVATIONS: Mapping[str, str] = {
+    "relu2": "its ReLU² MLP activation (`torch.square`, a `pow`, which CUDA's autocast runs in fp32)",
+    "xielu": "its xIELU MLP activation (transformers' Python form, which runs unless the optional XIELU CUDA "
+             "package is installed, calls `softplus` and `expm1`, which CUDA's autocast runs in fp32)",
+}
+"""MLP activations (config.json ``hidden_act``) whose output CUDA's autocast makes fp32 in a bf16/fp16 run: ReLU²
+(Arcee AFM, Nemotron, Nemotron-H) and xIELU's Python form (Apertus). PyTorch 2.11's CUDA autocast runs ``pow``,
+``softplus`` and ``expm1`` in fp32 (``aten/src/ATen/autocast_mode.h``; the CPU's autocast does not)."""
+
+
+def lora_qkv_dtype_error(facts: RunFacts, model_type: str | None, hidden_act: object) -> str | None:
+    """The error that stops a QLoRA run at its first step when Axolotl's fused LoRA QKV kernel gets fp32 hidden
+    states: the MLP activation's output is fp32 under CUDA's autocast (``FP32_AUTOCAST_ACTIVATIONS``), bitsandbytes'
+    4-bit down projection returns its output in its input's dtype (0.49.1 ``nn/modules.py`` ``Linear4bit.forward``)
+    and the residual add keeps fp32, so from the second layer on the attention gets fp32 input; ``LoRA_QKV``
+    (Axolotl 0.18.0 and 0.19.0 ``kernels/lora.py`` ``matmul_lora``) casts the adapters to that dtype and adds them in
+    place into the half-precision base product. Measured on an H200 (Axolotl 0.18.0, torch 2.11.0, bitsandbytes
+    0.49.1): Arcee AFM-4.5B's and Apertus 8B's QLoRA examples stop there. None when the kernel does not run, the run
+    stops earlier (``lora_attention_rewrite_error``, ``lora_kernel_layers_error``), or nothing autocasts (fp32
+    training; DeepSpeed, whose engine casts the model instead)."""
+    if (hidden_act not in FP32_AUTOCAST_ACTIVATIONS or facts.quantization.value != "nf4" or facts.head != "lm"
+            or "qkv" not in fused_lora_kernels(facts, model_type or "")
+            or not (facts.bf16.value or facts.fp16.value) or facts.sharding.kind is ShardingKind.DEEPSPEED):
+        return None
+    if lora_attention_rewrite_error(facts, model_type) or lora_kernel_layers_error(facts, model_type):
+        return None
+    half = "BFloat16" if facts.bf16.value else "Half"
+    return f"RuntimeError: self and mat2 must have the same dtype, but got {half} and Float"
+
+
 def fused_lora_kernels(facts: RunFacts, model_type: str) -> tuple[str, ...]:
     """The fused LoRA kernels that replace PEFT's layers in attention and MLP for a model of `model_type` ("mlp",
     "qkv", "o": ``RunFacts.lora_kernels`` without the embedding kernel; none for ``LORA_KERNELS_UNSUPPORTED``)."""

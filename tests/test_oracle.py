@@ -66,8 +66,12 @@ KERNEL_PATCH_STAGE: dict[tuple[str, str], str] = {
     ("AX235", ""): "`validate_config` accepts a written `lora_mlp_kernel: true` on a model whose layers are not at "
                    "`model.layers`; the run stops after the model loads, where the kernel patch cannot find them "
                    "(tests/test_oracle_lora_kernel_patch.py)",
+    ("AX237", ""): "`validate_config` turns Axolotl's LoRA kernels on for a QLoRA whose MLP activation CUDA's "
+                   "autocast makes fp32; the run stops at its first training step, where the QKV kernel gets fp32 "
+                   "hidden states (tests/test_oracle_lora_qkv_dtype.py; measured on an H200)",
 }
-"""Errors of the rules whose launch failure is in Axolotl's kernel patching, after start-up validation."""
+"""Errors of the rules whose launch failure is in Axolotl's kernel patching or kernels, after start-up
+validation."""
 
 LATER_STAGE: dict[tuple[str, str], str] = {
     ("DS000", ""): "a `deepspeed:` file that does not exist passes Axolotl's validation; the HF Trainer fails to "

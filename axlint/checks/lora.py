@@ -11,9 +11,11 @@ from axlint.facts import (
     EMBEDDING_LAYERS,
     LORA_KERNEL_FLAGS,
     LORA_KERNEL_LAYERS_NOT_FOUND,
+    FP32_AUTOCAST_ACTIVATIONS,
     embedding_layers,
     lora_attention_rewrite_error,
     lora_kernel_layers_error,
+    lora_qkv_dtype_error,
 )
 from axlint.fixes import Applicability, Fix
 from axlint.lax import lax_bool
@@ -178,6 +180,20 @@ def check_lora_kernel_layers(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     rewrite_fails = lora_attention_rewrite_error(run.facts, arch.model_type) is not None
     flags = ("lora_mlp_kernel",) if rewrite_fails else ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel")
     yield from _kernel_hits(run, flags, auto=not rewrite_fails, model_type=arch.model_type, error=error)
+
+
+@register_check("ax_lora_qkv_fp32_hidden", args=("model_type", "cause", "error", "how"), fix=FixAvailability.ALWAYS)
+def check_lora_qkv_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """The fused LoRA QKV kernel on a QLoRA whose MLP activation CUDA's autocast makes fp32
+    (``facts.lora_qkv_dtype_error``), at the flag that turns it on (``_kernel_hits``)."""
+    arch = run.arch
+    if run.axolotl is None or arch is None or not _judged_release(run):
+        return
+    hidden_act = arch.config.get("hidden_act")
+    error = lora_qkv_dtype_error(run.facts, arch.model_type, hidden_act)
+    if error is not None:
+        yield from _kernel_hits(run, ("lora_qkv_kernel",), model_type=arch.model_type, error=error,
+                                cause=FP32_AUTOCAST_ACTIVATIONS[str(hidden_act)])
 
 
 @register_check("ax_lora_kernel_classifier", args=("head", "how"), fix=FixAvailability.ALWAYS)
