@@ -40,11 +40,13 @@ torch, transformers and peft are imported inside functions only.
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
+from unittest import mock
 
 from axlint.facts import RunFacts, Sharding, ShardingKind
 from axlint.memory import constants as C
@@ -169,6 +171,7 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
     flash = spec.attn_implementation.startswith("flash_attention") and attn == "sdpa"
     with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), fused_dropout(), _fp32_grouped_mm(), \
             _no_mask(flash), _bnb_adapter_inputs(model, autocast and spec.quantization in QUANTIZED_BYTES), \
+            _cuda_fp32_activation(model, last, autocast and setup.mlp_fp32), \
             kernel_standins(model, arch.model_type, setup) as stood_in:
         notes += stood_in
         materialize_fake(model)
@@ -335,7 +338,6 @@ def _unpacked_sequences() -> Any:
     On fake tensors `find_packed_sequence_indices` cannot read `position_ids` and returns a packing mask, so the
     model builds an explicit s×s attention mask: sdpa then repeats K/V to all heads and saves a converted float
     mask per layer, none of which a real unpacked run on a GPU does."""
-    from unittest import mock
 
     from transformers import masking_utils
 
@@ -347,8 +349,6 @@ def _no_mask(flash: bool) -> Any:
     takes none. transformers builds one for sdpa whenever a sliding window is as long as the keys or shorter
     (``masking_utils._ignore_causal_mask_sdpa``: Mistral-7B's 4096-token window at 4096 tokens or more), which the
     flash kernel applies itself; sdpa then runs with ``is_causal``, the memory of a causal flash kernel."""
-    import contextlib
-    from unittest import mock
 
     from transformers import masking_utils
 
@@ -368,11 +368,35 @@ def _bnb_adapter_inputs(model: Any, active: bool) -> Any:
     return disable_input_dtype_casting(model, active=active)
 
 
+@contextlib.contextmanager
+def _cuda_fp32_activation(model: Any, last: str, active: bool) -> Iterator[None]:
+    """What CUDA's autocast and bitsandbytes do to an MLP activation that autocast runs in fp32
+    (``TrainSetup.mlp_fp32``: ReLU², the Python form of xIELU), which the CPU's autocast leaves alone: ``pow``
+    (``torch.square``), ``softplus`` and ``expm1`` take an fp32 copy of their input (PyTorch 2.11
+    ``aten/src/ATen/autocast_mode.h``), and each 4-bit Linear returns its output in its input's dtype
+    (bitsandbytes 0.49.1 ``nn/modules.py`` ``Linear4bit.forward``: ``matmul_4bit(...).to(inp_dtype)``), which
+    carries the fp32 into the residual stream."""
+    if not active:
+        yield
+        return
+    import torch
+
+    square, softplus, expm1 = torch.square, torch.nn.functional.softplus, torch.expm1
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.object(torch, "square", lambda x: square(x.float())))
+        stack.enter_context(mock.patch.object(torch, "expm1", lambda x: expm1(x.float())))
+        stack.enter_context(mock.patch.object(torch.nn.functional, "softplus",
+                                              lambda x, *a, **k: softplus(x.float(), *a, **k)))
+        for module in _quantized_linears(model, last):
+            stack.enter_context(mock.patch.object(module, "forward",
+                                                  lambda x, _forward=module.forward: _forward(x).to(x.dtype)))
+        yield
+
+
 def fused_dropout() -> Any:
     """`F.dropout` as `aten::dropout` runs on CUDA (`is_fused_kernel_acceptable`: training, 0 < p < 1): the
     `native_dropout` kernel, whose backward keeps a bool mask; on CPU the composite keeps a noise tensor in the
     input's dtype."""
-    from unittest import mock
 
     import torch
 
@@ -392,7 +416,6 @@ def _fp32_grouped_mm() -> Any:
     matmuls, GroupedBlas.cpp), but its meta kernel, which fake tensors run, takes half precision only. The stand-in
     makes the fp32 output and, as the ``_grouped_mm`` derivative does, saves the weight when the tokens need a
     gradient and the tokens when the weight does; half-precision experts run the real op."""
-    from unittest import mock
 
     import torch
     from transformers.integrations import moe
@@ -428,7 +451,6 @@ def _train_step(model: Any, optimizer: Any, spec: TrainSpec, vocab: int, autocas
     ``autocast``: the forward runs under `torch.autocast` in the spec's dtype (accelerate's mixed precision).
     ``after_backward`` runs after each micro-batch's backward (the tracker's per-module stats allow one forward
     per module between resets; its peak snapshot is kept across resets)."""
-    import contextlib
 
     import torch
 
@@ -507,16 +529,20 @@ def _quantization_savings(model: Any, bytes_per_weight: float, last: str) -> int
     transformers' quantizer spares; the LoRA adapters are not frozen linears of the model. Falcon's FalconLinear, a
     subclass that transformers 5.5 and later do not convert either, is counted quantized on both sides: such a run
     is reported as a lower bound (``memory.facts.unquantized_load``)."""
+    return int(sum(m.weight.numel() * (m.weight.element_size() - bytes_per_weight)
+                   for m in _quantized_linears(model, last)))
+
+
+def _quantized_linears(model: Any, last: str) -> Iterator[Any]:
+    """The modules a 4/8-bit load quantizes (``_quantization_savings`` says which)."""
     import torch
     from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
 
     output = model.get_output_embeddings()
-    saved = 0.0
     for name, module in model.named_modules():
         weight = getattr(module, "weight", None)
         own = name.removeprefix("base_model.model.").removesuffix(".base_layer")
         if (isinstance(module, torch.nn.Linear) and not isinstance(module, NonDynamicallyQuantizableLinear)
                 and module is not output and weight is not None
                 and not weight.requires_grad and "lora_" not in name and own != last):
-            saved += weight.numel() * (weight.element_size() - bytes_per_weight)
-    return int(saved)
+            yield module

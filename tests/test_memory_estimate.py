@@ -683,3 +683,53 @@ def test_xielu_python_form_is_assumed_and_said():
     assert mlp_bytes(arch, lora.with_changes(xielu_cuda=True), 0) == 2 * i
     assert any(note.startswith("xIELU activation: transformers' Python form assumed") for note in lora.assumptions)
     assert not any("xIELU" in note for note in _setup({}).assumptions)
+
+
+AFM = resolve_architecture("arcee-ai/AFM-4.5B")
+AFM_QLORA = {"base_model": "arcee-ai/AFM-4.5B", "adapter": "qlora", "load_in_4bit": True, "lora_r": 32,
+             "lora_alpha": 16, "lora_dropout": 0.05, "lora_target_linear": True, "micro_batch_size": 2,
+             "gradient_accumulation_steps": 4,
+             "gradient_checkpointing": True, "optimizer": "adamw_bnb_8bit", "flash_attention": None,
+             "sdp_attention": True, "plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin"],
+             "lora_qkv_kernel": False, "lora_o_kernel": False, "lora_mlp_kernel": False}
+"""Axolotl's Arcee AFM-4.5B QLoRA example as `axlint validate` ran it on an H200 (PEFT's layers, sdpa):
+benchmarks/memory/configs/arcee-afm45b-qlora-gc-2k.yml."""
+
+
+@pytest.mark.parametrize("config, fp32, stream", [
+    ({}, True, 4),
+    ({"adapter": "lora", "load_in_4bit": False}, False, 2),   # bf16 base Linears return bf16 under autocast
+    ({"bf16": False}, False, 4),                              # fp32 training: no autocast, all of it fp32
+    ({"base_model": "meta-llama/Llama-3.1-8B"}, False, 2),    # SiLU stays in the autocast dtype
+])
+def test_autocast_s_fp32_relu2_makes_a_4bit_run_s_residual_stream_fp32(config, fp32, stream):
+    arch = L8B if "base_model" in config else AFM
+    setup = _setup({**AFM_QLORA, **config}, arch=arch)
+    assert setup.mlp_fp32 is fp32 and setup.residual_fp32 is fp32 and not setup.embeddings_fp32
+    assert setup.residual_bytes == stream
+
+
+def test_deepspeed_and_the_xielu_cuda_package_keep_the_stream_in_bf16():
+    ds = {"zero_optimization": {"stage": 2}, "bf16": {"enabled": True}}
+    assert not _setup(AFM_QLORA, ds, arch=AFM).mlp_fp32
+    apertus = resolve_architecture("swiss-ai/Apertus-8B-Instruct-2509")
+    setup = _setup({**AFM_QLORA, "base_model": "swiss-ai/Apertus-8B-Instruct-2509"}, arch=apertus)
+    assert setup.fp32_activation == "xielu" and setup.mlp_fp32
+    assert not setup.with_changes(xielu_cuda=True).mlp_fp32
+
+
+def test_an_fp32_stream_doubles_the_checkpoints_and_the_relu2_mlp():
+    """The 36 checkpointed layer inputs at 4 bytes (+2·L·T·h) and the ReLU² MLP's kept and backward tensors at 4
+    bytes per intermediate unit; measured on an H200 (torch 2.11, bitsandbytes 0.50.2, PEFT 0.19.1) at 2 × 2048
+    tokens: 6.931 GiB allocated, the layer inputs 36 blocks of 0.039 GiB and the recomputed ReLU output 0.281 GiB
+    (benchmarks/memory/results-NVIDIA_H200-2026-11-27.md), where the bf16 stream estimated 5.51."""
+    from axlint.memory.activations import plain_mlp_bytes, stored_activation_bytes
+
+    fp32 = _setup(AFM_QLORA, arch=AFM)
+    bf16 = fp32.with_changes(fp32_activation=None)
+    tokens = 2 * 2048
+    assert stored_activation_bytes(AFM, fp32, tokens, [], 0) - stored_activation_bytes(AFM, bf16, tokens, [], 0) \
+        == AFM.num_layers * tokens * AFM.hidden_size * 2
+    assert plain_mlp_bytes(AFM, fp32) == 2 * plain_mlp_bytes(AFM, bf16) == 4
+    e = est(AFM_QLORA, arch=AFM, hw=parse_hardware("1xH200"))
+    assert e.peak_allocated / GIB == pytest.approx(6.931, rel=0.05)

@@ -34,13 +34,15 @@ Stored over a micro batch of T tokens at the start of backward:
   gradient checkpointing:  T·(L·2h + final norm)   (the layer inputs; 0 when offloaded to CPU)
 Backward of one layer adds its gradient temporaries T·(2h + 6I) and, with checkpointing, its recomputed T·A.
 
-fp32 embeddings in a half-precision model (``TrainSetup.embeddings_fp32``): the residual stream is fp32 (each add of
-a bf16 sublayer output to it stays fp32), so the layer inputs kept by checkpointing are 4h, the output gradient
-between layers 4h, a residual norm keeps a 4-byte input and normalised product, and every Linear reading a norm's
+An fp32 residual stream (``TrainSetup.residual_fp32``: fp32 embeddings, or an MLP activation that CUDA's autocast
+makes fp32 in a 4-bit run, ``TrainSetup.mlp_fp32``, whose plain MLP then keeps and differentiates fp32 tensors,
+``plain_mlp_bytes``) in a half-precision model (each add of a bf16 sublayer output to it stays fp32): the layer
+inputs kept by checkpointing are 4h, the output gradient between layers 4h, a residual norm keeps a 4-byte input and normalised product, and every Linear reading a norm's
 fp32 output keeps its own half-precision copy (autocast casts per call; a half-precision output is shared).
 Measured on an H100 (torch 2.11, transformers 5.17): Llama-3.2-1B full fine-tune, sdpa, 2×2048 tokens without
 checkpointing allocates 3.8 GiB more than with bf16 embeddings (1.96 GiB states, 0.49 GiB lm_head copy, 1.3 GiB
-activations: 10h per token per layer); at 2×4096 with checkpointing 3.0 GiB more.
+activations: 10h per token per layer); at 2×4096 with checkpointing 3.0 GiB more. Arcee AFM-4.5B QLoRA (ReLU²), on
+an H200 at 2×2048 tokens with checkpointing: 6.93 GiB allocated, its layer inputs at 4 bytes.
 """
 from __future__ import annotations
 
@@ -134,11 +136,11 @@ def adapter_input_copies(setup: TrainSetup) -> bool:
 def norm_bytes(arch: Architecture, setup: TrainSetup, width: int, trains: bool, residual: bool = False) -> float:
     """What one norm over ``width`` keeps besides its output: fp32 input 4w (+ normalised 2w when the weight
     trains, Gemma's fp32 (1 + w) product 4w); Liger RMSNorm and LayerNorm keep their input 2w. A norm on an fp32
-    residual stream (``residual`` with ``TrainSetup.embeddings_fp32``) keeps both at 4 bytes."""
+    residual stream (``residual`` with ``TrainSetup.residual_fp32``) keeps both at 4 bytes."""
     kind = "liger" if setup.liger_rms_norm and arch.norm_type in ("rmsnorm", "gemma_rmsnorm") else arch.norm_type
     weight_grad = C.NORM_WEIGHT_GRAD_BYTES.get(kind, 0) if trains else 0
     kept = C.NORM_INPUT_BYTES[kind]
-    if residual and setup.embeddings_fp32:
+    if residual and setup.residual_fp32:
         kept, weight_grad = max(kept, C.FP32), max(weight_grad, C.FP32) if weight_grad else 0
     return (kept + weight_grad) * width
 
@@ -185,13 +187,18 @@ def plain_mlp_bytes(arch: Architecture, setup: TrainSetup, backward: bool = Fals
     """Bytes per intermediate unit a gate-less MLP keeps (the up projection's output 2, or xIELU's Python form 7, 9
     when its alphas train, ``base_trains``) or, ``backward``, holds while its backward runs (4; xIELU 9, or 7).
     The XIELU CUDA package's kernel (``setup.xielu_cuda``) saves only its input and allocates only its input's
-    gradient (nickjbrowning/XIELU ``XIELUAutograd``), as a plain activation does."""
+    gradient (nickjbrowning/XIELU ``XIELUAutograd``), as a plain activation does. When CUDA's autocast makes the
+    activation fp32 (``TrainSetup.mlp_fp32``) what it keeps is twice as large and a ReLU² backward holds
+    ``BACKWARD_MLP_PLAIN_FP32`` (xIELU's Python form: twice its bf16 figures)."""
     trained = base_trains(setup)
+    scale = C.FP32 / setup.param_bytes if setup.mlp_fp32 else 1  # autocast's fp32 activation (``mlp_fp32``)
     if arch.config.get("hidden_act") != "xielu" or setup.xielu_cuda:
-        return C.BACKWARD_MLP_PLAIN if backward else C.MLP_PLAIN
+        if backward:
+            return C.BACKWARD_MLP_PLAIN_FP32 if setup.mlp_fp32 else C.BACKWARD_MLP_PLAIN
+        return C.MLP_PLAIN * scale
     if backward:
-        return C.BACKWARD_MLP_XIELU_TRAINED_ALPHAS if trained else C.BACKWARD_MLP_XIELU
-    return C.MLP_PLAIN_XIELU + (C.MLP_XIELU_TRAINED_ALPHAS if trained else 0)
+        return (C.BACKWARD_MLP_XIELU_TRAINED_ALPHAS if trained else C.BACKWARD_MLP_XIELU) * scale
+    return (C.MLP_PLAIN_XIELU + (C.MLP_XIELU_TRAINED_ALPHAS if trained else 0)) * scale
 
 
 def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
@@ -280,12 +287,12 @@ def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tupl
     """Σ over the layer's input groups (see ``group_bytes``), or over those read by the Linears of ``only`` alone;
     the attention output of sdpa / flash is kept by the kernel itself (not so the gated output of an
     ``attention_gate`` family, a product of its own). The norm outputs (the first one or two groups of
-    ``input_groups``) are fp32 on an fp32 residual stream (``TrainSetup.embeddings_fp32``)."""
+    ``input_groups``) are fp32 on an fp32 residual stream (``TrainSetup.residual_fp32``)."""
     from_norm = 1 if arch.norms_per_layer == 1 else 2
     fused = lora_kernel_linears(arch, setup, layer, adapted)
     return sum(group_bytes(width, consumers, adapted, kept_by_attention(arch, setup, consumers), setup,
                            base_trains(setup), setup.quantization == "int8",
-                           fp32_input=setup.embeddings_fp32 and index < from_norm, fused=fused)
+                           fp32_input=setup.residual_fp32 and index < from_norm, fused=fused)
                for index, (width, consumers) in enumerate(input_groups(arch, layer))
                if consumers and (only is None or set(consumers) <= only))
 
@@ -355,7 +362,7 @@ def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int, 
         return tokens * sum(layers) + final + adapter_weight_copies(setup, adapter_params)
     checkpoints = 0 if setup.offload_checkpoints else (arch.num_layers * C.CHECKPOINT_BYTES * arch.hidden_size
                                                        * arch.residual_streams)
-    return tokens * checkpoints * setup.embedding_bytes / C.BF16 + final
+    return tokens * checkpoints * setup.residual_bytes / C.BF16 + final
 
 
 def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int) -> float:
@@ -383,7 +390,7 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
     if tiled(arch, setup, layer):
         adapted = lora_targets(arch, setup).get(layer, ()) if setup.adapter else ()
         mlp = (mlp + mlp_part_bytes(arch, setup, layer, adapted)) / setup.mlp_tiles + C.BF16 * h
-    out_grad = C.BACKWARD_OUTPUT_GRAD_BYTES * h * setup.embedding_bytes / setup.param_bytes
+    out_grad = C.BACKWARD_OUTPUT_GRAD_BYTES * h * setup.residual_bytes / setup.param_bytes
     return (out_grad + mlp + mixers) * setup.param_bytes / C.BF16
 
 
@@ -414,7 +421,7 @@ def layer_backward_bytes(arch: Architecture, setup: TrainSetup, tokens: int, lay
     (gradient checkpointing, or the layer's own activations at the end of backward) its A from ``layers`` too.
     The temporaries are the larger of the gradient temporaries (``backward_temp_bytes_per_token``) and an adapter's
     moment (``adapter_transient_bytes_per_token``; in a recompute beside the layer's output gradient 2h)."""
-    out_grad = C.BACKWARD_OUTPUT_GRAD_BYTES * arch.hidden_size * setup.embedding_bytes / C.BF16 if recompute else 0.0
+    out_grad = C.BACKWARD_OUTPUT_GRAD_BYTES * arch.hidden_size * setup.residual_bytes / C.BF16 if recompute else 0.0
     temps = [max(backward_temp_bytes_per_token(arch, setup, kind[0]),
                  adapter_transient_bytes_per_token(arch, setup, kind[0]) + out_grad)
              for kind in arch.kind_layers]  # per layer kind

@@ -14,13 +14,16 @@ from axlint.facts import (
     ImageFeed,
     LossKernel,
     ModelLoad,
+    FP32_AUTOCAST_ACTIVATIONS,
     RunFacts,
     Sharding,
+    ShardingKind,
     fused_lora_kernels,
     kbit_upcasts_experts,
     keeps_fp32_embeddings,
     lora_attention_rewrite_error,
     lora_kernel_layers_error,
+    lora_qkv_dtype_error,
 )
 from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
@@ -100,6 +103,8 @@ class TrainSetup:
     # (``grad_weight += mm(...).float()``: liger-kernel 0.6.2 to 0.8.2, Axolotl 0.18.0 pins 0.8.0); False: in place
     xielu_cuda: bool = False  # the optional XIELU CUDA package runs xIELU (it keeps only its input); False: the
     # Python form transformers falls back to, which keeps more (``activations.plain_mlp_bytes``)
+    fp32_activation: str | None = None  # the MLP activation (``facts.FP32_AUTOCAST_ACTIVATIONS``) that CUDA's
+    # autocast makes fp32 in this 4-bit run, which the 4-bit down projection passes on (``residual_fp32``)
     inner_expert_adapters_untrained: bool = True  # PEFT 0.19-0.20 (Axolotl 0.18.0 pins 0.19.1): on experts stored
     # quantized, only the outermost ParamWrapper's adapter trains (``params.untrained_expert_adapter_params``);
     # False: PEFT 0.18, which trains them all
@@ -151,6 +156,28 @@ class TrainSetup:
     def expert_bytes(self) -> int:
         """Bytes per element of the routed experts' weights when they are not quantized."""
         return C.FP32 if self.experts_fp32 else self.param_bytes
+
+    @property
+    def mlp_fp32(self) -> bool:
+        """The MLP's activation and what follows it are fp32: CUDA's autocast runs ReLU² (``pow``) and the Python
+        form of xIELU (``softplus``, ``expm1``; not the XIELU CUDA package's kernel, which keeps its input's dtype)
+        in fp32, and in a 4-bit run bitsandbytes' Linear4bit returns its output in its input's dtype (0.49.1
+        ``nn/modules.py``), so the up projection's output (from the second layer on), the activation and the down
+        projection's output are fp32 (``facts.lora_qkv_dtype_error``; measured on an H200, below)."""
+        return self.fp32_activation is not None and not (self.fp32_activation == "xielu" and self.xielu_cuda)
+
+    @property
+    def residual_fp32(self) -> bool:
+        """The residual stream between the layers is fp32: fp32 embeddings feed it (``embeddings_fp32``), or an fp32
+        MLP output is added to it (``mlp_fp32``; fp32 + bf16 is fp32). Measured on an H200 (torch 2.11, bitsandbytes
+        0.49.1, PEFT 0.19.1): Arcee AFM-4.5B QLoRA with checkpointing at 2 × 2048 tokens keeps its 36 layer inputs
+        at 4 bytes (1.41 GiB) and the recomputed layer's ReLU output at 4 bytes per intermediate unit."""
+        return self.embeddings_fp32 or self.mlp_fp32
+
+    @property
+    def residual_bytes(self) -> int:
+        """Bytes per element of the residual stream (``residual_fp32``) and of its gradient."""
+        return C.FP32 if self.residual_fp32 else self.param_bytes
 
     @property
     def embedding_bytes(self) -> int:
@@ -332,18 +359,30 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         images=facts.images,
         cut_cross_entropy=facts.loss.value is LossKernel.CCE,
         model_load=facts.model_load,
+        fp32_activation=fp32_activation(facts, arch, quantization),
     )
     return replace(setup, assumptions=tuple(notes + _fp32_notes(setup, arch)))
+
+
+def fp32_activation(facts: RunFacts, arch: Architecture, quantization: str | None) -> str | None:
+    """The MLP activation of ``FP32_AUTOCAST_ACTIVATIONS`` that CUDA's autocast makes fp32 in this run, where a 4-bit
+    down projection passes it on (``TrainSetup.mlp_fp32``): a bf16/fp16 run under autocast, which DeepSpeed's engine
+    replaces by casting the model; None otherwise."""
+    act = arch.config.get("hidden_act")
+    autocast = (facts.bf16.value or facts.fp16.value) and facts.sharding.kind is not ShardingKind.DEEPSPEED
+    return str(act) if act in FP32_AUTOCAST_ACTIVATIONS and quantization == "nf4" and autocast else None
 
 
 def lora_kernels(facts: RunFacts, arch: Architecture) -> tuple[str, ...]:
     """Axolotl's fused LoRA kernels that replace PEFT's layers in this run ("mlp", "qkv", "o";
     ``facts.fused_lora_kernels``). None where the kernels on stop the run at model load (a reward or process reward
     model, AX234; attention Axolotl cannot rewrite, ``facts.lora_attention_rewrite_error``, AX233; layers it cannot
-    find, ``facts.lora_kernel_layers_error``, AX235): the estimate is of the run with the rules' fixes, which turn
+    find, ``facts.lora_kernel_layers_error``, AX235; a QKV kernel that gets fp32 hidden states stops at the first
+    step, ``facts.lora_qkv_dtype_error``, AX237): the estimate is of the run with the rules' fixes, which turn
     those kernels off (where the attention alone fails and ``lora_mlp_kernel: true`` is written, the fixed run keeps
     the MLP kernel and needs less than estimated). A written MLP kernel alone on such a model is counted."""
-    stops = lora_attention_rewrite_error(facts, arch.model_type) or lora_kernel_layers_error(facts, arch.model_type)
+    stops = (lora_attention_rewrite_error(facts, arch.model_type) or lora_kernel_layers_error(facts, arch.model_type)
+             or lora_qkv_dtype_error(facts, arch.model_type, arch.config.get("hidden_act")))
     if facts.head != "lm" or stops:
         return ()
     return fused_lora_kernels(facts, arch.model_type)
@@ -368,4 +407,8 @@ def _fp32_notes(setup: TrainSetup, arch: Architecture) -> list[str]:
                      "when attention is eager or sdpa and Cut Cross-Entropy is off: their weights, gradients and "
                      "optimizer states are fp32, and so is the residual stream between the layers; "
                      "`flash_attention: true` or the CCE plugin casts them back to the load dtype")
+    if setup.mlp_fp32:
+        notes.append(f"{setup.fp32_activation} activation: CUDA's autocast runs it in fp32 and the 4-bit down "
+                     "projection returns fp32, so the MLP's tensors, the residual stream between the layers and its "
+                     "gradient are fp32 (the layer inputs kept for checkpointing at 4 bytes)")
     return notes
