@@ -304,6 +304,7 @@ class RunFacts:
     remote_code: bool = False        # trust_remote_code: a model with an auto_map runs its repository's own code
     expert_kernels: tuple[str, ...] = ()  # KernelsPlugin expert paths turned on: "scattermoe", "sonicmoe"
     lora_kernels: tuple[str, ...] = ()  # Axolotl's fused LoRA kernels that run: "mlp", "qkv", "o", "embedding"
+    sdpa_varlen: bool | None = None  # Axolotl's sdpa_varlen as written (None: on for sdpa with sample_packing)
     nonexpert_quantization: str | None = None  # KernelsPlugin's nonexpert_quantization policy, as written
     dsv4_nonexpert_mode: str | None = None  # the KernelsPlugin DSV4 adapter's FP8 non-expert storage; None: not run
     dequantize: bool = False         # model_quantization_config_kwargs.dequantize: a quantized checkpoint loads in bf16
@@ -732,6 +733,7 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         mlp_tiles=lax_int(raw.get("tiled_mlp_num_shards")) or None,
         expert_kernels=expert_kernels,
         lora_kernels=lora_kernels(raw, world_size, expert_kernels),
+        sdpa_varlen=lax_bool(raw.get("sdpa_varlen")),
         nonexpert_quantization=str(raw["nonexpert_quantization"]) if raw.get("nonexpert_quantization") else None,
         dsv4_nonexpert_mode=_dsv4_nonexpert_mode(raw, plugins),
         dequantize=_dequantize(raw),
@@ -878,24 +880,78 @@ FP32_AUTOCAST_ACTIVATIONS: Mapping[str, str] = {
 ``softplus`` and ``expm1`` in fp32 (``aten/src/ATen/autocast_mode.h``; the CPU's autocast does not)."""
 
 
+def fp32_hidden_states(facts: RunFacts, hidden_act: object, quantization: str | None) -> bool:
+    """The hidden states of this run are fp32 from the second layer on: the MLP activation (config.json
+    ``hidden_act``) is one CUDA's autocast runs in fp32 (``FP32_AUTOCAST_ACTIVATIONS``), autocast is on (a bf16 or
+    fp16 run without DeepSpeed, whose engine casts the model instead), and the layers are bitsandbytes 4-bit
+    (`quantization` "nf4"), whose ``Linear4bit`` returns its output in its input's dtype (0.49.1 ``nn/modules.py``
+    ``Linear4bit.forward``), so the down projection's output and the residual add after it are fp32. Measured on an
+    H200 (Axolotl 0.18.0, torch 2.11.0, bitsandbytes 0.49.1) for Arcee AFM-4.5B and Apertus 8B QLoRA."""
+    autocast = (facts.bf16.value or facts.fp16.value) and facts.sharding.kind is not ShardingKind.DEEPSPEED
+    return hidden_act in FP32_AUTOCAST_ACTIVATIONS and quantization == "nf4" and bool(autocast)
+
+
+NORMS_CAST_TO_HALF = frozenset({"nemotron", "nemotron_h"})
+"""Model types whose decoder norms cast their input to half precision, so that their attention and MLP read bf16
+(fp16) even when the residual stream is fp32 (``fp32_hidden_states``): Nemotron's LayerNorm1P casts to the
+autocast dtype, NemotronHBlock to the norm weight's dtype (transformers 5.14.1 ``modeling_nemotron.py``
+``_cast_if_autocast_enabled``, ``modeling_nemotron_h.py`` ``NemotronHBlock.forward``). Arcee's and Apertus's
+RMSNorm return their input's dtype."""
+
+
+def fp32_layer_inputs(facts: RunFacts, model_type: str | None, hidden_act: object) -> bool:
+    """The attention and MLP of the second layer on read fp32 hidden states: an fp32 residual stream
+    (``fp32_hidden_states``) through norms that keep its dtype (not ``NORMS_CAST_TO_HALF``)."""
+    return model_type not in NORMS_CAST_TO_HALF and fp32_hidden_states(facts, hidden_act, facts.quantization.value)
+
+
 def lora_qkv_dtype_error(facts: RunFacts, model_type: str | None, hidden_act: object) -> str | None:
     """The error that stops a QLoRA run at its first step when Axolotl's fused LoRA QKV kernel gets fp32 hidden
-    states: the MLP activation's output is fp32 under CUDA's autocast (``FP32_AUTOCAST_ACTIVATIONS``), bitsandbytes'
-    4-bit down projection returns its output in its input's dtype (0.49.1 ``nn/modules.py`` ``Linear4bit.forward``)
-    and the residual add keeps fp32, so from the second layer on the attention gets fp32 input; ``LoRA_QKV``
-    (Axolotl 0.18.0 and 0.19.0 ``kernels/lora.py`` ``matmul_lora``) casts the adapters to that dtype and adds them in
-    place into the half-precision base product. Measured on an H200 (Axolotl 0.18.0, torch 2.11.0, bitsandbytes
-    0.49.1): Arcee AFM-4.5B's and Apertus 8B's QLoRA examples stop there. None when the kernel does not run, the run
-    stops earlier (``lora_attention_rewrite_error``, ``lora_kernel_layers_error``), or nothing autocasts (fp32
-    training; DeepSpeed, whose engine casts the model instead)."""
-    if (hidden_act not in FP32_AUTOCAST_ACTIVATIONS or facts.quantization.value != "nf4" or facts.head != "lm"
-            or "qkv" not in fused_lora_kernels(facts, model_type or "")
-            or not (facts.bf16.value or facts.fp16.value) or facts.sharding.kind is ShardingKind.DEEPSPEED):
+    states (``fp32_layer_inputs``): ``LoRA_QKV`` (Axolotl 0.18.0 and 0.19.0 ``kernels/lora.py`` ``matmul_lora``)
+    casts the adapters to its input's dtype and adds them in place into the half-precision base product. Measured
+    on an H200 (Axolotl 0.18.0, torch 2.11.0, bitsandbytes 0.49.1): Arcee AFM-4.5B's and Apertus 8B's QLoRA examples
+    stop there. None when the kernel does not run or the run stops earlier (``lora_attention_rewrite_error``,
+    ``lora_kernel_layers_error``)."""
+    if (not fp32_layer_inputs(facts, model_type, hidden_act) or facts.head != "lm"
+            or "qkv" not in fused_lora_kernels(facts, model_type or "")):
         return None
     if lora_attention_rewrite_error(facts, model_type) or lora_kernel_layers_error(facts, model_type):
         return None
     half = "BFloat16" if facts.bf16.value else "Half"
     return f"RuntimeError: self and mat2 must have the same dtype, but got {half} and Float"
+
+
+SDPA_VARLEN_MAX_HEAD_DIM = 256
+"""The widest head PyTorch's variable-length attention serves; Axolotl keeps stock sdpa above it (0.18.0
+``monkeypatch/attention/sdpa_varlen.py``, ``_VARLEN_MAX_HEAD_DIM``)."""
+
+
+def sdpa_varlen_runs(facts: RunFacts, arch_config: Mapping[str, Any]) -> bool:
+    """Axolotl 0.18.0 runs packed rows through PyTorch's ``varlen_attn`` (``loaders/patch_manager.py``
+    ``_apply_sdpa_varlen_patch``, on the torch >= 2.11 it requires): for ``attn_implementation: sdpa`` (or
+    ``sdp_attention: true``) with ``sample_packing``, or ``sdpa_varlen: true`` on sdpa, unless ``sdpa_varlen:
+    false``, when the model's heads are at most 256 wide (``head_dim``, else hidden_size / num_attention_heads) and
+    no layer uses a sliding window. `arch_config` is the model's config.json. Held to that method by
+    tests/test_oracle_lora_qkv_dtype.py."""
+    auto = facts.attn_implementation.value == "sdpa" and facts.sample_packing.value
+    if facts.sdpa_varlen is False or facts.attention != "sdpa" or not (auto or facts.sdpa_varlen):
+        return False
+    head_dim = arch_config.get("head_dim") or (
+        int(arch_config.get("hidden_size") or 0) // max(1, int(arch_config.get("num_attention_heads") or 1)))
+    layer_types = arch_config.get("layer_types") or ()
+    sliding = bool(arch_config.get("sliding_window")) and (not layer_types or "sliding_attention" in layer_types)
+    return head_dim <= SDPA_VARLEN_MAX_HEAD_DIM and not sliding
+
+
+def sdpa_varlen_dtype_error(facts: RunFacts, model_type: str | None, arch_config: Mapping[str, Any]) -> str | None:
+    """The error that stops a packed sdpa run (``sdpa_varlen_runs``) at its first step when its attention reads
+    fp32 hidden states (``fp32_layer_inputs``): ``varlen_attn`` is a custom operator that autocast does not cast,
+    and its kernel takes fp16 and bf16 only. Measured on an H200: Arcee AFM-4.5B QLoRA with Axolotl's LoRA kernels
+    off stops there."""
+    if not sdpa_varlen_runs(facts, arch_config) or not fp32_layer_inputs(facts, model_type,
+                                                                          arch_config.get("hidden_act")):
+        return None
+    return "RuntimeError: FlashAttention only support fp16 and bf16 data type"
 
 
 def fused_lora_kernels(facts: RunFacts, model_type: str) -> tuple[str, ...]:

@@ -69,6 +69,9 @@ KERNEL_PATCH_STAGE: dict[tuple[str, str], str] = {
     ("AX237", ""): "`validate_config` turns Axolotl's LoRA kernels on for a QLoRA whose MLP activation CUDA's "
                    "autocast makes fp32; the run stops at its first training step, where the QKV kernel gets fp32 "
                    "hidden states (tests/test_oracle_lora_qkv_dtype.py; measured on an H200)",
+    ("AX238", ""): "`validate_config` accepts packed sdpa for a QLoRA whose MLP activation CUDA's autocast makes "
+                   "fp32; the run stops at its first training step, where PyTorch's variable-length attention gets "
+                   "fp32 queries (tests/test_oracle_lora_qkv_dtype.py; measured on an H200)",
 }
 """Errors of the rules whose launch failure is in Axolotl's kernel patching or kernels, after start-up
 validation."""

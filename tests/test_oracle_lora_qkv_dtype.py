@@ -1,9 +1,10 @@
-"""Rule AX237's two library halves, held to Axolotl 0.18.0, PEFT 0.19.1 and bitsandbytes 0.49.1 in the oracle venv
-of tests/oracle on the CPU (tests/oracle/hidden_dtype_judge.py): bitsandbytes' 4-bit Linear returns fp32 for fp32
-input, and Axolotl's fused LoRA QKV kernel stops with the error the rule quotes when its input is fp32 and runs when
-it is bf16. The third part, that CUDA's autocast makes the ReLU² and xIELU outputs fp32, is what an H200 showed:
-Axolotl's Arcee AFM-4.5B and Apertus 8B QLoRA examples stop with that error
-(benchmarks/memory/axolotl-reference-NVIDIA_H200-2026-11-27.md)."""
+"""Rules AX237 and AX238, held to Axolotl 0.18.0, PEFT 0.19.1 and bitsandbytes 0.49.1 in the oracle venv of
+tests/oracle on the CPU (tests/oracle/hidden_dtype_judge.py): bitsandbytes' 4-bit Linear returns fp32 for fp32
+input; Axolotl's fused LoRA QKV kernel stops with the error AX237 quotes when its input is fp32 and runs when it is
+bf16; Axolotl sends packed sdpa rows to PyTorch's variable-length attention exactly where
+``facts.sdpa_varlen_runs`` says. The rest, that CUDA's autocast makes the ReLU² and xIELU outputs fp32, is what an
+H200 showed: Axolotl's Arcee AFM-4.5B and Apertus 8B QLoRA examples stop with AX237's error, and Arcee's with the kernels off on
+packed sdpa with AX238's (benchmarks/memory/axolotl-reference-NVIDIA_H200-2026-11-27.md)."""
 from __future__ import annotations
 
 import json
@@ -12,8 +13,9 @@ import subprocess
 
 import pytest
 
-from axlint.facts import lora_qkv_dtype_error
+from axlint.facts import lora_qkv_dtype_error, sdpa_varlen_runs
 from tests.corpus import ROOT
+from tests.oracle.hidden_dtype_judge import VARLEN_CASES
 from tests.oracle.venv import oracle_python
 from tests.resolved import facts
 
@@ -34,3 +36,10 @@ def test_the_4bit_linear_returns_its_input_s_dtype(judged: dict) -> None:
 def test_the_qkv_kernel_refuses_fp32_input_with_the_error_the_rule_quotes(judged: dict) -> None:
     run = facts({"base_model": "arcee-ai/AFM-4.5B", "adapter": "qlora", "load_in_4bit": True, "bf16": True})
     assert judged["qkv"] == {"bfloat16": "", "float32": lora_qkv_dtype_error(run, "arcee", "relu2")}
+
+
+def test_axolotl_sends_packed_sdpa_to_varlen_where_the_facts_say(judged: dict) -> None:
+    ours = {name: sdpa_varlen_runs(facts({"base_model": "x", **cfg}), model_config)
+            for name, (cfg, model_config) in VARLEN_CASES.items()}
+    assert ours == judged["varlen"]
+    assert sum(ours.values()) == 4  # the cases reach both answers

@@ -16,6 +16,7 @@ from axlint.facts import (
     lora_attention_rewrite_error,
     lora_kernel_layers_error,
     lora_qkv_dtype_error,
+    sdpa_varlen_dtype_error,
 )
 from axlint.fixes import Applicability, Fix
 from axlint.lax import lax_bool
@@ -194,6 +195,25 @@ def check_lora_qkv_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if error is not None:
         yield from _kernel_hits(run, ("lora_qkv_kernel",), model_type=arch.model_type, error=error,
                                 cause=FP32_AUTOCAST_ACTIVATIONS[str(hidden_act)])
+
+
+@register_check("ax_sdpa_varlen_fp32_hidden", args=("model_type", "cause", "error"), fix=FixAvailability.ALWAYS)
+def check_sdpa_varlen_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Axolotl's variable-length sdpa for packed rows on a QLoRA whose hidden states are fp32
+    (``facts.sdpa_varlen_dtype_error``), at the key that turns it on (`sdpa_varlen: true`, else the attention key),
+    with the fix that writes `sdpa_varlen: false`."""
+    arch, doc = run.arch, run.axolotl
+    if doc is None or arch is None or not _judged_release(run):
+        return
+    error = sdpa_varlen_dtype_error(run.facts, arch.model_type, arch.config)
+    if error is None:
+        return
+    written = run.facts.sdpa_varlen is True
+    key = ("sdpa_varlen",) if written else run.facts.attn_implementation.key or ("attn_implementation",)
+    fix = Fix(doc.path, tuple(set_value(doc, ("sdpa_varlen",), False)), Applicability.SAFE,
+              "set `sdpa_varlen: false`" if written else "write `sdpa_varlen: false`")
+    yield ax_hit(run, key, "value", fix=fix, model_type=arch.model_type, error=error,
+                 cause=FP32_AUTOCAST_ACTIVATIONS[str(arch.config.get("hidden_act"))])
 
 
 @register_check("ax_lora_kernel_classifier", args=("head", "how"), fix=FixAvailability.ALWAYS)

@@ -14,10 +14,9 @@ from axlint.facts import (
     ImageFeed,
     LossKernel,
     ModelLoad,
-    FP32_AUTOCAST_ACTIVATIONS,
     RunFacts,
     Sharding,
-    ShardingKind,
+    fp32_hidden_states,
     fused_lora_kernels,
     kbit_upcasts_experts,
     keeps_fp32_embeddings,
@@ -365,12 +364,10 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
 
 
 def fp32_activation(facts: RunFacts, arch: Architecture, quantization: str | None) -> str | None:
-    """The MLP activation of ``FP32_AUTOCAST_ACTIVATIONS`` that CUDA's autocast makes fp32 in this run, where a 4-bit
-    down projection passes it on (``TrainSetup.mlp_fp32``): a bf16/fp16 run under autocast, which DeepSpeed's engine
-    replaces by casting the model; None otherwise."""
+    """The MLP activation that CUDA's autocast makes fp32 in this run, where a 4-bit down projection passes it on
+    (``facts.fp32_hidden_states``, ``TrainSetup.mlp_fp32``); None otherwise."""
     act = arch.config.get("hidden_act")
-    autocast = (facts.bf16.value or facts.fp16.value) and facts.sharding.kind is not ShardingKind.DEEPSPEED
-    return str(act) if act in FP32_AUTOCAST_ACTIVATIONS and quantization == "nf4" and autocast else None
+    return str(act) if fp32_hidden_states(facts, act, quantization) else None
 
 
 def lora_kernels(facts: RunFacts, arch: Architecture) -> tuple[str, ...]:

@@ -9,6 +9,10 @@ fp32 hidden states in a bf16 run, on the CPU. Prints one JSON object:
   (``autocast_adapter_dtype``), the kernel casts them to the input's dtype and adds them in place into the base
   product, which autocast made bf16.
 
+* ``varlen``: for each case of ``VARLEN_CASES`` (an Axolotl config and a model config), whether Axolotl's
+  ``PatchManager._apply_sdpa_varlen_patch`` patches sdpa with PyTorch's variable-length attention (``varlen_attn``,
+  which takes fp16 and bf16 only).
+
 What CUDA's autocast adds, and the CPU's does not (its fp32 list has neither ``pow`` nor ``softplus``/``expm1``), is
 where fp32 hidden states come from: ReLU² and xIELU outputs in fp32 (tests/test_oracle_lora_qkv_dtype.py).
 Axolotl's kernel module imports Triton, which the oracle venv leaves out; the QKV kernel does not run it, so
@@ -61,5 +65,44 @@ def qkv() -> dict[str, str]:
     return out
 
 
+VARLEN_CASES = {
+    "sdpa packed": ({"attn_implementation": "sdpa", "sample_packing": True}, {"head_dim": 128}),
+    "sdpa packed, sdpa_varlen false": ({"attn_implementation": "sdpa", "sample_packing": True, "sdpa_varlen": False},
+                                       {"head_dim": 128}),
+    "sdpa unpacked": ({"attn_implementation": "sdpa", "sample_packing": False}, {"head_dim": 128}),
+    "sdpa unpacked, sdpa_varlen true": ({"attn_implementation": "sdpa", "sdpa_varlen": True}, {"head_dim": 128}),
+    "flash packed": ({"attn_implementation": "flash_attention_2", "sample_packing": True}, {"head_dim": 128}),
+    "nothing chosen, packed": ({"sample_packing": True}, {"head_dim": 128}),
+    "sdpa packed, 512-wide heads": ({"attn_implementation": "sdpa", "sample_packing": True}, {"head_dim": 512}),
+    "sdpa packed, head from hidden size": ({"attn_implementation": "sdpa", "sample_packing": True},
+                                           {"hidden_size": 2560, "num_attention_heads": 20}),
+    "sdpa packed, sliding window": ({"attn_implementation": "sdpa", "sample_packing": True},
+                                    {"head_dim": 128, "sliding_window": 4096}),
+    "sdpa packed, no sliding layer": ({"attn_implementation": "sdpa", "sample_packing": True},
+                                      {"head_dim": 128, "sliding_window": 4096, "layer_types": ["full_attention"]}),
+}
+"""(Axolotl config keys, model config.json keys) per case."""
+
+
+def varlen() -> dict[str, bool]:
+    from types import SimpleNamespace
+
+    from axolotl.loaders.patch_manager import PatchManager
+    from axolotl.monkeypatch.attention import sdpa_varlen
+    from axolotl.utils.dict import DictDefault
+
+    out = {}
+    original = sdpa_varlen.patch_sdpa_varlen
+    try:
+        for name, (cfg, model_config) in VARLEN_CASES.items():
+            patched = []
+            sdpa_varlen.patch_sdpa_varlen = lambda: patched.append(True)
+            PatchManager._apply_sdpa_varlen_patch(SimpleNamespace(cfg=DictDefault(cfg), model_config=model_config))
+            out[name] = bool(patched)
+    finally:
+        sdpa_varlen.patch_sdpa_varlen = original
+    return out
+
+
 if __name__ == "__main__":
-    print(json.dumps({"linear4bit": linear4bit(), "qkv": qkv()}))
+    print(json.dumps({"linear4bit": linear4bit(), "qkv": qkv(), "varlen": varlen()}))
