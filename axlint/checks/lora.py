@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from axlint.architectures import Architecture
 from axlint.checks.locate import ax_hit
 from axlint.edits import set_value
 from axlint.facts import (
@@ -151,12 +152,20 @@ def _judged_release(run: TrainingRun) -> bool:
     return version is None or version_key(version) >= version_key(LORA_ATTENTION_REWRITE_SINCE)
 
 
+def _judged_arch(run: TrainingRun) -> Architecture | None:
+    """The run's architecture where the kernel rules judge it: an Axolotl config of a judged release
+    (``_judged_release``) whose model resolves; None otherwise."""
+    if run.axolotl is None or run.arch is None or not _judged_release(run):
+        return None
+    return run.arch
+
+
 @register_check("ax_lora_kernel_attention", args=("model_type", "error", "how", "mlp"), fix=FixAvailability.ALWAYS)
 def check_lora_kernel_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """The fused LoRA QKV or O kernel on a model whose attention Axolotl cannot rewrite for it
     (``facts.lora_attention_rewrite_error``), at the flags that turn it on (``_kernel_hits``)."""
-    arch = run.arch
-    if run.axolotl is None or arch is None or not _judged_release(run):
+    arch = _judged_arch(run)
+    if arch is None:
         return
     error = lora_attention_rewrite_error(run.facts, arch.model_type)
     if error is not None:
@@ -172,8 +181,8 @@ def check_lora_kernel_layers(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     (``facts.lora_kernel_layers_error``), at the flags that turn it on (``_kernel_hits``). Where the QKV / O kernels'
     attention rewrite fails first, before the load (AX233, which then also owns the kernels Axolotl turned on by
     itself), only a written `lora_mlp_kernel: true` is left to report; a reward model fails earlier still (AX234)."""
-    arch = run.arch
-    if run.axolotl is None or arch is None or run.facts.head != "lm" or not _judged_release(run):
+    arch = _judged_arch(run)
+    if arch is None or run.facts.head != "lm":
         return
     error = lora_kernel_layers_error(run.facts, arch.model_type)
     if error is None:
@@ -187,8 +196,8 @@ def check_lora_kernel_layers(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 def check_lora_qkv_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """The fused LoRA QKV kernel on a QLoRA whose MLP activation CUDA's autocast makes fp32
     (``facts.lora_qkv_dtype_error``), at the flag that turns it on (``_kernel_hits``)."""
-    arch = run.arch
-    if run.axolotl is None or arch is None or not _judged_release(run):
+    arch = _judged_arch(run)
+    if arch is None:
         return
     hidden_act = arch.config.get("hidden_act")
     error = lora_qkv_dtype_error(run.facts, arch.model_type, hidden_act)
@@ -202,8 +211,8 @@ def check_sdpa_varlen_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]
     """Axolotl's variable-length sdpa for packed rows on a QLoRA whose hidden states are fp32
     (``facts.sdpa_varlen_dtype_error``), at the key that turns it on (`sdpa_varlen: true`, else the attention key),
     with the fix that writes `sdpa_varlen: false`."""
-    arch, doc = run.arch, run.axolotl
-    if doc is None or arch is None or not _judged_release(run):
+    arch, doc = _judged_arch(run), run.axolotl
+    if arch is None or doc is None:
         return
     error = sdpa_varlen_dtype_error(run.facts, arch.model_type, arch.config)
     if error is None:
