@@ -141,3 +141,12 @@ def test_rows_are_the_published_rows_with_an_example_config() -> None:
     assert [r["id"] for r in selected_rows(["axolotl-hunyuan-05b-qlora"])] == ["axolotl-hunyuan-05b-qlora"]
     with pytest.raises(SystemExit, match="gist-z2-ckpt-bs1"):
         selected_rows(["gist-z2-ckpt-bs1"])
+
+
+def test_corpus_examples_run_beside_the_published_rows() -> None:
+    nemotron = "fixtures/axolotl/examples/nemotron/nemotron-mini-4b-qlora.yaml"
+    assert selected_rows(None, [nemotron]) == [{"id": "nemotron-mini-4b-qlora", "config_file": nemotron}]
+    rows = selected_rows(["axolotl-hunyuan-05b-qlora"], [nemotron])
+    assert [r["id"] for r in rows] == ["axolotl-hunyuan-05b-qlora", "nemotron-mini-4b-qlora"]
+    with pytest.raises(SystemExit, match="no such example"):
+        selected_rows(None, ["fixtures/axolotl/examples/none.yaml"])

@@ -449,10 +449,17 @@ def write_results(results: list[dict[str, Any]], env: Mapping[str, Any], out: Pa
     return path
 
 
-def selected_rows(only: Iterable[str] | None) -> list[dict[str, Any]]:
-    """published.yaml's rows with an Axolotl example config (``config_file``), or the ones named in `only`."""
+def selected_rows(only: Iterable[str] | None, example_paths: Iterable[str] = ()) -> list[dict[str, Any]]:
+    """published.yaml's rows with an Axolotl example config (``config_file``), or the ones named in `only`, then a
+    row without a README figure for each corpus example of `example_paths` (``--example``)."""
     from benchmarks.memory.published import load_rows
 
+    extra = [{"id": Path(path).stem, "config_file": path} for path in example_paths]
+    missing = [r["config_file"] for r in extra if not (ROOT / r["config_file"]).is_file()]
+    if missing:
+        raise SystemExit(f"no such example: {', '.join(missing)}")
+    if extra and not only:
+        return extra
     examples = [r for r in load_rows() if r.get("config_file")]
     if not only:
         return examples
@@ -460,13 +467,15 @@ def selected_rows(only: Iterable[str] | None) -> list[dict[str, Any]]:
     missing = [name for name in only if name not in by_id]
     if missing:
         raise SystemExit(f"not a published.yaml row with a config_file: {', '.join(missing)}")
-    return [by_id[name] for name in only]
+    return [by_id[name] for name in only] + extra
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, required=True, help="work folder; the results are written there")
     ap.add_argument("--only", nargs="*", help="published.yaml row ids (default: every row with a config_file)")
+    ap.add_argument("--example", nargs="*", default=[], metavar="PATH",
+                    help="also run these corpus examples (paths from the repository root), with no README figure")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=900, help="seconds for one row's Axolotl run")
     ap.add_argument("--deadline", type=float, default=None, help="start no row after this many seconds")
@@ -483,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     results: list[dict[str, Any]] = []
     how = {"steps": args.steps, "scale_down": args.scale_down, "set": args.set}
-    for row in selected_rows(args.only):
+    for row in selected_rows(args.only, args.example):
         result: dict[str, Any] = {"id": row["id"], "config_file": row["config_file"],
                                   "readme_gib": row.get("measured_gib"), "readme_metric": row.get("metric")}
         if args.deadline is not None and time.monotonic() - start > args.deadline:
