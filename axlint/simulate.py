@@ -17,7 +17,10 @@ Trainer runs under Axolotl:
 - a run configured with flash attention runs sdpa without a mask, as flash takes none (transformers would build
   one for a sliding window as long as the sequence or shorter);
 - dropout runs the fused `native_dropout` kernel (output + 1-byte mask) that `aten::dropout` picks on CUDA, not
-  the CPU composite that keeps a noise tensor in the input's dtype.
+  the CPU composite that keeps a noise tensor in the input's dtype;
+- in a 4-bit run under autocast whose MLP activation CUDA's autocast runs in fp32 (ReLU², xIELU's Python form),
+  that activation runs in fp32 and the 4-bit layers return their input's dtype, as on CUDA with bitsandbytes
+  (`_cuda_fp32_activation`).
 The per-GPU numbers then apply what one process cannot show:
 - DeepSpeed mixed precision keeps fp32 optimizer states and an fp32 master copy of the trainable weights, and
   its ZeRO optimizer builds an fp32 copy of the gradient partition at the step (`deepspeed_step`);

@@ -10,9 +10,9 @@ from axlint.edits import set_value
 from axlint.facts import (
     DEFAULT_EMBEDDING_LAYERS,
     EMBEDDING_LAYERS,
+    FP32_AUTOCAST_ACTIVATIONS,
     LORA_KERNEL_FLAGS,
     LORA_KERNEL_LAYERS_NOT_FOUND,
-    FP32_AUTOCAST_ACTIVATIONS,
     embedding_layers,
     lora_attention_rewrite_error,
     lora_kernel_layers_error,

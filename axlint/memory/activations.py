@@ -37,8 +37,9 @@ Backward of one layer adds its gradient temporaries T·(2h + 6I) and, with check
 An fp32 residual stream (``TrainSetup.residual_fp32``: fp32 embeddings, or an MLP activation that CUDA's autocast
 makes fp32 in a 4-bit run, ``TrainSetup.mlp_fp32``, whose plain MLP then keeps and differentiates fp32 tensors,
 ``plain_mlp_bytes``) in a half-precision model (each add of a bf16 sublayer output to it stays fp32): the layer
-inputs kept by checkpointing are 4h, the output gradient between layers 4h, a residual norm keeps a 4-byte input and normalised product, and every Linear reading a norm's
-fp32 output keeps its own half-precision copy (autocast casts per call; a half-precision output is shared).
+inputs kept by checkpointing are 4h, the output gradient between layers 4h, a residual norm keeps a 4-byte input
+and normalised product, and every Linear reading a norm's fp32 output keeps its own half-precision copy (autocast
+casts per call; a half-precision output is shared).
 Measured on an H100 (torch 2.11, transformers 5.17): Llama-3.2-1B full fine-tune, sdpa, 2×2048 tokens without
 checkpointing allocates 3.8 GiB more than with bf16 embeddings (1.96 GiB states, 0.49 GiB lm_head copy, 1.3 GiB
 activations: 10h per token per layer); at 2×4096 with checkpointing 3.0 GiB more. Arcee AFM-4.5B QLoRA (ReLU²), on

@@ -162,7 +162,9 @@ class TrainSetup:
         form of xIELU (``softplus``, ``expm1``; not the XIELU CUDA package's kernel, which keeps its input's dtype)
         in fp32, and in a 4-bit run bitsandbytes' Linear4bit returns its output in its input's dtype (0.49.1
         ``nn/modules.py``), so the up projection's output (from the second layer on), the activation and the down
-        projection's output are fp32 (``facts.lora_qkv_dtype_error``; measured on an H200, below)."""
+        projection's output are fp32 (``facts.fp32_hidden_states``; measured on an H200, below). Nemotron's norms
+        cast the stream back to half precision (``facts.NORMS_CAST_TO_HALF``); their fp32 stream is counted the same
+        way (Nemotron Mini 4B QLoRA: 31.13 GiB allocated by Axolotl on an H200, 31.15 estimated)."""
         return self.fp32_activation is not None and not (self.fp32_activation == "xielu" and self.xielu_cuda)
 
     @property
@@ -406,6 +408,6 @@ def _fp32_notes(setup: TrainSetup, arch: Architecture) -> list[str]:
                      "`flash_attention: true` or the CCE plugin casts them back to the load dtype")
     if setup.mlp_fp32:
         notes.append(f"{setup.fp32_activation} activation: CUDA's autocast runs it in fp32 and the 4-bit down "
-                     "projection returns fp32, so the MLP's tensors, the residual stream between the layers and its "
-                     "gradient are fp32 (the layer inputs kept for checkpointing at 4 bytes)")
+                     "projection returns fp32, so the activation and what follows it, the residual stream between "
+                     "the layers and its gradient are fp32 (the layer inputs kept for checkpointing at 4 bytes)")
     return notes
