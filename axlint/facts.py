@@ -943,11 +943,17 @@ def sdpa_varlen_runs(facts: RunFacts, arch_config: Mapping[str, Any]) -> bool:
     return head_dim <= SDPA_VARLEN_MAX_HEAD_DIM and not sliding
 
 
+SDPA_VARLEN_FP32_FALLBACK_SINCE = "0.19.0"
+"""From this Axolotl release on, ``sdpa_varlen_forward`` sends fp32 queries to stock sdpa instead of ``varlen_attn``
+(0.19.0 ``monkeypatch/attention/sdpa_varlen.py``: ``query.dtype in (torch.float16, torch.bfloat16)``), so
+``sdpa_varlen_dtype_error`` holds for the releases before it."""
+
+
 def sdpa_varlen_dtype_error(facts: RunFacts, model_type: str | None, arch_config: Mapping[str, Any]) -> str | None:
     """The error that stops a packed sdpa run (``sdpa_varlen_runs``) at its first step when its attention reads
     fp32 hidden states (``fp32_layer_inputs``): ``varlen_attn`` is a custom operator that autocast does not cast,
-    and its kernel takes fp16 and bf16 only. Measured on an H200: Arcee AFM-4.5B QLoRA with Axolotl's LoRA kernels
-    off stops there."""
+    and its kernel takes fp16 and bf16 only. Measured on an H200: Arcee AFM-4.5B QLoRA with Axolotl 0.18.0's LoRA
+    kernels off stops there. Axolotl releases from ``SDPA_VARLEN_FP32_FALLBACK_SINCE`` on fall back instead."""
     if not sdpa_varlen_runs(facts, arch_config) or not fp32_layer_inputs(facts, model_type,
                                                                           arch_config.get("hidden_act")):
         return None

@@ -12,6 +12,7 @@ from axlint.rule import Rule
 from axlint.diagnostics import Diagnostic
 from axlint.fixer import fix_paths, write_changed
 from axlint.lint import LintOptions, lint_text
+from axlint.schemas.validator import choose_versions
 
 CONFIG, DEEPSPEED = "config.yml", "ds.json"
 
@@ -37,7 +38,8 @@ def case_rules(rule: Rule, all_rules: list[Rule], case: dict) -> list[Rule]:
 def lint_case(tmp: Path, rule: Rule, all_rules: list[Rule], case: dict) -> LintOptions:
     rules = case_rules(rule, all_rules, case)
     upstream = axolotl_validators() if any(r.pack == "upstream" for r in rules) else None
-    return LintOptions(rules, parse_hardware_option(case.get("hardware")), upstream=upstream)
+    schemas = choose_versions(axolotl=str(case["axolotl"])) if "axolotl" in case else None  # the release judged
+    return LintOptions(rules, parse_hardware_option(case.get("hardware")), schemas=schemas, upstream=upstream)
 
 
 @functools.lru_cache(maxsize=1)
@@ -64,7 +66,8 @@ def position(diag: Diagnostic) -> str:
 
 def fix_once(path: Path, options: LintOptions, code: str) -> dict[str, str]:
     """Fix with `code`'s fixes (safe and unsafe) until stable, write; return the new text of each changed file by name."""
-    only_code = LintOptions([r for r in options.rules if r.code == code], options.hardware, options.model_config)
+    only_code = LintOptions([r for r in options.rules if r.code == code], options.hardware, options.model_config,
+                            options.schemas)
     report = fix_paths([path], only_code, unsafe=True)
     assert not report.problems, report.problems
     assert not write_changed(report)

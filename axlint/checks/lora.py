@@ -13,6 +13,7 @@ from axlint.facts import (
     FP32_AUTOCAST_ACTIVATIONS,
     LORA_KERNEL_FLAGS,
     LORA_KERNEL_LAYERS_NOT_FOUND,
+    SDPA_VARLEN_FP32_FALLBACK_SINCE,
     embedding_layers,
     lora_attention_rewrite_error,
     lora_kernel_layers_error,
@@ -209,10 +210,13 @@ def check_lora_qkv_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 @register_check("ax_sdpa_varlen_fp32_hidden", args=("model_type", "cause", "error"), fix=FixAvailability.ALWAYS)
 def check_sdpa_varlen_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Axolotl's variable-length sdpa for packed rows on a QLoRA whose hidden states are fp32
-    (``facts.sdpa_varlen_dtype_error``), at the key that turns it on (`sdpa_varlen: true`, else the attention key),
+    (``facts.sdpa_varlen_dtype_error``), under the Axolotl releases that send fp32 queries to it (before
+    ``SDPA_VARLEN_FP32_FALLBACK_SINCE``), at the key that turns it on (`sdpa_varlen: true`, else the attention key),
     with the fix that writes `sdpa_varlen: false`."""
     arch, doc = _judged_arch(run), run.axolotl
-    if arch is None or doc is None:
+    version = run.schemas.axolotl if run.schemas is not None else None
+    if arch is None or doc is None or (
+            version is not None and version_key(version) >= version_key(SDPA_VARLEN_FP32_FALLBACK_SINCE)):
         return
     error = sdpa_varlen_dtype_error(run.facts, arch.model_type, arch.config)
     if error is None:
