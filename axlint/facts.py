@@ -926,15 +926,15 @@ SDPA_VARLEN_MAX_HEAD_DIM = 256
 ``monkeypatch/attention/sdpa_varlen.py``, ``_VARLEN_MAX_HEAD_DIM``)."""
 
 
-def sdpa_varlen_runs(facts: RunFacts, arch_config: Mapping[str, Any]) -> bool:
-    """Axolotl 0.18.0 runs packed rows through PyTorch's ``varlen_attn`` (``loaders/patch_manager.py``
+def sdpa_varlen_patched(facts: RunFacts, arch_config: Mapping[str, Any]) -> bool:
+    """Axolotl 0.18.0 patches sdpa to send packed rows to PyTorch's ``varlen_attn`` (``loaders/patch_manager.py``
     ``_apply_sdpa_varlen_patch``, on the torch >= 2.11 it requires): for ``attn_implementation: sdpa`` (or
-    ``sdp_attention: true``) with ``sample_packing``, or ``sdpa_varlen: true`` on sdpa, unless ``sdpa_varlen:
-    false``, when the model's heads are at most 256 wide (``head_dim``, else hidden_size / num_attention_heads) and
-    no layer uses a sliding window. `arch_config` is the model's config.json. Held to that method by
+    ``sdp_attention: true``) with ``sample_packing``, or ``sdpa_varlen: true``, unless ``sdpa_varlen: false``, when
+    the model's heads are at most 256 wide (``head_dim``, else hidden_size / num_attention_heads) and no layer uses a
+    sliding window. `arch_config` is the model's config.json. Held to that method by
     tests/test_oracle_lora_qkv_dtype.py."""
     auto = facts.attn_implementation.value == "sdpa" and facts.sample_packing.value
-    if facts.sdpa_varlen is False or facts.attention != "sdpa" or not (auto or facts.sdpa_varlen):
+    if facts.sdpa_varlen is False or not (auto or facts.sdpa_varlen):
         return False
     head_dim = arch_config.get("head_dim") or (
         int(arch_config.get("hidden_size") or 0) // max(1, int(arch_config.get("num_attention_heads") or 1)))
@@ -950,12 +950,14 @@ SDPA_VARLEN_FP32_FALLBACK_SINCE = "0.19.0"
 
 
 def sdpa_varlen_dtype_error(facts: RunFacts, model_type: str | None, arch_config: Mapping[str, Any]) -> str | None:
-    """The error that stops a packed sdpa run (``sdpa_varlen_runs``) at its first step when its attention reads
-    fp32 hidden states (``fp32_layer_inputs``): ``varlen_attn`` is a custom operator that autocast does not cast,
-    and its kernel takes fp16 and bf16 only. Measured on an H200: Arcee AFM-4.5B QLoRA with Axolotl 0.18.0's LoRA
+    """The error that stops a packed run on sdpa at its first step when Axolotl patched sdpa for packed rows
+    (``sdpa_varlen_patched``; the patched function sends a row there only when it holds several sequences) and the
+    attention reads fp32 hidden states (``fp32_layer_inputs``): ``varlen_attn`` is a custom operator that autocast
+    does not cast, and its kernel takes fp16 and bf16 only. Measured on an H200: Arcee AFM-4.5B QLoRA with Axolotl 0.18.0's LoRA
     kernels off stops there. Axolotl releases from ``SDPA_VARLEN_FP32_FALLBACK_SINCE`` on fall back instead."""
-    if not sdpa_varlen_runs(facts, arch_config) or not fp32_layer_inputs(facts, model_type,
-                                                                          arch_config.get("hidden_act")):
+    packed_sdpa = facts.attention == "sdpa" and facts.sample_packing.value
+    if not (packed_sdpa and sdpa_varlen_patched(facts, arch_config)) or not fp32_layer_inputs(
+            facts, model_type, arch_config.get("hidden_act")):
         return None
     return "RuntimeError: FlashAttention only support fp16 and bf16 data type"
 

@@ -1,8 +1,8 @@
 """Rules AX237 and AX238, held to Axolotl 0.18.0, PEFT 0.19.1 and bitsandbytes 0.49.1 in the oracle venv of
 tests/oracle on the CPU (tests/oracle/hidden_dtype_judge.py): bitsandbytes' 4-bit Linear returns fp32 for fp32
 input; Axolotl's fused LoRA QKV kernel stops with the error AX237 quotes when its input is fp32 and runs when it is
-bf16; Axolotl sends packed sdpa rows to PyTorch's variable-length attention exactly where
-``facts.sdpa_varlen_runs`` says. The rest, that CUDA's autocast makes the ReLU² and xIELU outputs fp32, is what an
+bf16; Axolotl patches sdpa to send packed rows to PyTorch's variable-length attention exactly where
+``facts.sdpa_varlen_patched`` says. The rest, that CUDA's autocast makes the ReLU² and xIELU outputs fp32, is what an
 H200 showed: Axolotl's Arcee AFM-4.5B and Apertus 8B QLoRA examples stop with AX237's error, and Arcee's with the kernels off on
 packed sdpa with AX238's (benchmarks/memory/axolotl-reference-NVIDIA_H200-2026-11-27.md)."""
 from __future__ import annotations
@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from axlint.facts import lora_qkv_dtype_error, sdpa_varlen_runs
+from axlint.facts import lora_qkv_dtype_error, sdpa_varlen_patched
 from tests.corpus import ROOT
 from tests.oracle.hidden_dtype_judge import VARLEN_CASES
 from tests.oracle.venv import oracle_python
@@ -38,8 +38,8 @@ def test_the_qkv_kernel_refuses_fp32_input_with_the_error_the_rule_quotes(judged
     assert judged["qkv"] == {"bfloat16": "", "float32": lora_qkv_dtype_error(run, "arcee", "relu2")}
 
 
-def test_axolotl_sends_packed_sdpa_to_varlen_where_the_facts_say(judged: dict) -> None:
-    ours = {name: sdpa_varlen_runs(facts({"base_model": "x", **cfg}), model_config)
+def test_axolotl_patches_sdpa_for_varlen_where_the_facts_say(judged: dict) -> None:
+    ours = {name: sdpa_varlen_patched(facts({"base_model": "x", **cfg}), model_config)
             for name, (cfg, model_config) in VARLEN_CASES.items()}
     assert ours == judged["varlen"]
-    assert sum(ours.values()) == 4  # the cases reach both answers
+    assert sum(ours.values()) == 5  # the cases reach both answers

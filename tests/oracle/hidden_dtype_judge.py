@@ -71,6 +71,8 @@ VARLEN_CASES = {
                                        {"head_dim": 128}),
     "sdpa unpacked": ({"attn_implementation": "sdpa", "sample_packing": False}, {"head_dim": 128}),
     "sdpa unpacked, sdpa_varlen true": ({"attn_implementation": "sdpa", "sdpa_varlen": True}, {"head_dim": 128}),
+    "flash packed, sdpa_varlen true": ({"attn_implementation": "flash_attention_2", "sample_packing": True,
+                                        "sdpa_varlen": True}, {"head_dim": 128}),
     "flash packed": ({"attn_implementation": "flash_attention_2", "sample_packing": True}, {"head_dim": 128}),
     "nothing chosen, packed": ({"sample_packing": True}, {"head_dim": 128}),
     "sdpa packed, 512-wide heads": ({"attn_implementation": "sdpa", "sample_packing": True}, {"head_dim": 512}),
