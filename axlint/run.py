@@ -28,6 +28,7 @@ from axlint.mesh import implied_world
 from axlint.hardware import default_hardware
 from axlint.kind import ConfigKind, classify_data
 from axlint.paths import expand_user, is_file
+from axlint.schemas.validator import version_key
 
 if TYPE_CHECKING:
     from axlint.memory.facts import MemoryFacts
@@ -76,6 +77,12 @@ class TrainingRun:
     @property
     def raw(self) -> dict[str, Any]:
         return self.axolotl.data if self.axolotl is not None else {}
+
+    def axolotl_from(self, release: str) -> bool | None:
+        """Whether the Axolotl release the run is checked against (``schemas``) is `release` or later; None when no
+        release was chosen."""
+        version = self.schemas.axolotl if self.schemas is not None else None
+        return None if version is None else version_key(version) >= version_key(release)
 
     @cached_property
     def config(self) -> dict[str, Any]:

@@ -24,7 +24,6 @@ from axlint.fixes import Applicability, Fix
 from axlint.lax import lax_bool
 from axlint.rule import FixAvailability, Hit, Rule, register_check
 from axlint.run import TrainingRun
-from axlint.schemas.validator import version_key
 
 LORA_KEYS = ("lora_r", "lora_alpha", "lora_target_modules", "lora_target_linear", "lora_modules_to_save")
 EMBEDDING_MODULES = frozenset({"embed_tokens", "lm_head", "wte", "embed_in", "embed_out", "word_embeddings",
@@ -149,8 +148,7 @@ def _kernel_hits(run: TrainingRun, flags: tuple[str, ...], auto: bool = True, **
 
 def _judged_release(run: TrainingRun) -> bool:
     """The run's Axolotl release is one the kernel rules were judged on (``LORA_ATTENTION_REWRITE_SINCE`` on)."""
-    version = run.schemas.axolotl if run.schemas is not None else None
-    return version is None or version_key(version) >= version_key(LORA_ATTENTION_REWRITE_SINCE)
+    return run.axolotl_from(LORA_ATTENTION_REWRITE_SINCE) is not False
 
 
 def _judged_arch(run: TrainingRun) -> Architecture | None:
@@ -214,9 +212,7 @@ def check_sdpa_varlen_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]
     ``SDPA_VARLEN_FP32_FALLBACK_SINCE``), at the key that turns it on (`sdpa_varlen: true`, else the attention key),
     with the fix that writes `sdpa_varlen: false`."""
     arch, doc = _judged_arch(run), run.axolotl
-    version = run.schemas.axolotl if run.schemas is not None else None
-    if arch is None or doc is None or (
-            version is not None and version_key(version) >= version_key(SDPA_VARLEN_FP32_FALLBACK_SINCE)):
+    if arch is None or doc is None or run.axolotl_from(SDPA_VARLEN_FP32_FALLBACK_SINCE):
         return
     error = sdpa_varlen_dtype_error(run.facts, arch.model_type, arch.config)
     if error is None:

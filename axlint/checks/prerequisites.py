@@ -17,7 +17,6 @@ from axlint.fixes import Applicability, Fix
 from axlint.lax import lax_bool, truthy
 from axlint.rule import FixAvailability, Hit, Rule, register_check
 from axlint.run import TrainingRun
-from axlint.schemas.validator import version_key
 
 VARLEN_ATTENTION = frozenset({"flash_attention_2", "flash_attention_3", "flex_attention", "xformers", "sage",
                               "kernels-community/flash-attn2", "kernels-community/flash-attn3",
@@ -206,8 +205,7 @@ def save_safetensors_false(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     raw = written_config(run)
     if raw is None or lax_bool(raw.get("save_safetensors")) is not False:
         return
-    version = run.schemas.axolotl if run.schemas is not None else None
-    if version is not None and version_key(version) < version_key(SAFETENSORS_ONLY_SINCE):
+    if run.axolotl_from(SAFETENSORS_ONLY_SINCE) is False:
         return
     doc = run.axolotl
     assert doc is not None
