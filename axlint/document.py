@@ -40,7 +40,7 @@ class DocumentError(Exception):
         self.span = span or Span.file_start()
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """A mapping, sequence or scalar with its span; maps keep every pair in file order (duplicates too)."""
 
@@ -87,7 +87,7 @@ class Node:
         return None
 
 
-@dataclass
+@dataclass(slots=True)
 class Pair:
     """One entry of a mapping: its key node and its value node, each with its span."""
 

@@ -10,6 +10,7 @@ its plan: parameters, module paths, LoRA targets and the activation model (memor
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable, Literal, Mapping
 
 from axlint.architectures.linear import Linear
@@ -28,11 +29,11 @@ class LayerPlan:
     mixers: tuple[str, ...] = (ATTENTION,)
     mlp: MlpKind | None = "dense"
 
-    @property
+    @cached_property
     def has_attention(self) -> bool:
         return ATTENTION in self.mixers
 
-    @property
+    @cached_property
     def other_mixers(self) -> tuple[str, ...]:
         """The mixers ``MIXERS`` builds (every one but the family's attention)."""
         return tuple(m for m in self.mixers if m != ATTENTION)

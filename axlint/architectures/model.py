@@ -116,7 +116,7 @@ class Architecture:
             return None
         return row
 
-    @property
+    @cached_property
     def layout(self) -> Family:
         """The family row, or the llama layout for a decoder without one (whose verdict is unknown:
         ``unsized_decoder``)."""
@@ -250,7 +250,7 @@ class Architecture:
         shared = self._get("n_shared_experts", "num_shared_experts", default=self.layout.shared_experts_default)
         return int(shared or 0) * self.moe_intermediate_size
 
-    @property
+    @cached_property
     def dense_intermediate_size(self) -> int:
         """Width of a dense layer's MLP: intermediate_size, or the family's ``dense_width_key`` (Llama 4's
         intermediate_size_mlp) when config.json sets it; with the family's ``ff_dim_adjust_key`` on (LFM2,
@@ -273,7 +273,7 @@ class Architecture:
     def first_dense_layers(self) -> int:
         return int(self._get("first_k_dense_replace", "num_dense_layers", default=0)) if self.num_experts else 0
 
-    @property
+    @cached_property
     def is_moe(self) -> bool:
         return self.num_experts > 0
 
@@ -460,8 +460,21 @@ class Architecture:
         """Each layer's kind (``layer_kind``) as an index into ``kind_layers``: layers of one kind have the same
         modules after their layer index, the same parameters and the same activations, so a per-layer figure is
         computed once per kind."""
+        if self._uniform_layers:
+            return (0,) * self.num_layers
         first: dict[tuple, int] = {}
         return tuple(first.setdefault(self.layer_kind(i), len(first)) for i in range(self.num_layers))
+
+    @property
+    def _uniform_layers(self) -> bool:
+        """Whether every layer is of one kind without comparing them one by one: one plan and one set of other
+        mixers for all layers, one MLP width (no per-layer ``intermediate_size`` list, no double-wide layers) and one
+        attention (``_uniform_attention``). Most decoders are; ``layer_kinds`` then skips the per-layer keys."""
+        plans, shapes, n = self.layer_plans, self._mixer_shapes, self.num_layers
+        key = self.layout.double_wide_key
+        return (n > 0 and plans.count(plans[0]) == n and shapes.count(shapes[0]) == n
+                and not isinstance(self.config.get("intermediate_size"), list) and not (key and self.config.get(key))
+                and (not plans[0].has_attention or self._uniform_attention is not None))
 
     @cached_property
     def kind_layers(self) -> tuple[tuple[int, ...], ...]:
@@ -560,14 +573,16 @@ class Architecture:
         ``mlp_layer_types`` list ("dense" / "sparse" per layer, GLM-4.7-Flash) decides alone, and so does a
         ``moe_layers`` list of MoE layer indices (Llama 4; without it every ``interleave_moe_layer_step``-th layer,
         counting from 1)."""
+        if not self.is_moe:
+            return False
         kinds = self.config.get("mlp_layer_types")
-        if self.is_moe and isinstance(kinds, list) and len(kinds) == self.num_layers:
+        if isinstance(kinds, list) and len(kinds) == self.num_layers:
             return kinds[layer] == "sparse"
-        if self.is_moe and isinstance(self.config.get("moe_layers"), list):
+        if isinstance(self.config.get("moe_layers"), list):
             return layer in self.config["moe_layers"]
-        if self.is_moe and self.config.get("interleave_moe_layer_step"):
+        if self.config.get("interleave_moe_layer_step"):
             return (layer + 1) % int(self.config["interleave_moe_layer_step"]) == 0
-        if not self.is_moe or layer < self.first_dense_layers or layer in (self.config.get("mlp_only_layers") or []):
+        if layer < self.first_dense_layers or layer in (self.config.get("mlp_only_layers") or []):
             return False
         if self.config.get("moe_layer_freq"):
             return layer % int(self.config["moe_layer_freq"]) == 0

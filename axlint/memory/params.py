@@ -102,8 +102,14 @@ def targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
     if setup.lora_target_linear and not lin.router:
         return True
     if isinstance(targets, str):
-        return re.fullmatch(targets, name) is not None
+        return _target_regex(targets).fullmatch(name) is not None
     return any(name == t or name.endswith("." + t) for t in targets)
+
+
+@functools.lru_cache(maxsize=None)
+def _target_regex(pattern: str) -> re.Pattern[str]:
+    """A regex ``lora_target_modules``, compiled once: it is matched against every module path of the model."""
+    return re.compile(pattern)
 
 
 _EXPERT_PROJECTIONS = frozenset({"gate_proj", "up_proj", "down_proj", "w1", "w2", "w3"})
@@ -515,7 +521,10 @@ def _plain_suffixes(arch: Architecture) -> frozenset[str]:
     return cached
 
 
+@functools.lru_cache(maxsize=None)
 def _has_index(name: str) -> bool:
+    """Whether a module or parameter name names a layer (one of its ``.``-separated parts is a number); asked of
+    the same few target names by every estimate."""
     return any(part.isdigit() for part in name.split("."))
 
 

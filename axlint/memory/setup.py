@@ -6,6 +6,7 @@ Every other module of ``axlint.memory`` reads this typed object, never the confi
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from enum import Enum
 from typing import Any
 
@@ -125,7 +126,7 @@ class TrainSetup:
     model_load: ModelLoad = field(default_factory=ModelLoad)  # how the model reaches the GPUs before FSDP shards it
     assumptions: tuple[str, ...] = ()
 
-    @property
+    @cached_property
     def embeddings_fp32(self) -> bool:
         """The embeddings (and an untied lm_head) stay fp32 in this setup (``facts.keeps_fp32_embeddings``): the
         solver's flash attention, CCE and ZeRO options turn it off as Axolotl would. A model loaded in bf16 by a
@@ -138,7 +139,7 @@ class TrainSetup:
             self.adapter, self.param_bytes == C.BF16, self.sharding.kind, self.attn_implementation,
             self.cut_cross_entropy or self.loss is LossKernel.CCE)
 
-    @property
+    @cached_property
     def experts_fp32(self) -> bool:
         """The routed experts are fp32 in this setup (``facts.kbit_upcasts_experts``; under a kbit loader of a plain
         script whenever a 4/8-bit load leaves them unquantized), unless the checkpoint stores them in a format of
@@ -151,12 +152,12 @@ class TrainSetup:
         return self.loader is ModelLoader.AXOLOTL and kbit_upcasts_experts(
             self.adapter, self.quantization, self.sharding.kind, self.quantize_experts)
 
-    @property
+    @cached_property
     def expert_bytes(self) -> int:
         """Bytes per element of the routed experts' weights when they are not quantized."""
         return C.FP32 if self.experts_fp32 else self.param_bytes
 
-    @property
+    @cached_property
     def mlp_fp32(self) -> bool:
         """The MLP's activation and what follows it are fp32: CUDA's autocast runs ReLU² (``pow``) and the Python
         form of xIELU (``softplus``, ``expm1``; not the XIELU CUDA package's kernel, which keeps its input's dtype)
@@ -167,7 +168,7 @@ class TrainSetup:
         way (Nemotron Mini 4B QLoRA: 31.13 GiB allocated by Axolotl on an H200, 31.15 estimated)."""
         return self.fp32_activation is not None and not (self.fp32_activation == "xielu" and self.xielu_cuda)
 
-    @property
+    @cached_property
     def residual_fp32(self) -> bool:
         """The residual stream between the layers is fp32: fp32 embeddings feed it (``embeddings_fp32``), or an fp32
         MLP output is added to it (``mlp_fp32``; fp32 + bf16 is fp32). Measured on an H200 (torch 2.11, bitsandbytes
@@ -175,25 +176,25 @@ class TrainSetup:
         at 4 bytes (1.41 GiB) and the recomputed layer's ReLU output at 4 bytes per intermediate unit."""
         return self.embeddings_fp32 or self.mlp_fp32
 
-    @property
+    @cached_property
     def residual_bytes(self) -> int:
         """Bytes per element of the residual stream (``residual_fp32``) and of its gradient."""
         return C.FP32 if self.residual_fp32 else self.param_bytes
 
-    @property
+    @cached_property
     def embedding_bytes(self) -> int:
         """Bytes per element of the embedding weights and of what they feed: the residual stream that runs through
         the decoder's adds (fp32 + bf16 is fp32) and the embedding's gradient."""
         return C.FP32 if self.embeddings_fp32 else self.param_bytes
 
-    @property
+    @cached_property
     def tokens(self) -> int:
         """Tokens per micro batch on one GPU: pair_factor × micro_batch_size × sequence_len / context_parallel
         (exact with packing/padding, worst case else). Context parallelism gives each GPU an equal chunk of every
         sequence (Axolotl 0.18 utils/ctx_managers/sequence_parallel.py)."""
         return self.pair_factor * self.micro_batch_size * -(-self.sequence_len // self.context_parallel)
 
-    @property
+    @cached_property
     def eval_tokens(self) -> int:
         return self.pair_factor * self.eval_batch_size * -(-self.eval_sequence_len // self.context_parallel)
 

@@ -114,6 +114,7 @@ class SchemaChoice:
                 f"DeepSpeed {self.deepspeed} ({self.deepspeed_source})")
 
 
+@lru_cache(maxsize=None)
 def version_key(version: str) -> tuple[int, ...]:
     """(0, 18, 9) for "0.18.9"; parts after the leading numbers ("rc1", "+cu121") are ignored."""
     parts = []
