@@ -11,7 +11,7 @@ import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import yaml
 
@@ -47,8 +47,8 @@ class Node:
     kind: str
     span: Span
     value: Any = None
-    pairs: list["Pair"] = field(default_factory=list)
-    items: list["Node"] = field(default_factory=list)
+    pairs: Sequence["Pair"] = ()  # a list in a map (a scalar or list shares the empty tuple: most nodes are scalars)
+    items: Sequence["Node"] = ()  # a list in a sequence
     style: str = ""
     tag: str = ""
     _index: tuple[int, dict[Any, list[int]]] | None = field(default=None, repr=False, compare=False)
@@ -290,6 +290,7 @@ def _load_yaml(path: Path, text: str) -> Document:
 _STYLE = {None: "", "'": "'", '"': '"', "|": "|", ">": ">"}
 _ScalarNode, _MappingNode = yaml.ScalarNode, yaml.MappingNode
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 def _children(node: yaml.Node) -> list[yaml.Node]:
@@ -318,8 +319,12 @@ def _convert_yaml(node: yaml.Node, loader: Any) -> Node:
     span = _mark_span(node)
     if isinstance(node, _ScalarNode):  # most nodes: tested first
         # the scalar exactly as safe_load constructs it; a merge key `<<` has no constructor of its own
-        value = "<<" if node.tag == _MERGE_TAG else loader.construct_object(node)
-        return Node("scalar", span, value=value, style=_STYLE.get(node.style, ""), tag=node.tag)
+        tag = node.tag
+        if tag == _STR_TAG:  # SafeConstructor's str is the scalar's text: kept for construct_document to reuse
+            value = loader.constructed_objects[node] = node.value
+        else:
+            value = "<<" if tag == _MERGE_TAG else loader.construct_object(node)
+        return Node("scalar", span, value=value, style=_STYLE.get(node.style, ""), tag=tag)
     if isinstance(node, _MappingNode):
         pairs = [Pair(_convert_yaml(k, loader), _convert_yaml(v, loader)) for k, v in node.value]
         return Node("map", span, pairs=pairs, tag=node.tag)
@@ -398,7 +403,8 @@ class _JsonParser:
         self.depth += 1
         if self.depth > 200:
             raise self.fail("nested too deeply")
-        node = Node(kind, self.span(start, start))
+        node = Node(kind, self.span(start, start), pairs=[] if kind == "map" else (),
+                    items=[] if kind == "seq" else ())
         self.skip()
         if self.text.startswith(close, self.pos):
             self.pos += 1

@@ -212,7 +212,7 @@ def _yaml_indents(doc: Document) -> tuple[str, str]:
                     unit = offset
                 elif child.kind == "seq" and dash is None:
                     dash = offset
-        stack.extend(reversed([p.value for p in node.pairs] + node.items))
+        stack.extend(reversed([*(p.value for p in node.pairs), *node.items]))
     unit = unit or 2
     return " " * unit, " " * (unit if dash is None else dash)
 
