@@ -3,14 +3,14 @@ LoRA target and activation input is built from; ``VisionLinear``: one ``nn.Linea
 projector, at its module path."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True)
-class Linear:
+class Linear(NamedTuple):
     """One ``nn.Linear`` of a decoder layer: ``count`` instances (experts) of ``d_in -> d_out``; ``router``: the
     MoE router when it is a weight inside a router module (transformers 5), not an ``nn.Linear`` (Llama 4's is one:
-    ``Family.router_linear``)."""
+    ``Family.router_linear``). A named tuple: the estimate hashes and compares Linears as memo keys and adapter
+    sets many thousand times, which a tuple does in C."""
 
     name: str
     d_in: int
@@ -25,8 +25,7 @@ class Linear:
         return self.count * (self.d_in * self.d_out + (self.d_out if self.bias else 0))
 
 
-@dataclass(frozen=True)
-class VisionLinear:
+class VisionLinear(NamedTuple):
     """One ``nn.Linear`` of a tower (vision or audio) or projector at module path ``path`` (``d_in -> d_out``);
     ``subclass``: a subclass of ``nn.Linear`` (``nn.MultiheadAttention``'s ``out_proj``), which a bitsandbytes load
     does not replace (transformers 5.24 ``replace_with_bnb_linear`` converts ``type(module) is nn.Linear`` only)."""
