@@ -229,12 +229,24 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     return C.ROUTER_BYTES_PER_EXPERT * arch.num_experts + k * per_choice + shared
 
 
-def input_groups(arch: Architecture, layer: int) -> list[tuple[int, tuple[Linear, ...]]]:
+def input_groups(arch: Architecture, layer: int) -> tuple[tuple[int, tuple[Linear, ...]], ...]:
     """The Linears of a layer grouped by the tensor they read, with its width: the attention norm output (shared
     with the MLP in parallel-attention layers; every mixer's Linears of width h read it), the attention output, the
     MLP norm output, and one group per other Linear (down projections, MLA's low-rank up projections, a mixer's
     output projection). Routed experts are in ``mlp_bytes``; a mixer that runs without gradients
-    (``MixerShape.no_grad``) reads nothing for backward."""
+    (``MixerShape.no_grad``) reads nothing for backward. Built once per layer kind (``Architecture.layer_kinds``:
+    the layers of one kind have the same Linears)."""
+    memo = arch.memos.setdefault("input_groups", {})
+    kind = arch.layer_kinds[layer] if 0 <= layer < arch.num_layers else None
+    if kind is None or kind not in memo:
+        groups = _input_groups(arch, layer)
+        if kind is None:
+            return groups
+        memo[kind] = groups
+    return memo[kind]
+
+
+def _input_groups(arch: Architecture, layer: int) -> tuple[tuple[int, tuple[Linear, ...]], ...]:
     h = arch.hidden_size
     attention = arch.attention_linears(layer)
     shapes = tuple(shape for shape in arch.mixer_shapes(layer) if not shape.no_grad)
@@ -247,7 +259,7 @@ def input_groups(arch: Architecture, layer: int) -> list[tuple[int, tuple[Linear
     groups += [(lin.d_in, (lin,)) for shape in shapes for lin in shape.own_linears]
     groups += [(lin.d_in, (lin,)) for lin in mlp if lin.d_in != h]
     groups += [(lin.d_in, (lin,)) for lin in arch.per_layer_input_linears]  # the layer output, the gated product
-    return groups
+    return tuple(groups)
 
 
 def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear, ...], kept: bool,
