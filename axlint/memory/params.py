@@ -657,8 +657,17 @@ def _kind_paths(arch: Architecture) -> tuple[frozenset[str], ...]:
 
 
 def _prefixes(paths: Iterable[str]) -> set[str]:
-    """Every path and the paths of the modules that hold it (``a.b.c``: ``a``, ``a.b``, ``a.b.c``)."""
-    return {".".join(parts[:i]) for parts in (p.split(".") for p in paths) for i in range(1, len(parts) + 1)}
+    """Every path and the paths of the modules that hold it (``a.b.c``: ``a``, ``a.b``, ``a.b.c``). A path already
+    in the set brought its holders with it, so each path stops at the first one there (the sibling paths of a tower's
+    layers share all but their last part)."""
+    out: set[str] = set()
+    for path in paths:
+        while path not in out:
+            out.add(path)
+            if "." not in path:
+                break
+            path = path.rpartition(".")[0]
+    return out
 
 
 def regex_matches_nothing(arch: Architecture, pattern: str) -> bool:
