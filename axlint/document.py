@@ -95,6 +95,24 @@ class Pair:
     value: Node
 
 
+def _line_text(text: str, line: int) -> str:
+    """Line `line` (1-based) of `text`, without its line break; empty past the end."""
+    lines = text.splitlines()
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A linted file's path and text: what a report shows of a finding's line once the file's document is no longer
+    needed (a lint of many files keeps this, not every file's node tree)."""
+
+    path: Path
+    text: str
+
+    def line_text(self, line: int) -> str:
+        return _line_text(self.text, line)
+
+
 @dataclass
 class Document:
     """A loaded config file: its path and text, "yaml" or "json", the span-keeping node tree and the plain data."""
@@ -134,8 +152,11 @@ class Document:
         return Span.file_start()
 
     def line_text(self, line: int) -> str:
-        lines = self.text.splitlines()
-        return lines[line - 1] if 0 < line <= len(lines) else ""
+        return _line_text(self.text, line)
+
+    @property
+    def source(self) -> Source:
+        return Source(self.path, self.text)
 
 
 def _span_from_offsets(text: str, line_starts: list[int], start: int, end: int) -> Span:

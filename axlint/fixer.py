@@ -119,12 +119,12 @@ class Fixer:
     def lint(self, entry: Path) -> LintResult:
         """`lint_text` of the entry as it stands in memory, its DeepSpeed file too (reused while neither changed)."""
         last = self._linted.get(_key(entry))
-        if last is not None and all(self._current(doc.path) == doc.text for doc in last.documents.values()):
+        if last is not None and all(self._current(src.path) == src.text for src in last.sources.values()):
             return last
         state = self.state(entry)
         texts = {key: f.text for key, f in self.files.items()}
         result = lint_text(entry, state.text if state else None, self.options, texts)
-        if result.documents:
+        if result.sources:
             self._linted[_key(entry)] = result
         return result
 
@@ -294,8 +294,8 @@ class Fixer:
         seen: set[tuple] = set()
         for entry in entries:
             one = self.lint(entry)
-            remaining.documents.update(one.documents)
-            remaining.runs.extend(one.runs)
+            remaining.sources.update(one.sources)
+            remaining.scopes.extend(one.scopes)
             remaining.skipped.extend(one.skipped)
             for diag in one.diagnostics:
                 ident = (str(_key(diag.path)), diag.span, diag.code, diag.message)

@@ -9,8 +9,8 @@ from typing import Any, Mapping
 from axlint.diagnostics import Diagnostic
 from axlint.document import (
     BOM_IN_JSON,
-    Document,
     DocumentError,
+    Source,
     decode_bytes,
     load_document,
     read_text,
@@ -67,19 +67,38 @@ class Skipped:
     reason: str
 
 
+@dataclass(frozen=True)
+class RunScope:
+    """What a lint's summary says of one run: the GPUs its memory verdict assumed because the run named none (None
+    when it named them, or has no Axolotl config), and the schema versions it was checked against."""
+
+    assumed_hardware: str | None
+    schemas: SchemaChoice | None
+
+    @classmethod
+    def of(cls, run: TrainingRun) -> "RunScope":
+        hw = run.hardware
+        assumed = hw.label if run.axolotl is not None and hw is not None and hw.assumed else None
+        return cls(assumed, run.schemas)
+
+
 @dataclass
 class LintResult:
-    """The findings, documents, runs and skipped files of a lint; `merge` adds another result to it."""
+    """The findings of a lint, the text of each file read into a run (the report shows the lines of the findings),
+    each run's scope (the summary's notes) and the skipped files; `merge` adds another result to it. `runs` holds
+    the TrainingRuns of one file's lint (`lint_text`); a lint of many files (`lint_paths`, `merge`) keeps their
+    sources and scopes, not the runs, whose documents and memory facts are most of a lint's memory."""
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    documents: dict[Path, Document] = field(default_factory=dict)
+    sources: dict[Path, Source] = field(default_factory=dict)
+    scopes: list[RunScope] = field(default_factory=list)
     runs: list[TrainingRun] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
 
     def merge(self, other: "LintResult") -> None:
         self.diagnostics += other.diagnostics
-        self.documents.update(other.documents)
-        self.runs += other.runs
+        self.sources.update(other.sources)
+        self.scopes += other.scopes
         self.skipped += other.skipped
 
 
@@ -118,8 +137,9 @@ def lint_text(path: Path, text: str | bytes | None, options: LintOptions,
                     texts=texts, host_memory_gib=options.host_memory_gib)
     run.schemas = options.schemas or default_choice()
     result.runs.append(run)
+    result.scopes.append(RunScope.of(run))
     docs = run.documents
-    result.documents.update({d.path: d for d in docs})
+    result.sources.update({d.path: d.source for d in docs})
     if run.ds_error is not None and run.ds_error_path is not None:
         report(run.ds_error_path, _strip_path(run.ds_error))
     diags = run_rules(run, options.rules)
@@ -169,8 +189,8 @@ def lint_paths(paths: list[Path], options: LintOptions) -> LintResult:
     resolved: dict[Path, Path] = {}  # resolving is a system call per path component: once per path named
     for path in paths:
         one = lint_text(path, None, options)
-        total.documents.update(one.documents)
-        total.runs.extend(one.runs)
+        total.sources.update(one.sources)
+        total.scopes.extend(one.scopes)
         total.skipped.extend(one.skipped)
         for diag in one.diagnostics:
             if diag.path not in resolved:

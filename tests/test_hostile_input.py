@@ -129,7 +129,7 @@ def test_a_file_name_that_is_not_utf8_prints_escaped(tmp_path):
     (tmp_path / name).write_text(BASE + "micro_batch_size: 2\n")
     diags = lint_paths([tmp_path / name], OPTIONS)
     for render in RENDERERS.values():
-        render(diags.diagnostics, diags.documents, RULES).encode("utf-8")  # strict: must not raise
+        render(diags.diagnostics, diags.sources, RULES).encode("utf-8")  # strict: must not raise
     done = run(["check", ".", "--output-format", "concise"], tmp_path)
     assert "bad-\\udcff.yml:5:1: AX001" in done.stdout
 

@@ -118,7 +118,7 @@ def test_library_turns_every_problem_into_a_diagnostic(case):
     for d in result.diagnostics:
         assert 1 <= d.span.line <= d.span.end_line and d.span.col >= 1, d
     for render in RENDERERS.values():
-        assert isinstance(render(result.diagnostics, result.documents, RULES), str)
+        assert isinstance(render(result.diagnostics, result.sources, RULES), str)
 
 
 @PROPERTY_SETTINGS

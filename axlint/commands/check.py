@@ -90,14 +90,14 @@ def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, se
     if statistics:
         out.write(render_statistics(result.diagnostics))
     else:
-        out.write(RENDERERS[fmt](result.diagnostics, result.documents, setup.rules))
+        out.write(RENDERERS[fmt](result.diagnostics, result.sources, setup.rules))
     if show_skipped:
         click.echo(render_skipped(result.skipped), err=True, nl=False)
     if fmt in ("full", "concise") and not quiet:
         read = len(files) + stdin
         click.echo(summary_line(result.diagnostics, read - len(result.skipped), skipped=len(result.skipped),
-                                assumed=assumed_hardware(result.runs, setup.rules),
-                                schemas=schema_versions(result.runs, setup.rules)), err=statistics)
+                                assumed=assumed_hardware(result.scopes, setup.rules),
+                                schemas=schema_versions(result.scopes, setup.rules)), err=statistics)
     threshold = Severity(fail_on).rank
     failing = any(d.severity.rank >= threshold for d in result.diagnostics)
     sys.exit(0 if exit_zero or not failing else 1)

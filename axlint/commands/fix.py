@@ -84,8 +84,8 @@ def fix(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, sett
     if not write and not stdin:
         for state in report.changed:
             sys.stdout.write(unified_diff(state, display_path(state.path)))
-    notes = scope_notes(len(report.remaining.skipped), assumed_hardware(report.remaining.runs, setup.rules),
-                        schema_versions(report.remaining.runs, setup.rules))
+    notes = scope_notes(len(report.remaining.skipped), assumed_hardware(report.remaining.scopes, setup.rules),
+                        schema_versions(report.remaining.scopes, setup.rules))
     _explain(report, problems, applied=(write and not unwritten) or stdin, show_fixes=show_fixes, quiet=quiet,
              unsafe=unsafe_fixes, notes=notes)
     if write or stdin:
@@ -124,7 +124,7 @@ def _explain(report: FixReport, problems: list[str], *, applied: bool, show_fixe
         click.echo(fixes_listing(report, applied), err=True, nl=False)
     remaining = report.remaining.diagnostics
     if remaining:
-        click.echo(render_concise(remaining, report.remaining.documents, []), err=True, nl=False)
+        click.echo(render_concise(remaining, report.remaining.sources, []), err=True, nl=False)
     if quiet:
         return
     verb = "Fixed" if applied else "Would fix"

@@ -6,13 +6,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from axlint.diagnostics import Diagnostic
-from axlint.document import Document
+from axlint.document import Source
 from axlint.report.machine import render_github, render_json, render_sarif
 from axlint.rule import Rule
 
 if TYPE_CHECKING:
-    from axlint.lint import Skipped
-    from axlint.run import TrainingRun
+    from axlint.lint import RunScope, Skipped
 
 FORMATS = ("full", "concise", "json", "sarif", "github")
 
@@ -34,7 +33,7 @@ def _display_paths(diags: list[Diagnostic]) -> dict[Path, str]:
     return {path: display_path(path, cwd) for path in dict.fromkeys(d.path for d in diags)}
 
 
-def render_concise(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
+def render_concise(diags: list[Diagnostic], sources: dict[Path, Source], rules: list[Rule]) -> str:
     shown = _display_paths(diags)
     return "".join(f"{shown[d.path]}:{d.span.line}:{d.span.col}: {d.code} [{d.severity.value}] {d.message}"
                    f"{' [*]' if applicable(d) else ''}\n" for d in diags)
@@ -45,14 +44,14 @@ def applicable(d: Diagnostic) -> bool:
     return d.fix is not None and d.fix.applicability.value != "display-only"
 
 
-def render_full(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
+def render_full(diags: list[Diagnostic], sources: dict[Path, Source], rules: list[Rule]) -> str:
     """ruff-style: location, code and message, the source line with a caret under the span, and the fix title."""
     out = []
     shown = _display_paths(diags)
     for d in diags:
         out.append(f"{shown[d.path]}:{d.span.line}:{d.span.col}: {d.code} [{d.severity.value}] {d.message}")
-        doc = documents.get(d.path)
-        line = doc.line_text(d.span.line) if doc else ""
+        source = sources.get(d.path)
+        line = source.line_text(d.span.line) if source else ""
         if line.strip():
             width = max(1, (d.span.end_col - d.span.col) if d.span.end_line == d.span.line else len(line) - d.span.col + 1)
             gutter = f"{d.span.line:>4} | "
@@ -68,22 +67,21 @@ def _files(n: int) -> str:
     return f"{n} file{'s' if n != 1 else ''}"
 
 
-def assumed_hardware(runs: "Iterable[TrainingRun]", rules: list[Rule]) -> list[str]:
+def assumed_hardware(scopes: "Iterable[RunScope]", rules: list[Rule]) -> list[str]:
     """Labels of the GPUs assumed (nobody said which) for the configs whose memory was judged; none when no memory
     rule ran."""
     if not any(r.pack == "memory" for r in rules):
         return []
-    return sorted({run.hardware.label for run in runs
-                   if run.axolotl is not None and run.hardware is not None and run.hardware.assumed})
+    return sorted({scope.assumed_hardware for scope in scopes if scope.assumed_hardware is not None})
 
 
-def schema_versions(runs: "Iterable[TrainingRun]", rules: list[Rule]) -> list[str]:
+def schema_versions(scopes: "Iterable[RunScope]", rules: list[Rule]) -> list[str]:
     """What the schema verdict was checked against ("schemas of Axolotl 0.18.0 (installed), DeepSpeed 0.18.9
     (allowed by Axolotl 0.18.0)"), and a note when a release asked for has no schema of its own; none when no
     schema rule ran."""
     if not any(r.pack == "schema" for r in rules):
         return []
-    choices = list(dict.fromkeys(run.schemas for run in runs if run.schemas is not None))
+    choices = list(dict.fromkeys(scope.schemas for scope in scopes if scope.schemas is not None))
     return [f"schemas of {c.label()}" for c in choices] + list(dict.fromkeys(n for c in choices for n in c.notes))
 
 
@@ -124,7 +122,7 @@ def render_statistics(diags: list[Diagnostic]) -> str:
                    for (code, name), n in counts.most_common())
 
 
-Renderer = Callable[[list[Diagnostic], dict[Path, Document], list[Rule]], str]
+Renderer = Callable[[list[Diagnostic], dict[Path, Source], list[Rule]], str]
 
 
 def printable(text: str) -> str:
@@ -138,8 +136,8 @@ def printable(text: str) -> str:
 
 
 def _encodable(render: Renderer) -> Renderer:
-    def wrapped(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
-        return printable(render(diags, documents, rules))
+    def wrapped(diags: list[Diagnostic], sources: dict[Path, Source], rules: list[Rule]) -> str:
+        return printable(render(diags, sources, rules))
 
     wrapped.__doc__ = render.__doc__
     return wrapped

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from axlint import __version__
 from axlint.diagnostics import Diagnostic
-from axlint.document import Document
+from axlint.document import Source
 from axlint.packs import builtin_rules_dir
 from axlint.rule import Rule
 
@@ -35,7 +35,7 @@ def diagnostic_json(d: Diagnostic) -> dict:
     return out
 
 
-def render_json(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
+def render_json(diags: list[Diagnostic], sources: dict[Path, Source], rules: list[Rule]) -> str:
     import json  # imported where JSON is read or written: its import compiles regexes, ~2 ms of a YAML check
 
     return json.dumps([diagnostic_json(d) for d in diags], indent=2) + "\n"
@@ -73,7 +73,7 @@ def _descriptor(r: Rule, builtin: bool) -> dict:
     return descriptor
 
 
-def render_sarif(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
+def render_sarif(diags: list[Diagnostic], sources: dict[Path, Source], rules: list[Rule]) -> str:
     """SARIF 2.1.0 with one `reportingDescriptor` per selected rule (GitHub code scanning reads this)."""
     index = {r.code: i for i, r in enumerate(rules)}
     builtin = builtin_rules_dir()
@@ -112,7 +112,7 @@ def _escape(text: str, prop: bool = False) -> str:
 _GH_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
-def render_github(diags: list[Diagnostic], documents: dict[Path, Document], rules: list[Rule]) -> str:
+def render_github(diags: list[Diagnostic], sources: dict[Path, Source], rules: list[Rule]) -> str:
     return "".join(
         f"::{_GH_LEVEL[d.severity.value]} title={_escape(f'axlint ({d.code})', True)},file={_escape(_path(d.path), True)},"
         f"line={d.span.line},col={d.span.col},endLine={d.span.end_line},endColumn={d.span.end_col}"

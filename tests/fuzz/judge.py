@@ -102,7 +102,7 @@ def judge(case: Case, folder: Path, options: Any, rules: list, *, cli: bool = Fa
             if diag.code == "AX999":
                 verdict.fail("internal", diag.message)
         for name, render in RENDERERS.items():
-            text = _step(verdict, f"render {name}", render, result.diagnostics, result.documents, rules)
+            text = _step(verdict, f"render {name}", render, result.diagnostics, result.sources, rules)
             if text is not None:
                 _encodable(verdict, f"render {name}", text)
     if cli:
@@ -203,7 +203,7 @@ def _fix(verdict: Verdict, case: Case, folder: Path, options: Any, before_lint: 
         verdict.fail("unstable", unstable[0])
     if problems:
         return
-    allowed = {entry.resolve(), *(d.path.resolve() for d in report.remaining.documents.values())}
+    allowed = {entry.resolve(), *(d.path.resolve() for d in report.remaining.sources.values())}
     allowed |= {Path(s.path).resolve() for s in report.files.values()}
     for path, raw in originals.items():
         now = path.read_bytes()
