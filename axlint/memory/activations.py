@@ -236,13 +236,12 @@ def input_groups(arch: Architecture, layer: int) -> tuple[tuple[int, tuple[Linea
     output projection). Routed experts are in ``mlp_bytes``; a mixer that runs without gradients
     (``MixerShape.no_grad``) reads nothing for backward. Built once per layer kind (``Architecture.layer_kinds``:
     the layers of one kind have the same Linears)."""
+    if not 0 <= layer < arch.num_layers:
+        return _input_groups(arch, layer)
     memo = arch.memos.setdefault("input_groups", {})
-    kind = arch.layer_kinds[layer] if 0 <= layer < arch.num_layers else None
-    if kind is None or kind not in memo:
-        groups = _input_groups(arch, layer)
-        if kind is None:
-            return groups
-        memo[kind] = groups
+    kind = arch.layer_kinds[layer]
+    if kind not in memo:
+        memo[kind] = _input_groups(arch, layer)
     return memo[kind]
 
 
