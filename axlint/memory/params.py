@@ -108,7 +108,9 @@ def targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _target_regex(pattern: str) -> re.Pattern[str]:
-    """A regex ``lora_target_modules``, compiled once: it is matched against every module path of the model."""
+    """A regex ``lora_target_modules``, compiled once per process (``targeted``, ``regex_leaf_names``,
+    ``regex_matches_nothing`` match it against every module path of the model); raises ``re.error`` as
+    ``re.compile`` does."""
     return re.compile(pattern)
 
 
@@ -616,7 +618,7 @@ def regex_leaf_names(arch: Architecture, pattern: str, old_names: Iterable[str])
     whose transformers 4 path, ``<experts>.<old name>``, it would fullmatch. Empty when it does not compile or matches
     nothing (PEFT then keeps the regex)."""
     try:
-        compiled = re.compile(pattern)
+        compiled = _target_regex(pattern)
     except re.error:
         return ()
     matched = {path.rsplit(".", 1)[-1] for path in module_paths(arch) if compiled.fullmatch(path)}
@@ -673,7 +675,7 @@ def _prefixes(paths: Iterable[str]) -> set[str]:
 def regex_matches_nothing(arch: Architecture, pattern: str) -> bool:
     """A regex ``lora_target_modules`` that fullmatches no module path (one that does not compile is the schema's)."""
     try:
-        compiled = re.compile(pattern)
+        compiled = _target_regex(pattern)
     except re.error:
         return False
     return not any(compiled.fullmatch(path) for path in module_paths(arch))
