@@ -30,6 +30,7 @@ def main() -> None:
     from axlint import codecache, lazypattern
 
     lazypattern.defer(lazypattern.YAML_NON_PRINTABLE)  # before `yaml` is imported
+    lazypattern.defer(*lazypattern.YAML_TIMESTAMP)
     code = codecache.install()  # before the command's modules create their dataclasses
     from axlint.cli import cli
 

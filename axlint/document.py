@@ -16,6 +16,7 @@ from typing import Any, Iterator, Sequence
 import yaml
 
 from axlint.diagnostics import Span
+from axlint.lazypattern import LazyPattern
 
 KeyPath = tuple[str | int, ...]
 
@@ -355,9 +356,9 @@ def _convert_yaml(node: yaml.Node, loader: Any) -> Node:
 # ---------------------------------------------------------------------------------------------------- JSON
 
 
-_WS = re.compile(r"[ \t\n\r]*")
-_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
-_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
+_WS = LazyPattern(r"[ \t\n\r]*")
+_NUMBER = LazyPattern(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_STRING = LazyPattern(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
 _LITERALS = {"true": True, "false": False, "null": None}
 
 

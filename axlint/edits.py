@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterator
 import yaml
 
 from axlint.document import Document, KeyPath, Node, Pair
+from axlint.lazypattern import LazyPattern
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -88,7 +89,7 @@ def _builder(function: Callable[..., list[Edit]]) -> Callable[..., list[Edit]]:
 
 # ---------------------------------------------------------------------------------------------------- rendering
 
-_YAML12_NOT_STR = re.compile(
+_YAML12_NOT_STR = LazyPattern(
     r"~|null|Null|NULL|true|True|TRUE|false|False|FALSE|[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+"
     r"|[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
 )
@@ -230,7 +231,7 @@ def _json_unit(doc: Document) -> str | None:
 # ---------------------------------------------------------------------------------------------------- positions
 
 
-_BREAK = re.compile(r"\r\n|\r|\n")
+_BREAK = LazyPattern(r"\r\n|\r|\n")
 
 
 def _line_start(text: str, pos: int) -> int:
@@ -261,7 +262,7 @@ def _is_block(doc: Document, node: Node) -> bool:
     return node.kind in ("map", "seq") and doc.format == "yaml" and doc.text[node.span.start] not in "[{"
 
 
-_ALIAS = re.compile(r"[\s:,\-\[]*(\*[^\s,\[\]{}]+)")
+_ALIAS = LazyPattern(r"[\s:,\-\[]*(\*[^\s,\[\]{}]+)")
 
 
 def _written_at(doc: Document, node: Node, after: int) -> tuple[int, int] | None:

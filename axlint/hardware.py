@@ -10,6 +10,8 @@ import re
 from functools import lru_cache
 from dataclasses import dataclass
 
+from axlint.lazypattern import LazyPattern
+
 # A "<N>GB" card exposes ≈ 99 % of N GiB to a process (80 GB -> 79.2 GiB, 40 GB -> 39.4 GiB, 24 GB -> 23.6 GiB).
 MARKETING_GB_USABLE_FRACTION = 0.99
 NVIDIA_SMI_TIMEOUT_S = 5
@@ -108,8 +110,8 @@ def lookup_gpu(name: str) -> GPU | None:
     return index.get(key) or index.get(re.sub(r"(\d+)G$", r"\1GB", key))
 
 
-_SPEC = re.compile(r"^\s*(\d+)\s*[xX×*]\s*(.+?)\s*$")
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*(GIB|GB|G)$", re.IGNORECASE)
+_SPEC = LazyPattern(r"^\s*(\d+)\s*[xX×*]\s*(.+?)\s*$")
+_SIZE = LazyPattern(r"^(\d+(?:\.\d+)?)\s*(GIB|GB|G)$", re.IGNORECASE)
 
 
 def parse_hardware(spec: str) -> Hardware:
@@ -132,7 +134,7 @@ def parse_hardware(spec: str) -> Hardware:
     return Hardware(gpu.name, count, gpu.memory_gib, bf16=gpu.bf16, nvlink=gpu.nvlink, note=note)
 
 
-_HOST = re.compile(r"^(\d+(?:\.\d+)?)\s*(TIB|TB|T|GIB|GB|G)$", re.IGNORECASE)
+_HOST = LazyPattern(r"^(\d+(?:\.\d+)?)\s*(TIB|TB|T|GIB|GB|G)$", re.IGNORECASE)
 
 
 def parse_host_memory(spec: str) -> float:

@@ -23,8 +23,10 @@ from enum import Enum
 from functools import lru_cache
 from typing import Any, Iterable
 
+from axlint.lazypattern import LazyPattern
+
 AXOLOTL_MARKERS = frozenset({"base_model", "base_model_config"})
-_KEY_LINE = re.compile(r"""^[ \t]{0,4}(?:-[ \t]+|\{[ \t]*)?["']?([A-Za-z_][\w.-]*)["']?[ \t]*:""", re.MULTILINE)
+_KEY_LINE = LazyPattern(r"""^[ \t]{0,4}(?:-[ \t]+|\{[ \t]*)?["']?([A-Za-z_][\w.-]*)["']?[ \t]*:""", re.MULTILINE)
 
 
 class ConfigKind(str, Enum):

@@ -2,14 +2,14 @@
 `# axlint: file-ignore[CODE,...]`, and the AX002 finding for a suppression that matched nothing."""
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 from axlint.diagnostics import Diagnostic, Span
 from axlint.document import Document
+from axlint.lazypattern import LazyPattern
 from axlint.rule import Rule, emit
 
-_SUPPRESS = re.compile(r"#\s*axlint:\s*(ignore|file-ignore)\[([^\]]*)\]")
+_SUPPRESS = LazyPattern(r"#\s*axlint:\s*(ignore|file-ignore)\[([^\]]*)\]")
 
 
 @dataclass

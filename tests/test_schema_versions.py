@@ -39,7 +39,7 @@ def _findings(result) -> list[tuple[str, int, int, str]]:
 @pytest.fixture
 def nothing_installed(monkeypatch):
     """Neither axolotl nor deepspeed installed (this environment has deepspeed)."""
-    monkeypatch.setattr(schema_check, "installed_version", lambda package: None)
+    monkeypatch.setattr(schema_check, "installed_versions", lambda packages: {})
     default_choice.cache_clear()
     yield
     default_choice.cache_clear()
@@ -118,6 +118,18 @@ def test_choice_order_flag_over_setting_over_installed(tmp_path, installed):
     assert "schemas of Axolotl 0.13.2 (set), DeepSpeed 0.19.8 (installed)" in by_setting.output
     by_flag = _check(tmp_path, text, "--axolotl-version", "0.17.0", settings='axolotl-version = "0.13.2"\n')
     assert "schemas of Axolotl 0.17.0 (set)" in by_flag.output
+
+
+def test_installed_versions_reads_each_package_from_the_first_folder_that_has_it(tmp_path, monkeypatch):
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder, names in ((first, ["Axolotl-0.14.0.dist-info", "deep.speed-notes.txt"]),
+                          (second, ["axolotl-0.18.0.dist-info", "deep_speed-0.19.8.dist-info", "torch-2.9.dist-info"])):
+        for name in names:
+            (folder / name).mkdir(parents=True)
+    monkeypatch.setattr("sys.path", [str(first), str(tmp_path / "missing"), str(second)])
+    assert schema_check.installed_versions(["axolotl", "deepspeed"]) == {"axolotl": "0.14.0"}
+    assert schema_check.installed_versions(["Deep-Speed", "peft"]) == {"Deep-Speed": "0.19.8"}
+    assert schema_check.installed_versions([]) == {}
 
 
 def test_release_between_or_before_bundled_ones_says_what_was_used(nothing_installed):

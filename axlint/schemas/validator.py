@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from axlint import datacache
 from axlint.document import Document, KeyPath, Node
+from axlint.lazypattern import LazyPattern
 
 if TYPE_CHECKING:
     from axlint.run import TrainingRun
@@ -44,7 +45,7 @@ _TRUE_STRINGS = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE_STRINGS = frozenset({"0", "off", "f", "false", "n", "no"})
 _LISTED = 12
 """At most this many accepted values are spelled out in a message."""
-_INT_STRING = re.compile(r"[+-]?[0-9](?:_?[0-9])*(?:\.0*)?", re.ASCII)
+_INT_STRING = LazyPattern(r"[+-]?[0-9](?:_?[0-9])*(?:\.0*)?", re.ASCII)
 
 
 @dataclass(frozen=True)
@@ -135,22 +136,32 @@ def bundled(package: str) -> tuple[dict, ...]:
     return tuple(sorted(entries, key=lambda e: version_key(e["version"])))
 
 
-def installed_version(package: str) -> str | None:
-    """The installed distribution's version, read from the name of its `.dist-info` folder on `sys.path` as
-    importlib.metadata finds it (first match wins); the package is not imported, nor is importlib.metadata (whose
-    import alone costs about 20 ms at start-up)."""
-    wanted = re.sub(r"[-_.]+", "_", package).lower()
+def installed_versions(packages: Iterable[str]) -> dict[str, str]:
+    """The installed version of each of `packages` that is installed, read from the name of its `.dist-info` folder
+    on `sys.path` as importlib.metadata finds it (first match wins). One pass over `sys.path` answers every package;
+    none is imported, nor is importlib.metadata (whose import alone costs about 20 ms at start-up)."""
+    wanted = {_normalized(package): package for package in packages}
+    initials = {name[0] for name in wanted}
+    found: dict[str, str] = {}
     for entry in sys.path:
+        if len(found) == len(wanted):
+            break
         try:
             names = os.listdir(entry or ".")
         except OSError:
             continue
         for name in names:
-            if name.endswith(".dist-info"):
+            if name[:1].lower() in initials and name.endswith(".dist-info"):
                 dist, _, version = name[:-len(".dist-info")].partition("-")
-                if re.sub(r"[-_.]+", "_", dist).lower() == wanted and version:
-                    return version
-    return None
+                package = wanted.get(_normalized(dist))
+                if package is not None and version and package not in found:
+                    found[package] = version
+    return found
+
+
+def _normalized(name: str) -> str:
+    """A distribution name as importlib.metadata compares it: runs of `-`, `_` and `.` are one `_`, lower case."""
+    return re.sub(r"[-_.]+", "_", name).lower()
 
 
 def _satisfies(version: str, requirement: str) -> bool:
@@ -189,13 +200,15 @@ def choose_versions(axolotl: str | None = None, deepspeed: str | None = None) ->
     newest bundled. DeepSpeed: `deepspeed`, else the installed release, else the newest bundled release the chosen
     Axolotl release allows."""
     notes = []
+    asked = {"axolotl": axolotl, "deepspeed": deepspeed}
+    installed = installed_versions(name for name, given in asked.items() if not given)
     ax_source = "set" if axolotl else "installed"
-    axolotl = axolotl or installed_version("axolotl")
+    axolotl = axolotl or installed.get("axolotl")
     ax, note = pick_version("axolotl", axolotl, ax_source)
     notes += [note] if note else []
     ax_source = ax_source if axolotl else "newest bundled"
     ds_source = "set" if deepspeed else "installed"
-    deepspeed = deepspeed or installed_version("deepspeed")
+    deepspeed = deepspeed or installed.get("deepspeed")
     if deepspeed is None:
         entry = next(e for e in bundled("axolotl") if e["version"] == ax)
         allowed = [e["version"] for e in bundled("deepspeed")
