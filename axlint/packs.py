@@ -7,6 +7,7 @@ each rule to the contract of what emits it (`axlint.rule.validate_contract`).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -36,13 +37,44 @@ _CODE = re.compile(r"^[A-Z]{2,5}\d{3}$")
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 
 
-def read_pack_data(path: Path, *, cached: bool) -> Any:
+def read_pack_data(path: Path, *, cached: bool, details: bool = True) -> Any:
     """The loaded YAML of a pack. The built-in packs carry docs and tests, so parsing them was most of the
     start-up time of `axlint check`; with `cached` the result is kept in the cache folder (`axlint.datacache`,
-    one entry per pack name, whatever copy of axlint reads it)."""
+    one entry per pack name, whatever copy of axlint reads it). Without `details` the cached rules come without
+    their `docs` and `tests` (their own entry: five sixths of a pack's data, which linting never reads)."""
     if not cached:
         return _parse_yaml(path.read_bytes())
-    return datacache.load(path, f"pack-{path.stem}", _parse_yaml)
+    if details:
+        return datacache.load(path, f"pack-{path.stem}", _parse_yaml)
+    return datacache.load(path, f"pack-{path.stem}-rules", _parse_without_details)
+
+
+_DETAILS = ("docs", "tests")
+"""The parts of a rule's pack entry that only `axlint rule`, machine outputs and the test suite read."""
+
+
+def _parse_without_details(raw: bytes) -> Any:
+    data = _parse_yaml(raw)
+    if isinstance(data, dict) and isinstance(data.get("rules"), list):
+        data["rules"] = [{k: v for k, v in entry.items() if k not in _DETAILS} if isinstance(entry, dict) else entry
+                         for entry in data["rules"]]
+    return data
+
+
+def pack_entry(path: Path, code: str) -> dict[str, Any]:
+    """The full pack entry (docs and tests included) of rule `code` of the pack at `path`; empty when the pack no
+    longer has it or can no longer be read."""
+    return _pack_entries(path).get(code, {})
+
+
+@lru_cache(maxsize=None)
+def _pack_entries(path: Path) -> dict[str, dict[str, Any]]:
+    try:
+        data = read_pack_data(path, cached=path.parent == builtin_rules_dir())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return {}
+    rules = data.get("rules") if isinstance(data, dict) else None
+    return {entry["code"]: entry for entry in rules or () if isinstance(entry, dict) and "code" in entry}
 
 
 def _parse_yaml(raw: bytes) -> Any:
@@ -54,7 +86,7 @@ def load_pack(path: Path, *, validate: bool = False) -> list[Rule]:
     """Rules of one pack file. `validate` checks it against the pack JSON Schema (for user packs, which are small
     and are not cached; the built-in ones are)."""
     try:
-        data = read_pack_data(path, cached=not validate)
+        data = read_pack_data(path, cached=not validate, details=False)
     except (OSError, UnicodeDecodeError) as exc:
         raise PackError(f"{path}: cannot read rule pack: {exc}") from None
     except yaml.YAMLError as exc:
@@ -89,8 +121,8 @@ def load_pack(path: Path, *, validate: bool = False) -> list[Rule]:
             summary=entry["summary"], message=entry["message"], pack=str(data.get("pack", path.stem)), source=path,
             fixable=fixable, check=entry.get("check"), when=entry.get("when"),
             report=tuple([report] if isinstance(report, str) else report), report_part=entry.get("report_part", "key"),
-            fix=entry.get("fix"), docs=entry.get("docs") or {}, tests=tuple(entry.get("tests") or ()),
-            options=entry.get("options") or {}, redirect_from=tuple(entry.get("redirect_from") or ()),
+            fix=entry.get("fix"), options=entry.get("options") or {},
+            redirect_from=tuple(entry.get("redirect_from") or ()),
         ))
     return rules
 

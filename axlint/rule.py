@@ -48,10 +48,23 @@ class Rule:
     report: tuple[str, ...] = ()
     report_part: str = "key"
     fix: dict[str, Any] | None = None
-    docs: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
-    tests: tuple[dict[str, Any], ...] = field(default=(), hash=False, compare=False)
     options: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
     redirect_from: tuple[str, ...] = ()
+
+    @property
+    def docs(self) -> dict[str, str]:
+        """The `docs:` of this rule's pack entry, read from the pack when first asked for: linting never asks."""
+        return self._entry().get("docs") or {}
+
+    @property
+    def tests(self) -> tuple[dict[str, Any], ...]:
+        """The `tests:` of this rule's pack entry, read from the pack when first asked for."""
+        return tuple(self._entry().get("tests") or ())
+
+    def _entry(self) -> dict[str, Any]:
+        from axlint.packs import pack_entry  # `axlint.packs` builds rules: it imports this module
+
+        return pack_entry(self.source, self.code)
 
     def diagnostic(self, path: Path, span: Span, message: str, fix: "Fix | None" = None) -> Diagnostic:
         """A finding of this rule at `span` of `path`, with its code, name, severity and category."""

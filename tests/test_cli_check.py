@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
-from axlint import __version__, datacache
+from axlint import __version__, datacache, packs
 from axlint.cli import cli
 from axlint.packs import builtin_rules_dir, load_rules, read_pack_data
 
@@ -314,6 +315,20 @@ def test_builtin_packs_are_cached_and_an_edited_pack_is_read_again(tmp_path, mon
     assert marshal.loads(entry.read_bytes())[1]["rules"][0]["code"] == "TEAM001"
     pack.write_text(_pack(code="TEAM002"), encoding="utf-8")
     assert read_pack_data(pack, cached=True)["rules"][0]["code"] == "TEAM002"
+
+
+def test_linting_reads_the_packs_without_docs_and_tests_and_a_rule_reads_them_when_asked(tmp_path, monkeypatch):
+    monkeypatch.setenv("AXLINT_CACHE_DIR", str(tmp_path / "cache"))
+    packs._pack_entries.cache_clear()
+    core = [rule for rule in load_rules() if rule.source.stem == "core"]
+    stored = marshal.loads(datacache.cache_file("pack-core-rules").read_bytes())[1]["rules"]
+    assert [entry["code"] for entry in stored] == [rule.code for rule in core]
+    assert not any("docs" in entry or "tests" in entry for entry in stored)
+    assert not datacache.cache_file("pack-core").exists()
+    written = yaml.safe_load((builtin_rules_dir() / "core.yaml").read_text(encoding="utf-8"))["rules"]
+    assert [(rule.docs, rule.tests) for rule in core] == [(e.get("docs", {}), tuple(e.get("tests", ()))) for e in written]
+    assert any(rule.docs for rule in core) and any(rule.tests for rule in core)
+    assert datacache.cache_file("pack-core").exists()
 
 
 def test_user_packs_are_not_cached(project, monkeypatch):
