@@ -22,6 +22,13 @@ from typing import Any
 from axlint.paths import cache_dir
 
 
+KEEP_UNUSED_UP_TO = 1.0
+"""A run that writes the cache keeps the entries it did not use while they are at most this many times the ones
+it used (the methods of commands and models other runs need); past that they are dropped. Entries accumulate with
+every change to a dataclass (an upgrade of axlint, an edit of a checkout): without a bound the file, read whole by
+every run, only grows."""
+
+
 class CodeCache:
     """Source text -> code object, loaded from ``path`` and written back (``write``) when a run compiled something
     new."""
@@ -29,6 +36,7 @@ class CodeCache:
     def __init__(self, path: Path | None, *, write: bool = True) -> None:
         self.path, self.write = path, write
         self.codes: dict[str, CodeType] = _read(path) if path is not None else {}
+        self.used: set[str] = set()
         self.added = 0
 
     def exec(self, source: Any, scope: dict[str, Any] | None = None, names: dict[str, Any] | None = None) -> None:
@@ -39,17 +47,22 @@ class CodeCache:
             if code is None:
                 code = self.codes[source] = compile(source, "<string>", "exec")
                 self.added += 1
+            self.used.add(source)
             source = code
         builtins.exec(source, scope, names)
 
     def save(self) -> None:
-        """Write the cache when this run added to it (atomically; a folder that cannot be written is skipped)."""
+        """Write the cache when this run added to it (atomically; a folder that cannot be written is skipped),
+        without the entries it did not use when they outnumber the ones it used (`KEEP_UNUSED_UP_TO`)."""
         if not self.added or self.path is None or not self.write:
             return
+        codes = self.codes
+        if len(codes) - len(self.used) > KEEP_UNUSED_UP_TO * len(self.used):
+            codes = {source: codes[source] for source in self.used}
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(marshal.dumps(self.codes))
+            tmp.write_bytes(marshal.dumps(codes))
             os.replace(tmp, self.path)
         except OSError:
             pass

@@ -68,6 +68,28 @@ def test_the_cache_file_round_trips_and_a_bad_one_is_ignored(tmp_path, monkeypat
         assert CodeCache(path).codes == {}
 
 
+def test_a_run_that_writes_keeps_unused_entries_up_to_as_many_as_it_used_and_drops_them_past_that(tmp_path):
+    path = tmp_path / "codes.marshal"
+    sources = [f"v{i} = {i}\n" for i in range(6)]
+    first = CodeCache(path)
+    for source in sources[:4]:
+        first.exec(source, {}, {})
+    first.save()
+    second = CodeCache(path)  # uses 2 of the 4 and adds 1: 2 unused <= 3 used, all kept
+    for source in (sources[0], sources[1], sources[4]):
+        second.exec(source, {}, {})
+    second.save()
+    assert set(marshal.loads(path.read_bytes())) == set(sources[:5])
+    third = CodeCache(path)  # uses 1 and adds 1: 4 unused > 2 used, the unused are dropped
+    for source in (sources[0], sources[5]):
+        third.exec(source, {}, {})
+    third.save()
+    assert set(marshal.loads(path.read_bytes())) == {sources[0], sources[5]}
+    fourth = CodeCache(path)  # adds nothing: nothing is written, however little it used
+    fourth.save()
+    assert set(marshal.loads(path.read_bytes())) == {sources[0], sources[5]}
+
+
 def test_nothing_is_written_when_bytecode_is_not(tmp_path):
     cache = CodeCache(tmp_path / "codes.marshal", write=False)
     cache.exec("x = 1\n", {}, {})
