@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from axlint.commands.common import (
+    PATH,
     UsageError,
     discovery_options,
     files_to_read,
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, type=PATH)
 @selection_options
 @schema_options
 @discovery_options

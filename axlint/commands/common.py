@@ -30,6 +30,11 @@ def _split(values: tuple[str, ...]) -> list[str]:
     return [part.strip() for v in values for part in v.split(",") if part.strip()]
 
 
+PATH = click.Path(path_type=Path)
+"""The type of a path option or argument (one instance: click looks up its name's translation per instance)."""
+FILE = click.Path(path_type=Path, dir_okay=False)
+"""The type of an option that names a file."""
+
 HOST_MEMORY_HELP = ("CPU RAM of each host (1TiB, 512GiB), against which CPU offload is checked. Default: the "
                     "settings' value; read from this machine with --hardware local; else unknown.")
 
@@ -40,13 +45,13 @@ def selection_options(fn: Callable) -> Callable:
         click.option("--select", multiple=True, help="Rules to enable: code, prefix, name or ALL (comma-separated)."),
         click.option("--ignore", multiple=True, help="Rules to disable (same forms as --select)."),
         click.option("--extend-select", multiple=True, help="Rules to add to the selection."),
-        click.option("--rules-dir", "rules_dirs", multiple=True, type=click.Path(path_type=Path),
+        click.option("--rules-dir", "rules_dirs", multiple=True, type=PATH,
                      help="Folder of extra rule packs (repeatable)."),
-        click.option("--settings", "settings_path", type=click.Path(path_type=Path, dir_okay=False),
+        click.option("--settings", "settings_path", type=FILE,
                      help="Settings file (default: closest .axlint.toml or pyproject.toml [tool.axlint])."),
         click.option("--hardware", help="GPUs of the run: 8xH100, 1xA100-40GB, 2x24GiB, or `local` (ask nvidia-smi)."),
         click.option("--host-memory", help=HOST_MEMORY_HELP),
-        click.option("--model-config", type=click.Path(path_type=Path, dir_okay=False),
+        click.option("--model-config", type=FILE,
                      help="A Hugging Face config.json for a model the catalog lacks."),
     ]
     for option in reversed(options):
@@ -90,7 +95,7 @@ def reporting_options(fail_on_help: str, stdin_help: str) -> Callable[[Callable]
         for option in reversed([
             click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), default="warning",
                          show_default=True, help=fail_on_help),
-            click.option("--stdin-filename", type=click.Path(path_type=Path), help=stdin_help),
+            click.option("--stdin-filename", type=PATH, help=stdin_help),
             click.option("-q", "--quiet", is_flag=True, help="No summary line."),
         ]):
             fn = option(fn)

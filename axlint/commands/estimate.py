@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from axlint.commands.common import (
+    FILE,
     HOST_MEMORY_HELP,
+    PATH,
     UsageError,
     host_memory_option,
     internal_errors,
@@ -115,11 +117,11 @@ def simulate_run(run: "TrainingRun") -> Any:
 @click.option("--hardware", help="GPUs of the run: 8xH100, 1xA100-40GB, 2x24GiB, or `local` (ask nvidia-smi). "
                                  "Default: the settings' value, else 1×H100-80GB (8 with DeepSpeed/FSDP), assumed.")
 @click.option("--host-memory", help=HOST_MEMORY_HELP)
-@click.option("--model-config", type=click.Path(path_type=Path, dir_okay=False),
+@click.option("--model-config", type=FILE,
               help="A Hugging Face config.json for a model the catalog lacks.")
 @click.option("--online", is_flag=True,
               help="Fetch the model's config.json from the Hugging Face Hub if not found locally.")
-@click.option("--settings", "settings_path", type=click.Path(path_type=Path, dir_okay=False),
+@click.option("--settings", "settings_path", type=FILE,
               help="Settings file (default: closest .axlint.toml or pyproject.toml [tool.axlint]).")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True,
               help="json: one machine-readable object (stable keys).")
@@ -129,7 +131,7 @@ def simulate_run(run: "TrainingRun") -> Any:
               help="Columns of the --fit grid.")
 @click.option("--simulate", "with_simulation", is_flag=True,
               help="Also run the real model code on fake tensors (CPU, seconds; needs the simulate extra).")
-@click.option("--stdin-filename", type=click.Path(path_type=Path),
+@click.option("--stdin-filename", type=PATH,
               help="Name to read `-` (stdin) under (its folder is where a relative `deepspeed:` path is found).")
 @internal_errors
 def estimate(config: Path, hardware: str | None, host_memory: str | None, model_config: Path | None, online: bool,

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from axlint.commands.common import UsageError, internal_errors
+from axlint.commands.common import PATH, UsageError, internal_errors
 from axlint.packs import PackError, load_rules
 from axlint.rule import Rule
 
@@ -38,7 +38,7 @@ def rule_markdown(rule: Rule, level: int = 1) -> str:
 
 
 @click.command(name="rules")
-@click.option("--rules-dir", "rules_dirs", multiple=True, type=click.Path(path_type=Path))
+@click.option("--rules-dir", "rules_dirs", multiple=True, type=PATH)
 @click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
 @internal_errors
 def rules_command(rules_dirs: tuple[Path, ...], fmt: str) -> None:
@@ -68,7 +68,7 @@ def rules_table(rules: list[Rule]) -> str:
 
 @click.command(name="rule")
 @click.argument("ident")
-@click.option("--rules-dir", "rules_dirs", multiple=True, type=click.Path(path_type=Path))
+@click.option("--rules-dir", "rules_dirs", multiple=True, type=PATH)
 @internal_errors
 def rule_command(ident: str, rules_dirs: tuple[Path, ...]) -> None:
     """Print the documentation of one rule, by code or name."""

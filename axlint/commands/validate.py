@@ -9,7 +9,7 @@ from typing import Iterator
 
 import click
 
-from axlint.commands.common import UsageError, internal_errors, stdin_text
+from axlint.commands.common import PATH, UsageError, internal_errors, stdin_text
 
 DEVICES = ("cuda", "cpu")
 
@@ -64,7 +64,7 @@ def stdin_as_file(name: Path) -> Iterator[Path]:
                    "hostfile, torchrun otherwise.")
 @click.option("--model-config", type=click.Path(path_type=Path, exists=True, dir_okay=False),
               help="A Hugging Face config.json for a model the catalog lacks.")
-@click.option("--stdin-filename", type=click.Path(path_type=Path),
+@click.option("--stdin-filename", type=PATH,
               help="Name to read `-` (stdin) under (its folder is where a relative `deepspeed:` path is found).")
 @internal_errors
 def validate(config: Path, steps: int, num_gpus: int | None, device: str | None, fmt: str, probe: str | None,
