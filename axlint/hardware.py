@@ -209,6 +209,5 @@ def parse_smi_output(text: str) -> Hardware | None:
 
 def default_hardware(distributed: bool) -> Hardware:
     """What to assume when the user said nothing: one 80 GB H100, eight when DeepSpeed/FSDP is configured."""
-    gpu = lookup_gpu(DEFAULT_GPU)
-    assert gpu is not None
+    gpu = next(g for g in GPUS if g.name == DEFAULT_GPU)  # by its own name: no need to normalise every alias
     return Hardware(gpu.name, 8 if distributed else 1, gpu.memory_gib, assumed=True, bf16=gpu.bf16, nvlink=gpu.nvlink)

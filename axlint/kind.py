@@ -59,11 +59,11 @@ def classify_keys(keys: Iterable[Any], schemas: Any = None) -> Verdict:
     names = {k for k in keys if isinstance(k, str)}
     if not names:
         return Verdict(ConfigKind.OTHER, "no top-level keys")
+    if names & AXOLOTL_MARKERS:  # before the keys are read: most Axolotl configs need no DeepSpeed schema
+        return Verdict(ConfigKind.AXOLOTL, "")
     axolotl, deepspeed = _known_keys(getattr(schemas, "axolotl", None), getattr(schemas, "deepspeed", None))
     ax, ds = names & axolotl, names & deepspeed
     ax_only, ds_only = ax - deepspeed, ds - axolotl
-    if names & AXOLOTL_MARKERS:
-        return Verdict(ConfigKind.AXOLOTL, "")
     if ds_only and not ax_only:
         return Verdict(ConfigKind.DEEPSPEED, "")
     if len(ax) >= 2 and 2 * len(ax) >= len(names) and len(ax_only) >= len(ds_only):
