@@ -1,6 +1,7 @@
 """Find the architecture of ``base_model``: explicit config.json, local folder, HF cache, catalog, (Hub)."""
 from __future__ import annotations
 
+import marshal
 import os
 import re
 from functools import lru_cache
@@ -47,13 +48,24 @@ def _strip_mirror_suffix(name: str) -> str:
 
 
 @lru_cache(maxsize=1)
-def _catalog_index() -> tuple[dict[str, int], dict[str, int]]:
-    """Two lower-case indexes into the catalog: full ``org/name`` ids and bare names. A bare name that two
-    different entries claim is dropped, so that it can never resolve to the wrong size."""
+def _catalog_index() -> tuple[dict[str, int], dict[str, int], tuple[bytes, ...]]:
+    """Two lower-case indexes into the catalog, full ``org/name`` ids and bare names, and each entry marshalled on
+    its own: a lookup unpacks the one entry it finds, not the whole catalog. Kept with the file's parse
+    (`axlint.datacache`)."""
+    full, bare, entries = datacache.load(CATALOG_PATH, "catalog-index", _index_catalog)
+    return full, bare, tuple(entries)
+
+
+def _index_catalog(raw: bytes) -> tuple[dict[str, int], dict[str, int], list[bytes]]:
+    """The indexes of `_catalog_index` built from the catalog's JSON. A bare name that two different entries claim
+    is dropped, so that it can never resolve to the wrong size."""
+    import json
+
+    models = json.loads(raw.decode("utf-8"))["models"]
     full: dict[str, int] = {}
     bare: dict[str, int] = {}
     clash: set[str] = set()
-    for i, entry in enumerate(load_catalog()):
+    for i, entry in enumerate(models):
         for ident in (entry["id"], *entry["aliases"]):
             key = ident.lower()
             full[key] = i
@@ -63,20 +75,24 @@ def _catalog_index() -> tuple[dict[str, int], dict[str, int]]:
             bare[name] = i
     for name in clash:
         del bare[name]
-    return full, bare
+    return full, bare, [marshal.dumps(entry) for entry in models]
+
+
+@lru_cache(maxsize=None)
+def _catalog_entry(index: int) -> dict[str, Any]:
+    return marshal.loads(_catalog_index()[2][index])
 
 
 def catalog_match(model_id: str) -> tuple[dict[str, Any], str] | None:
     """The catalog entry of ``model_id`` and how it was found: case-insensitive on the full id, an alias, then on the
     bare name (any organisation: mirrors such as unsloth/, NousResearch/), with quantized-mirror suffixes
     (``-bnb-4bit``...) removed. ``how`` says which, in words for the user."""
-    full, bare = _catalog_index()
+    full, bare, _ = _catalog_index()
     key = model_id.strip().strip("/").lower()
     name = key.rsplit("/", 1)[-1]
-    catalog = load_catalog()
     for candidate, stripped in ((key, False), (_strip_mirror_suffix(key), True)):
         if candidate in full:
-            entry = catalog[full[candidate]]
+            entry = _catalog_entry(full[candidate])
             if entry["id"].lower() == candidate:
                 how = "its own entry" if not stripped else f"{entry['id']}, the name without its quantization suffix"
             else:
@@ -84,7 +100,7 @@ def catalog_match(model_id: str) -> tuple[dict[str, Any], str] | None:
             return entry, how
     for candidate in (name, _strip_mirror_suffix(name)):
         if candidate in bare:
-            entry = catalog[bare[candidate]]
+            entry = _catalog_entry(bare[candidate])
             return entry, (f"{entry['id']}, matched by repository name only (another organisation's copy); pass "
                            "--model-config if its config.json differs")
     return None
