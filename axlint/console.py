@@ -18,7 +18,7 @@ garbage held between two collections (the corpus of 252 configs makes ~470 objec
 
 
 def main() -> None:
-    """Set up the process (collector, output streams, PyYAML's unused regex, dataclass code cache), then run the
+    """Set up the process (collector, output streams, PyYAML's unused regexes, dataclass code cache), then run the
     click group."""
     import gc
     import sys

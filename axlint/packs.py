@@ -54,6 +54,7 @@ _DETAILS = ("docs", "tests")
 
 
 def _parse_without_details(raw: bytes) -> Any:
+    """A pack's YAML with each rule's `docs` and `tests` left out."""
     data = _parse_yaml(raw)
     if isinstance(data, dict) and isinstance(data.get("rules"), list):
         data["rules"] = [{k: v for k, v in entry.items() if k not in _DETAILS} if isinstance(entry, dict) else entry

@@ -80,6 +80,7 @@ def _index_catalog(raw: bytes) -> tuple[dict[str, int], dict[str, int], list[byt
 
 @lru_cache(maxsize=None)
 def _catalog_entry(index: int) -> dict[str, Any]:
+    """The catalog's entry number `index`, unpacked once."""
     return marshal.loads(_catalog_index()[2][index])
 
 
