@@ -69,6 +69,17 @@ def test_yaml_1_1_scalars_as_axolotl_reads_them(written, value):
     assert doc.node(("v",)).value == value
 
 
+def test_a_scalar_text_resolves_by_its_style_each_time_it_is_written():
+    from axlint.document import _scalar_tag
+
+    text = "a: yes\nb: 'yes'\nc: yes\nd: \"12\"\ne: 12\nf: [12, '12', yes]\n"
+    for _ in range(2):  # the second document finds every tag already resolved
+        before = _scalar_tag.cache_info().hits
+        assert doc_of(text).data == yaml.safe_load(text) == {
+            "a": True, "b": "yes", "c": True, "d": "12", "e": 12, "f": [12, "12", True]}
+    assert _scalar_tag.cache_info().hits - before >= 12
+
+
 def test_duplicate_keys_are_kept_in_the_tree_and_the_last_one_wins():
     doc = doc_of("a: 1\nb: 2\na: 3\n")
     assert [p.key.value for p in doc.root.pairs] == ["a", "b", "a"]
