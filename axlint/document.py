@@ -30,12 +30,13 @@ MAX_NESTING = 200
 """Deepest collection nesting accepted (real configs nest < 10 levels); libyaml's composer recurses in C and
 crashes the interpreter on nesting in the tens of thousands, so deeper YAML is refused before composing."""
 
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""What `yaml.safe_load` reads with, libyaml's loader where PyYAML has it (the same values, parsed in C)."""
 SCALAR_TAGS_KEPT = 4096
 """Distinct scalars whose resolved tag is kept (the 252 configs of Axolotl's examples write about 1,000)."""
 
 
-class _Loader(_SafeLoader):  # type: ignore[misc, valid-type]
+class _Loader(SAFE_LOADER):  # type: ignore[misc, valid-type]
     """PyYAML's safe loader (libyaml's where PyYAML has it), whose implicit tag of a plain scalar is resolved once
     per distinct text. The resolver calls Python once per node and tries the regular expressions of the value's
     first character (bool, int, float, null, timestamp...): a fifth of a YAML load. The tag depends on the text and

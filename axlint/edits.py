@@ -25,10 +25,8 @@ from typing import Any, Callable, Iterator
 
 import yaml
 
-from axlint.document import Document, KeyPath, Node, Pair
+from axlint.document import SAFE_LOADER, Document, KeyPath, Node, Pair
 from axlint.lazypattern import LazyPattern
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, order=True)
@@ -98,7 +96,7 @@ _YAML12_NOT_STR = LazyPattern(
 
 def _loads(text: str) -> Any:
     try:
-        return yaml.load(text, Loader=_Loader)
+        return yaml.load(text, Loader=SAFE_LOADER)
     except yaml.YAMLError:
         return None
 

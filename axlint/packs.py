@@ -16,9 +16,8 @@ import yaml
 from axlint import datacache
 from axlint.checks import load_builtin_checks
 from axlint.diagnostics import Severity
+from axlint.document import SAFE_LOADER
 from axlint.rule import CHECKS, FixAvailability, Rule, validate_contract
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 class PackError(Exception):
@@ -80,7 +79,7 @@ def _pack_entries(path: Path) -> dict[str, dict[str, Any]]:
 
 def _parse_yaml(raw: bytes) -> Any:
     """A pack's YAML, with libyaml's loader where PyYAML has it."""
-    return yaml.load(raw.decode("utf-8"), Loader=_Loader)
+    return yaml.load(raw.decode("utf-8"), Loader=SAFE_LOADER)
 
 
 def load_pack(path: Path, *, validate: bool = False) -> list[Rule]:
