@@ -48,10 +48,10 @@ def load(path: Path, name: str, parse: Callable[[bytes], Any]) -> Any:
 
 def load_json(path: Path, name: str) -> Any:
     """A UTF-8 JSON file, through ``load``."""
-    return load(path, name, _parse_json)
+    return load(path, name, parse_json)
 
 
-def _parse_json(raw: bytes) -> Any:
+def parse_json(raw: bytes) -> Any:
     """JSON as `json.load` reads a file opened with `encoding="utf-8"`."""
     import json  # on a cache miss only: importing json compiles its regexes, ~2 ms of a run that needs none
 

@@ -326,7 +326,8 @@ def test_linting_reads_the_packs_without_docs_and_tests_and_a_rule_reads_them_wh
     assert not any("docs" in entry or "tests" in entry for entry in stored)
     assert not datacache.cache_file("pack-core").exists()
     written = yaml.safe_load((builtin_rules_dir() / "core.yaml").read_text(encoding="utf-8"))["rules"]
-    assert [(rule.docs, rule.tests) for rule in core] == [(e.get("docs", {}), tuple(e.get("tests", ()))) for e in written]
+    assert [(rule.docs, rule.tests) for rule in core] == [
+        (e.get("docs", {}), tuple(e.get("tests", ()))) for e in written]
     assert any(rule.docs for rule in core) and any(rule.tests for rule in core)
     assert datacache.cache_file("pack-core").exists()
 

@@ -59,9 +59,7 @@ def _catalog_index() -> tuple[dict[str, int], dict[str, int], tuple[bytes, ...]]
 def _index_catalog(raw: bytes) -> tuple[dict[str, int], dict[str, int], list[bytes]]:
     """The indexes of `_catalog_index` built from the catalog's JSON. A bare name that two different entries claim
     is dropped, so that it can never resolve to the wrong size."""
-    import json
-
-    models = json.loads(raw.decode("utf-8"))["models"]
+    models = datacache.parse_json(raw)["models"]
     full: dict[str, int] = {}
     bare: dict[str, int] = {}
     clash: set[str] = set()
