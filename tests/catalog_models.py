@@ -18,12 +18,16 @@ def meta_model(config: Mapping[str, Any]) -> Any:
     """The model transformers 5.24 builds from a config.json dict on the meta device: a multimodal model (one with a
     ``text_config``) through ``AutoModelForMultimodalLM``, which maps the image and the audio models alike, else the
     causal LM. A published ``model_type`` transformers spells otherwise is read as its config class
-    (``PROJECTOR_ALIASES``: LFM2-VL's "lfm2-vl"); ``auto_map`` is left out, so the repository's own code never runs."""
+    (``PROJECTOR_ALIASES``: LFM2-VL's "lfm2-vl"); ``auto_map`` is left out, so the repository's own code never runs.
+    The values are deep-copied first: transformers rewrites nested ones in place (a ``rope_scaling`` dict gains
+    ``rope_theta``), which would change the catalog's cached entry."""
+    import copy
+
     import torch
     import transformers
 
     kind = config["model_type"]
-    fields = {k: v for k, v in config.items() if k not in ("model_type", "auto_map")}
+    fields = {k: copy.deepcopy(v) for k, v in config.items() if k not in ("model_type", "auto_map")}
     auto = transformers.AutoModelForMultimodalLM if "text_config" in config else transformers.AutoModelForCausalLM
     with torch.device("meta"):
         return auto.from_config(transformers.AutoConfig.for_model(PROJECTOR_ALIASES.get(kind, kind), **fields))
