@@ -91,6 +91,7 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
     "llama": [{}, {"attention_bias": True, "mlp_bias": True}],
     "mistral": [{}],
     "granite": [{}],
+    "smollm3": [{}, {"tie_word_embeddings": False}],
     "mixtral": [{"num_local_experts": 4, "num_experts_per_tok": 2}],
     "qwen2": [{}],
     "qwen2_moe": [{**MOE, "shared_expert_intermediate_size": 96}],
@@ -107,6 +108,7 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
     "stablelm": [{}, {"use_qkv_bias": True}],
     "olmo": [{}],
     "olmo2": [{}],
+    "olmoe": [{"num_experts": 4, "num_experts_per_tok": 2}],  # the experts are intermediate_size wide
     "olmo3": [{}],
     "cohere": [{}],
     "cohere2": [{}],

@@ -233,6 +233,9 @@ FAMILIES: dict[str, Family] = {
     "llama": _LLAMA,
     "mistral": _LLAMA,
     "granite": _LLAMA,
+    # models/smollm3/modeling_smollm3.py: Llama's layer (the RoPE-free layers differ only in the attention's maths),
+    # embeddings tied by default.
+    "smollm3": Family(tied_default=True),
     "mixtral": Family(expert_names=("w1", "w3", "w2")),
     "qwen2": _QWEN_2,
     "qwen2_moe": _QWEN_2,
@@ -261,6 +264,9 @@ FAMILIES: dict[str, Family] = {
                          tied_default=True),
     "stablelm": Family(qkv_bias=("use_qkv_bias", False), o_bias=False, norm="layernorm"),
     "olmo": Family(norm="nonparametric"),
+    # models/olmoe/modeling_olmoe.py: OLMo's q/k/v/o with q_norm / k_norm over all heads, the usual two norms, and in
+    # every layer a MoE of num_experts (router "gate", no bias; fused experts intermediate_size wide), no shared expert.
+    "olmoe": Family(qk_norm="full"),
     "olmo2": _OLMO_2,
     "olmo3": _OLMO_2,
     "cohere": _COHERE,
