@@ -816,9 +816,10 @@ def capability_error(model_type: str | None, capability: str) -> str | None:
 _QKV_NOT_FOUND = "AssertionError: Original QKV code not found"
 _NO_ATTENTION_CLASS = "ValueError: Axolotl could not import attention class for model_type: {model_type}"
 LORA_ATTENTION_REWRITE_FAILS: Mapping[str, str] = {
-    **dict.fromkeys(("afmoe", "dbrx", "deepseek_v2", "deepseek_v4", "falcon", "falcon_h1", "glm4_moe",
-                     "glm4_moe_lite", "glm_moe_dsa", "gpt2", "gpt_neox", "gptj", "lfm2", "lfm2_moe", "llama4",
-                     "minimax_m2", "mllama", "mpt", "olmo", "olmo2", "olmo3", "phi3", "stablelm", "voxtral"),
+    **dict.fromkeys(("afmoe", "dbrx", "deepseek_v2", "deepseek_v3", "deepseek_v4", "falcon", "falcon_h1",
+                     "glm4_moe", "glm4_moe_lite", "glm_moe_dsa", "gpt2", "gpt_neox", "gptj", "lfm2", "lfm2_moe",
+                     "llama4", "minimax_m2", "mllama", "mpt", "olmo", "olmo2", "olmo3", "olmoe", "phi3", "stablelm",
+                     "voxtral"),
                     _QKV_NOT_FOUND),
     "phi": "AssertionError: Original O code not found",
     **dict.fromkeys(("gemma3n", "glm4v", "internvl", "llava", "mamba", "qwen2_5_vl", "qwen2_vl"), _NO_ATTENTION_CLASS),

@@ -241,7 +241,7 @@ def test_glm_4_5_air_active_parameters():
 
 @pytest.mark.parametrize("model_id, how", [
     ("meta-llama/Llama-3.1-8B", "its own entry"),
-    ("NousResearch/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B, a listed mirror or re-upload of it"),
+    ("NousResearch/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B, listed as a mirror or variant of the same sizes"),
     ("someone/Meta-Llama-3.1-8B", "meta-llama/Llama-3.1-8B, matched by repository name only (another organisation's "
                                   "copy); pass --model-config if its config.json differs"),
 ])

@@ -95,7 +95,7 @@ def catalog_match(model_id: str) -> tuple[dict[str, Any], str] | None:
             if entry["id"].lower() == candidate:
                 how = "its own entry" if not stripped else f"{entry['id']}, the name without its quantization suffix"
             else:
-                how = f"{entry['id']}, a listed mirror or re-upload of it"
+                how = f"{entry['id']}, listed as a mirror or variant of the same sizes"
             return entry, how
     for candidate in (name, _strip_mirror_suffix(name)):
         if candidate in bare:

@@ -1,0 +1,111 @@
+"""Catalog entries of popular fine-tuning bases beyond the vendored corpus: DeepSeek-R1's distilled Qwen and Llama
+models, Qwen2.5-Coder, QwQ-32B, SmolLM3, Granite 3.3, Phi-4-mini, OLMoE, DeepSeek-V3 / R1, Qwen3-235B-A22B and
+Qwen3-Coder-30B-A3B.
+
+Each entry is read from copies of the model's published config.json (its ``source``). transformers 5.24 builds the
+model from the entry on the meta device (no memory, no weights) and axlint's count must equal its ``numel`` sum, and
+its parameter names axlint's where axlint lays them out; where an exact total was published the entry carries it and
+it must be this total.
+"""
+from __future__ import annotations
+
+import pytest
+
+from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
+from axlint.architectures.resolve import catalog_match
+from axlint.memory.params import named_parameters, names_checked
+from tests.catalog_models import meta_model
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+R1 = "deepseek-ai/DeepSeek-R1-Distill-"
+# model id, total, active
+TOTALS = [
+    (R1 + "Qwen-1.5B", 1_777_088_000, 1_777_088_000),  # computed (Hugging Face: 1.78B)
+    (R1 + "Qwen-7B", 7_615_616_512, 7_615_616_512),  # published
+    (R1 + "Qwen-14B", 14_770_033_664, 14_770_033_664),  # published
+    (R1 + "Qwen-32B", 32_763_876_352, 32_763_876_352),  # published (the Hub's safetensors total)
+    (R1 + "Llama-8B", 8_030_261_248, 8_030_261_248),  # published (the Hub's safetensors total)
+    (R1 + "Llama-70B", 70_553_706_496, 70_553_706_496),  # published
+    ("Qwen/Qwen2.5-Coder-0.5B-Instruct", 494_032_768, 494_032_768),  # computed (card: 0.49B)
+    ("Qwen/Qwen2.5-Coder-1.5B-Instruct", 1_543_714_304, 1_543_714_304),  # computed (card: 1.54B)
+    ("Qwen/Qwen2.5-Coder-3B-Instruct", 3_085_938_688, 3_085_938_688),  # computed (card: 3.09B)
+    ("Qwen/Qwen2.5-Coder-7B-Instruct", 7_615_616_512, 7_615_616_512),  # published
+    ("Qwen/Qwen2.5-Coder-14B-Instruct", 14_770_033_664, 14_770_033_664),  # computed (blog: 14.7B)
+    ("Qwen/Qwen2.5-Coder-32B-Instruct", 32_763_876_352, 32_763_876_352),  # computed
+    ("Qwen/QwQ-32B", 32_763_876_352, 32_763_876_352),  # computed
+    ("HuggingFaceTB/SmolLM3-3B", 3_075_098_624, 3_075_098_624),  # published
+    ("ibm-granite/granite-3.3-8b-instruct", 8_170_864_640, 8_170_864_640),  # published
+    ("ibm-granite/granite-3.3-2b-instruct", 2_533_539_840, 2_533_539_840),  # computed (card: 2.5B)
+    ("microsoft/Phi-4-mini-instruct", 3_836_021_760, 3_836_021_760),  # computed (card: 3.8B)
+    ("allenai/OLMoE-1B-7B-0924", 6_919_161_856, 1_282_017_280),  # computed (README: 6.9B total, 1.3B active)
+    ("deepseek-ai/DeepSeek-V3", 671_026_404_352, 37_552_282_624),  # computed (README: 671B main model, 37B active)
+    ("Qwen/Qwen3-235B-A22B", 235_093_634_560, 22_190_763_520),  # computed (card: 235B total, 22B activated)
+    ("Qwen/Qwen3-Coder-30B-A3B-Instruct", 30_532_122_624, 3_353_032_704),  # published
+]
+
+
+@pytest.mark.parametrize("model_id, total, active", TOTALS, ids=[t[0] for t in TOTALS])
+def test_entry_totals(model_id: str, total: int, active: int) -> None:
+    arch = resolve_architecture(model_id)
+    assert arch is not None and arch.source == "catalog" and arch.unsized_decoder is None
+    assert (arch.total_params, arch.active_params) == (total, active)
+    assert catalog_lookup(model_id).get("published_parameters", total) == total
+
+
+@pytest.mark.parametrize("model_id", [t[0] for t in TOTALS])
+def test_entry_is_the_model_transformers_builds(model_id: str) -> None:
+    config = catalog_lookup(model_id)["config"]
+    model = meta_model(config)
+    real = {name: p.numel() for name, p in model.named_parameters()}
+    arch = Architecture.from_config(model_id, "catalog", config)
+    assert arch.total_params == sum(real.values())
+    if names_checked(arch):
+        assert dict(named_parameters(arch)) == real
+
+
+@pytest.mark.parametrize("alias, model_id", [
+    ("Qwen/Qwen2.5-Coder-7B", "Qwen/Qwen2.5-Coder-7B-Instruct"),
+    ("HuggingFaceTB/SmolLM3-3B-Base", "HuggingFaceTB/SmolLM3-3B"),
+    ("allenai/OLMoE-1B-7B-0924-Instruct", "allenai/OLMoE-1B-7B-0924"),
+    ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"),
+    ("Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-235B-A22B"),
+])
+def test_listed_variants_resolve_to_their_entry_and_say_so(alias: str, model_id: str) -> None:
+    entry, how = catalog_match(alias)
+    assert entry["id"] == model_id and how == f"{model_id}, listed as a mirror or variant of the same sizes"
+
+
+def test_an_unlisted_copy_resolves_by_name_only() -> None:
+    entry, how = catalog_match("someone/DeepSeek-R1-Distill-Qwen-7B")
+    assert entry["id"] == R1 + "Qwen-7B" and "matched by repository name only" in how
+
+
+def test_r1_distill_qwen_1_5b_unties_what_qwen2_5_1_5b_ties() -> None:
+    """The distilled 1.5B has its own 151936 x 1536 output projection; Qwen2.5-1.5B shares the embedding's."""
+    distilled, base = resolve_architecture(R1 + "Qwen-1.5B"), resolve_architecture("Qwen/Qwen2.5-1.5B")
+    assert distilled.lm_head_params == 151936 * 1536 and base.lm_head_params == 0
+    assert distilled.total_params - base.total_params == 151936 * 1536
+
+
+def test_olmoe_layers_are_all_moe_with_full_width_qk_norms() -> None:
+    """16 layers, each a router of 64 x 2048 and 64 experts 1024 wide, top-8; q_norm and k_norm span all 16 heads."""
+    arch = resolve_architecture("allenai/OLMoE-1B-7B-0924")
+    assert all(arch.is_moe_layer(i) for i in range(16)) and (arch.num_experts, arch.moe_intermediate_size) == (64, 1024)
+    model = meta_model(catalog_lookup("allenai/OLMoE-1B-7B-0924")["config"])
+    layer = model.model.layers[15]
+    assert tuple(layer.self_attn.q_norm.weight.shape) == tuple(layer.self_attn.k_norm.weight.shape) == (2048,)
+    assert tuple(layer.mlp.gate.weight.shape) == (64, 2048)
+    assert tuple(layer.mlp.experts.gate_up_proj.shape) == (64, 2048, 2048)
+
+
+def test_smollm3_ties_its_embeddings() -> None:
+    arch = resolve_architecture("HuggingFaceTB/SmolLM3-3B")
+    assert arch.tie_word_embeddings and arch.lm_head_params == 0 and arch.embedding_params == 128256 * 2048
+
+
+def test_deepseek_v3_is_stored_in_fp8_and_its_first_three_layers_are_dense() -> None:
+    arch = resolve_architecture("deepseek-ai/DeepSeek-V3")
+    assert [arch.is_moe_layer(i) for i in range(5)] == [False, False, False, True, True]
+    assert catalog_lookup("deepseek-ai/DeepSeek-V3")["config"]["quantization_config"]["quant_method"] == "fp8"
