@@ -6,8 +6,8 @@ Every example YAML with a ``base_model`` is linted as `axlint check` would (no n
 when its model resolves to an architecture axlint can size in full and the run uses nothing the estimate leaves out
 (no MEM008 "unknown model", no MEM010 for a part it cannot size or a setting it does not model, such as context or
 tensor parallelism); the configs that resolve, whatever their settings, are counted too. Prints the figures, the
-configs per model family, and the models that are not covered with how many configs name each and why; writes the
-same as Markdown.
+configs per model family, and the models that are not covered with how many configs name each and why; then, beyond
+the corpus, whether each of ``BEYOND_CORPUS`` resolves from the catalog alone; writes the same as Markdown.
 """
 from __future__ import annotations
 
@@ -20,9 +20,41 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1].parent
 sys.path.insert(0, str(ROOT))
 
+from axlint.architectures import Architecture  # noqa: E402
+from axlint.architectures.resolve import catalog_match  # noqa: E402
 from axlint.document import load_document  # noqa: E402
 from axlint.memory.facts import layout_problem, memory_facts, not_modelled, unsized_parts  # noqa: E402
 from axlint.run import build_run  # noqa: E402
+
+
+BEYOND_CORPUS = (
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-14B", "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B",
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B", "deepseek-ai/DeepSeek-R1-Distill-Llama-70B",
+    "Qwen/Qwen2.5-Coder-0.5B-Instruct", "Qwen/Qwen2.5-Coder-1.5B-Instruct", "Qwen/Qwen2.5-Coder-3B-Instruct",
+    "Qwen/Qwen2.5-Coder-7B-Instruct", "Qwen/Qwen2.5-Coder-14B-Instruct", "Qwen/Qwen2.5-Coder-32B-Instruct",
+    "Qwen/QwQ-32B", "HuggingFaceTB/SmolLM3-3B", "ibm-granite/granite-3.3-2b-instruct",
+    "ibm-granite/granite-3.3-8b-instruct", "microsoft/Phi-4-mini-instruct", "allenai/OLMoE-1B-7B-0924",
+    "deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3-0324", "Qwen/Qwen3-235B-A22B",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-Coder-30B-A3B-Instruct",
+    "mistralai/Mistral-Small-3.2-24B-Instruct-2506",
+)
+"""Fine-tuning bases no corpus config names, which earlier reports listed as resolving to nothing (MEM008)."""
+
+
+def beyond_corpus_rows() -> list[str]:
+    """One Markdown row per model of ``BEYOND_CORPUS``: its total parameters and the catalog entry it resolved to,
+    or that it does not resolve without ``--model-config``."""
+    rows = []
+    for model in BEYOND_CORPUS:
+        found = catalog_match(model)
+        if found is None:
+            rows.append(f"| `{model}` | - | does not resolve: pass `--model-config` |")
+        else:
+            entry, how = found
+            arch = Architecture.from_config(model, "catalog", entry["config"], entry.get("published_parameters"))
+            rows.append(f"| `{model}` | {arch.total_params / 1e9:.2f} B | {how} |")
+    return rows
 
 
 def classify(path: Path) -> tuple[str, str, str]:
@@ -69,7 +101,11 @@ def main() -> None:
              *(f"| {name} | {n} |" for name, n in sorted(families.items(), key=lambda kv: (-kv[1], kv[0]))),
              "", "| model not covered | why | configs |", "| --- | --- | --- |",
              *(f"| `{model}` | {why} | {n} |" for (model, why), n in
-               sorted(missing.items(), key=lambda kv: (-kv[1], kv[0])))]
+               sorted(missing.items(), key=lambda kv: (-kv[1], kv[0]))),
+             "", "## Beyond the corpus", "",
+             "Fine-tuning bases that no corpus config names, resolved from axlint's catalog alone (no Hugging Face "
+             "cache, no network):", "",
+             "| model | parameters | catalog entry |", "| --- | --- | --- |", *beyond_corpus_rows()]
     text = "\n".join(lines) + "\n"
     args.out.write_text(text, encoding="utf-8")
     print(text)
