@@ -99,6 +99,8 @@ CONFIGS: dict[str, list[dict[str, Any]]] = {
     "qwen2_5_vl_text": [{}],
     "qwen3": [{"head_dim": 16}],
     "qwen3_moe": [{**MOE, "head_dim": 16}],
+    "qwen3_vl_text": [{"head_dim": 16}],
+    "qwen3_vl_moe_text": [{**MOE, "head_dim": 16}],
     "phi3": [{}],
     "phi": [{}],
     "falcon": [{"new_decoder_architecture": False, "multi_query": True},

@@ -174,38 +174,42 @@ def test_settings_outside_the_model_silence_the_memory_rules(tmp_path):
     assert [d.code for d in lint(write(tmp_path, text), "6xH100")] == ["MEM010"]
 
 
-QWEN_VL_LIKE = {
-    "model_type": "qwen3_vl",
-    "text_config": {"model_type": "qwen2_5_vl_text", "hidden_size": 3584, "intermediate_size": 18944,
-                    "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4, "vocab_size": 152064,
+LLAVA_DINOV2 = {
+    "model_type": "llava",
+    "text_config": {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 14336, "num_hidden_layers": 32,
+                    "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
                     "tie_word_embeddings": False},
-    "vision_config": {"model_type": "qwen3_vl", "depth": 32, "hidden_size": 1280, "intermediate_size": 3420,
-                      "out_hidden_size": 3584, "patch_size": 14},
+    "vision_config": {"model_type": "dinov2", "hidden_size": 1024, "num_hidden_layers": 24, "num_attention_heads": 16,
+                      "patch_size": 14, "image_size": 518},
 }
 
 
 def test_a_vision_tower_axlint_cannot_size_makes_the_verdict_unknown(tmp_path):
-    """A vision tower without a row in vision.TOWERS (here Qwen3-VL's, with its deepstack mergers) is not counted:
+    """A vision tower without a row in vision.TOWERS (here a LLaVA built on DINOv2) is not counted:
     the memory rules stand aside (MEM010 on base_model) instead of claiming an OOM, or a fit, on numbers that leave
     it out."""
     import json
 
     (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "config.json").write_text(json.dumps(QWEN_VL_LIKE), encoding="utf-8")
+    (tmp_path / "model" / "config.json").write_text(json.dumps(LLAVA_DINOV2), encoding="utf-8")
     text = f"base_model: {tmp_path / 'model'}\nsequence_len: 65536\nsample_packing: true\nmicro_batch_size: 8\n"
     found = lint(write(tmp_path, text), "1xH100")
     assert [(d.code, d.span.line, d.span.col) for d in found] == [("MEM010", 1, 1)]
-    assert "qwen3_vl vision tower" in found[0].message
+    assert "dinov2 vision tower" in found[0].message
     arch = resolve_architecture(str(tmp_path / "model"))
-    assert arch.unsized_vision == "qwen3_vl" and arch.extra_parameters == 0 and arch.vision_linears() == ()
+    assert arch.unsized_vision == "dinov2" and arch.extra_parameters == 0 and arch.vision_linears() == ()
 
 
 def test_a_qwen2_5_vl_tower_is_sized(tmp_path):
-    """The same config with Qwen2.5-VL's tower and merger (vision.TOWERS / PROJECTORS) is sized: no MEM010."""
+    """Qwen2.5-VL's tower and merger (vision.TOWERS / PROJECTORS) are sized: no MEM010."""
     import json
 
-    config = {**QWEN_VL_LIKE, "model_type": "qwen2_5_vl",
-              "vision_config": {**QWEN_VL_LIKE["vision_config"], "model_type": "qwen2_5_vl"}}
+    config = {"model_type": "qwen2_5_vl",
+              "text_config": {"model_type": "qwen2_5_vl_text", "hidden_size": 3584, "intermediate_size": 18944,
+                              "num_hidden_layers": 28, "num_attention_heads": 28, "num_key_value_heads": 4,
+                              "vocab_size": 152064, "tie_word_embeddings": False},
+              "vision_config": {"model_type": "qwen2_5_vl", "depth": 32, "hidden_size": 1280,
+                                "intermediate_size": 3420, "out_hidden_size": 3584, "patch_size": 14}}
     (tmp_path / "model").mkdir()
     (tmp_path / "model" / "config.json").write_text(json.dumps(config), encoding="utf-8")
     arch = resolve_architecture(str(tmp_path / "model"))

@@ -243,6 +243,10 @@ FAMILIES: dict[str, Family] = {
     "qwen2_5_vl_text": _QWEN_2,
     "qwen3": Family(qk_norm="head"),
     "qwen3_moe": Family(qk_norm="head"),
+    # models/qwen3_vl/modeling_qwen3_vl.py, models/qwen3_vl_moe: Qwen3's layer (the deepstack features are added to
+    # the first layers' hidden states, no parameters); the MoE decoder's experts fused, its router "gate".
+    "qwen3_vl_text": Family(qk_norm="head"),
+    "qwen3_vl_moe_text": Family(qk_norm="head"),
     "phi3": Family(attention="fused_qkv", attention_names=("qkv_proj", "o_proj"), mlp="fused_gated",
                    mlp_names=("gate_up_proj", "down_proj")),
     "phi": Family(attention_names=("q_proj", "k_proj", "v_proj", "dense"), qkv_bias=True, o_bias=True, mlp="plain",

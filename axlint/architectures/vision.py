@@ -18,7 +18,8 @@ model built on the meta device in tests/test_vision.py (parameter totals, and th
 - ``smolvlm_vision`` / ``idefics3_vision``: models/smolvlm/modeling_smolvlm.py, models/idefics3/modeling_idefics3.py
 - ``llama4_vision_model``: models/llama4/modeling_llama4.py (patch Linear, class token, pixel-shuffle adapter)
 - ``qwen3_5_vision`` / ``qwen3_5_moe_vision``: models/qwen3_5/modeling_qwen3_5.py, models/qwen3_5_moe (learned
-  position table of ``num_position_embeddings`` rows, the merger inside the tower)
+  position table of ``num_position_embeddings`` rows, the merger inside the tower); ``qwen3_vl`` / ``qwen3_vl_moe``
+  (models/qwen3_vl, models/qwen3_vl_moe): the same tower, with deepstack mergers beside the merger
 - ``siglip2_vision_model``: models/siglip2/modeling_siglip2.py (a patch Linear, a position table of num_patches)
 - ``mllama_vision_model``: models/mllama/modeling_mllama.py (tiled position tables, a gated global stack)
 - ``internvl_vision``: models/internvl/modeling_internvl.py (class token, split biased q/k/v, layer scales)
@@ -70,7 +71,9 @@ class Piece:
     ``d_out`` weight, the kernel's positions counted in ``d_in``, and a bias when ``bias`` is True; not an
     ``nn.Linear``), or a norm ("rmsnorm": weight; "layernorm": weight and bias) of width ``d_in``. Widths are products
     of ``Projector`` factors. ``when``: a top-level config.json key (and its default) without which the module is not
-    built (LFM2-VL's projector_use_layernorm; ``audio_config``, a section, for an audio embedder)."""
+    built (LFM2-VL's projector_use_layernorm; ``audio_config``, a section, for an audio embedder). ``copies``: the
+    module is built once per element of a list (where: "config" or "vision", key, the length of its default), at
+    ``name`` with ``{i}`` the copy's index (Qwen3-VL's deepstack mergers, one per deepstack_visual_indexes entry)."""
 
     name: str
     kind: Literal["linear", "conv1d", "matrix", "conv", "rmsnorm", "layernorm"]
@@ -79,6 +82,7 @@ class Piece:
     bias: bool | tuple[str, bool] = False
     taps: int = 1
     when: tuple[str, bool] | None = None
+    copies: tuple[str, str, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -228,13 +232,14 @@ TOWERS: dict[str, Tower] = {
     # models/qwen3_5/modeling_qwen3_5.py (Qwen3_5VisionModel, transformers 5.24): a biased 3-D patch convolution,
     # a learned position table of num_position_embeddings rows (resampled to each image's grid), blocks of fused
     # biased qkv + proj and a plain linear_fc1 / linear_fc2 MLP with biases, LayerNorms norm1 / norm2; the merger
-    # (PROJECTORS) inside the tower. Qwen3.5-MoE's tower (models/qwen3_5_moe) is the same.
+    # (PROJECTORS) inside the tower. Qwen3.5-MoE's tower (models/qwen3_5_moe) is the same, and so is Qwen3-VL's
+    # (models/qwen3_vl, Qwen3VLVisionModel), whose deepstack mergers are its projector row's.
     "qwen3_5_vision": Tower({"hidden": ("hidden_size", 1152), "layers": ("depth", 27),
                              "intermediate": ("intermediate_size", 4304), "channels": ("in_channels", 3),
                              "patch": ("patch_size", 16), "temporal": ("temporal_patch_size", 2),
                              "positions": ("num_position_embeddings", 2304)},
                             **FUSED_BLOCKS, mlp_names=("linear_fc1", "linear_fc2"), positions="table",
-                            post_norm=None),
+                            post_norm=None, hidden_act="gelu_pytorch_tanh"),
     # models/paddleocr_vl/modeling_paddleocr_vl.py (transformers 5.24, PaddleOCRVisionModel): SigLIP's embeddings (a
     # biased patch convolution, a position table of (image / patch)² rows resampled to each image's grid), encoder
     # and post_layernorm at model.visual.vision_model, without the pooling head; its rotary positions are buffers.
@@ -318,10 +323,12 @@ TOWERS["gemma3n_vision"] = Tower(
     image_work="feeds images to timm's MobileNet-V5 tower (768 x 768 pixels each): the activations of its "
                "convolutions over each image, which axlint does not size")
 TOWERS["qwen3_5_moe_vision"] = TOWERS["qwen3_5_vision"]
+TOWERS["qwen3_vl"] = TOWERS["qwen3_vl_moe"] = TOWERS["qwen3_5_vision"]
 TOWERS["idefics3_vision"] = TOWERS["smolvlm_vision"]
-TOWER_ALIASES = {"qwen2_vl_vision": "qwen2_vl", "qwen2_5_vl_vision": "qwen2_5_vl", "glm4v_vision": "glm4v"}
+TOWER_ALIASES = {"qwen2_vl_vision": "qwen2_vl", "qwen2_5_vl_vision": "qwen2_5_vl", "glm4v_vision": "glm4v",
+                 "qwen3_vl_vision": "qwen3_vl", "qwen3_vl_moe_vision": "qwen3_vl_moe"}
 """transformers 5's names for the Qwen and GLM-4.1V towers (published configs say ``qwen2_vl`` / ``qwen2_5_vl`` /
-``glm4v``)."""
+``glm4v`` / ``qwen3_vl`` / ``qwen3_vl_moe``)."""
 
 
 @dataclass(frozen=True)
@@ -407,6 +414,17 @@ PROJECTORS["qwen3_5"] = Projector("model.visual.merger", _QWEN3_5_MERGER, tower=
                                   merge=("vision", "spatial_merge_size", 2),
                                   factors={"out": ("vision", "out_hidden_size", 3584)})
 PROJECTORS["qwen3_5_moe"] = replace(PROJECTORS["qwen3_5"], tower="qwen3_5_moe_vision")
+# models/qwen3_vl/modeling_qwen3_vl.py (Qwen3VLVisionModel): Qwen3.5's merger, and one deepstack merger per
+# deepstack_visual_indexes entry (deepstack_merger_list.i: the same Linears, its LayerNorm over the merge² patches of
+# a token, use_postshuffle_norm), whose outputs are added to the first decoder layers' hidden states.
+PROJECTORS["qwen3_vl"] = Projector(
+    "model.visual",
+    (*(replace(p, name=f"merger.{p.name}") for p in _QWEN3_5_MERGER),
+     *(replace(p, name=f"deepstack_merger_list.{{i}}.{p.name}", copies=("vision", "deepstack_visual_indexes", 3))
+       for p in (Piece("norm", "layernorm", ("vision", "merge")), *_QWEN3_5_MERGER[1:]))),
+    tower="qwen3_vl", merge=("vision", "spatial_merge_size", 2),
+    factors={"out": ("vision", "out_hidden_size", 3584)})
+PROJECTORS["qwen3_vl_moe"] = replace(PROJECTORS["qwen3_vl"], tower="qwen3_vl_moe")
 # models/paddleocr_vl/modeling_paddleocr_vl.py (PaddleOCRProjector): a LayerNorm over the tower's width, then
 # linear_1 over the merge² patches of a token (square) and linear_2 to the decoder's width, both biased.
 PROJECTORS["paddleocr_vl"] = Projector("model.projector",
@@ -792,8 +810,24 @@ class Vision:
     def _pieces(self) -> list[tuple[str, Piece]]:
         """The tower's extra modules and the projector's that the config builds (``Piece.when``), each with the
         path it sits below."""
-        pieces = [(self.tower_path, p) for p in self.tower.pieces] + [(self.row.path, p) for p in self.row.pieces]
-        return [(path, p) for path, p in pieces if self._built(p)]
+        return [(self.tower_path, p) for p in self._built_pieces(self.tower.pieces)] + \
+            [(self.row.path, p) for p in self._built_pieces(self.row.pieces)]
+
+    def _built_pieces(self, pieces: tuple[Piece, ...]) -> list[Piece]:
+        """The pieces the config builds (``Piece.when``), each ``Piece.copies`` piece once per element of its list,
+        named by its index."""
+        out = []
+        for p in pieces:
+            if not self._built(p):
+                continue
+            if p.copies is None:
+                out.append(p)
+                continue
+            where, key, default = p.copies
+            listed = (self.vc if where == "vision" else self.config).get(key)
+            count = len(listed) if isinstance(listed, (list, tuple)) else default
+            out += [replace(p, name=p.name.format(i=i), copies=None) for i in range(count)]
+        return out
 
     def _built(self, piece: Piece) -> bool:
         """Whether the config builds a piece: always without ``Piece.when``, else per its top-level key."""
@@ -810,8 +844,9 @@ class Vision:
         """(module path, input width, whether an ``nn.Linear``) of the projector's weighted pieces that the config
         builds (Linears, matrices, convolutions; an audio embedder's excepted), which read the tower's output at one
         row per ``merge_factor`` patches."""
-        return tuple((f"{self.row.path}.{p.name}", self._width(p.d_in), p.kind == "linear") for p in self.row.pieces
-                     if p.kind in ("linear", "matrix", "conv") and "audio" not in p.d_in and self._built(p))
+        return tuple((f"{self.row.path}.{p.name}", self._width(p.d_in), p.kind == "linear")
+                     for p in self._built_pieces(self.row.pieces)
+                     if p.kind in ("linear", "matrix", "conv") and "audio" not in p.d_in)
 
     @property
     def merge_factor(self) -> int:
