@@ -822,7 +822,8 @@ LORA_ATTENTION_REWRITE_FAILS: Mapping[str, str] = {
                      "voxtral"),
                     _QKV_NOT_FOUND),
     "phi": "AssertionError: Original O code not found",
-    **dict.fromkeys(("gemma3n", "glm4v", "internvl", "llava", "mamba", "qwen2_5_vl", "qwen2_vl"), _NO_ATTENTION_CLASS),
+    **dict.fromkeys(("gemma3n", "glm4v", "internvl", "llava", "mamba", "qwen2_5_vl", "qwen2_vl", "qwen3_vl_moe"),
+                    _NO_ATTENTION_CLASS),
 }
 """Model types (transformers' own modelling code) whose attention Axolotl cannot rewrite for the fused LoRA QKV / O
 kernels, with the error that stops the run: before the model loads, ``lora_qkv_kernel`` or ``lora_o_kernel``

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from axlint.architectures import catalog_lookup, resolve_architecture
-from axlint.architectures.vision import PROJECTOR_ALIASES
+from axlint.architectures.vision import PROJECTOR_ALIASES, is_multimodal
 from axlint.hardware import parse_hardware
 from axlint.memory.params import trainable
 from axlint.memory.setup import read_setup
@@ -16,7 +16,7 @@ from tests.resolved import facts
 
 def meta_model(config: Mapping[str, Any]) -> Any:
     """The model transformers 5.24 builds from a config.json dict on the meta device: a multimodal model (one with a
-    ``text_config``) through ``AutoModelForMultimodalLM``, which maps the image and the audio models alike, else the
+    ``text_config``, or a flat Qwen2-VL-style config) through ``AutoModelForMultimodalLM``, which maps the image and the audio models alike, else the
     causal LM. A published ``model_type`` transformers spells otherwise is read as its config class
     (``PROJECTOR_ALIASES``: LFM2-VL's "lfm2-vl"); ``auto_map`` is left out, so the repository's own code never runs.
     The values are deep-copied first: transformers rewrites nested ones in place (a ``rope_scaling`` dict gains
@@ -28,7 +28,7 @@ def meta_model(config: Mapping[str, Any]) -> Any:
 
     kind = config["model_type"]
     fields = {k: copy.deepcopy(v) for k, v in config.items() if k not in ("model_type", "auto_map")}
-    auto = transformers.AutoModelForMultimodalLM if "text_config" in config else transformers.AutoModelForCausalLM
+    auto = transformers.AutoModelForMultimodalLM if is_multimodal(config) else transformers.AutoModelForCausalLM
     with torch.device("meta"):
         return auto.from_config(transformers.AutoConfig.for_model(PROJECTOR_ALIASES.get(kind, kind), **fields))
 

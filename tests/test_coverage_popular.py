@@ -1,6 +1,6 @@
 """Catalog entries of popular fine-tuning bases beyond the vendored corpus: DeepSeek-R1's distilled Qwen and Llama
-models, Qwen2.5-Coder, QwQ-32B, SmolLM3, Granite 3.3, Phi-4-mini, OLMoE, DeepSeek-V3 / R1, Qwen3-235B-A22B and
-Qwen3-Coder-30B-A3B.
+models, Qwen2.5-Coder, QwQ-32B, SmolLM3, Granite 3.3, Phi-4-mini, OLMoE, DeepSeek-V3 / R1, Qwen3-235B-A22B,
+Qwen3-Coder-30B-A3B, and the vision-language Qwen3-VL (2B to 32B, 30B-A3B) and Qwen2.5-VL-3B.
 
 Each entry is read from copies of the model's published config.json (its ``source``). transformers 5.24 builds the
 model from the entry on the meta device (no memory, no weights) and axlint's count must equal its ``numel`` sum, and
@@ -14,7 +14,7 @@ import pytest
 from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
 from axlint.architectures.resolve import catalog_match
 from axlint.memory.params import named_parameters, names_checked
-from tests.catalog_models import meta_model
+from tests.catalog_models import assert_entry_is_the_meta_model, meta_model
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -109,3 +109,30 @@ def test_deepseek_v3_is_stored_in_fp8_and_its_first_three_layers_are_dense() -> 
     arch = resolve_architecture("deepseek-ai/DeepSeek-V3")
     assert [arch.is_moe_layer(i) for i in range(5)] == [False, False, False, True, True]
     assert catalog_lookup("deepseek-ai/DeepSeek-V3")["config"]["quantization_config"]["quant_method"] == "fp8"
+
+
+# model id, total, tower + projector (the deepstack mergers included), active
+VISION = [
+    ("Qwen/Qwen3-VL-2B-Instruct", 2_127_532_032, 406_957_056, 2_127_532_032),  # published (the Hub's safetensors)
+    ("Qwen/Qwen3-VL-4B-Instruct", 4_437_815_808, 415_347_712, 4_437_815_808),  # published (measured numel)
+    ("Qwen/Qwen3-VL-8B-Instruct", 8_767_123_696, 576_388_336, 8_767_123_696),  # published (safetensors sum)
+    ("Qwen/Qwen3-VL-32B-Instruct", 33_357_390_064, 595_266_800, 33_357_390_064),  # computed
+    ("Qwen/Qwen3-VL-30B-A3B-Instruct", 31_070_754_032, 538_631_408, 3_891_664_112),  # published (safetensors sum)
+    ("Qwen/Qwen2.5-VL-3B-Instruct", 3_754_622_976, 668_684_288, 3_754_622_976),  # computed (Hugging Face: 3.75B)
+]
+
+
+@pytest.mark.parametrize("model_id, total, tower, active", VISION, ids=[v[0] for v in VISION])
+def test_vision_entry_is_the_model_transformers_builds(model_id: str, total: int, tower: int, active: int) -> None:
+    assert catalog_lookup(model_id).get("published_parameters", total) == total
+    assert_entry_is_the_meta_model(model_id, total, tower, ("model.visual",))
+    assert resolve_architecture(model_id).active_params == active
+
+
+def test_qwen3_vl_deepstack_mergers_follow_the_config() -> None:
+    """Three deepstack mergers (after blocks 5, 11 and 17 of the 2B's tower), each a LayerNorm over the 4 merged
+    patches of a token (4 x 1024) and two Linears out to the decoder's 2048."""
+    arch = resolve_architecture("Qwen/Qwen3-VL-2B-Instruct")
+    mergers = {lin.path: (lin.d_in, lin.d_out) for lin in arch.vision_linears() if "deepstack" in lin.path}
+    assert mergers == {f"model.visual.deepstack_merger_list.{i}.{name}": shape for i in range(3)
+                       for name, shape in (("linear_fc1", (4096, 4096)), ("linear_fc2", (4096, 2048)))}

@@ -37,7 +37,9 @@ BEYOND_CORPUS = (
     "ibm-granite/granite-3.3-8b-instruct", "microsoft/Phi-4-mini-instruct", "allenai/OLMoE-1B-7B-0924",
     "deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3-0324", "Qwen/Qwen3-235B-A22B",
     "Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-Coder-30B-A3B-Instruct",
-    "mistralai/Mistral-Small-3.2-24B-Instruct-2506",
+    "mistralai/Mistral-Small-3.2-24B-Instruct-2506", "Qwen/Qwen3-VL-2B-Instruct", "Qwen/Qwen3-VL-4B-Instruct",
+    "Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-32B-Instruct", "Qwen/Qwen3-VL-30B-A3B-Instruct",
+    "Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-32B-Instruct", "Qwen/Qwen2.5-VL-72B-Instruct",
 )
 """Fine-tuning bases no corpus config names, which earlier reports listed as resolving to nothing (MEM008)."""
 
