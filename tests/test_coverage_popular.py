@@ -1,6 +1,7 @@
 """Catalog entries of popular fine-tuning bases beyond the vendored corpus: DeepSeek-R1's distilled Qwen and Llama
 models, Qwen2.5-Coder, QwQ-32B, SmolLM3, Granite 3.3, Phi-4-mini, OLMoE, DeepSeek-V3 / R1, Qwen3-235B-A22B,
-Qwen3-Coder-30B-A3B, and the vision-language Qwen3-VL (2B to 32B, 30B-A3B) and Qwen2.5-VL-3B.
+Qwen3-Coder-30B-A3B, Qwen2.5-Math, Falcon3, Codestral, Mistral Large 2, Phi-3.5-MoE, and the multimodal Qwen3-VL (2B
+to 32B, 30B-A3B), Qwen2.5-VL-3B and Gemma 3n E4B.
 
 Each entry is read from copies of the model's published config.json (its ``source``). transformers 5.24 builds the
 model from the entry on the meta device (no memory, no weights) and axlint's count must equal its ``numel`` sum, and
@@ -43,6 +44,15 @@ TOTALS = [
     ("deepseek-ai/DeepSeek-V3", 671_026_404_352, 37_552_282_624),  # computed (README: 671B main model, 37B active)
     ("Qwen/Qwen3-235B-A22B", 235_093_634_560, 22_190_763_520),  # computed (card: 235B total, 22B activated)
     ("Qwen/Qwen3-Coder-30B-A3B-Instruct", 30_532_122_624, 3_353_032_704),  # published
+    ("Qwen/Qwen2.5-Math-1.5B", 1_543_714_304, 1_543_714_304),  # computed
+    ("Qwen/Qwen2.5-Math-7B", 7_615_616_512, 7_615_616_512),  # computed
+    ("tiiuae/Falcon3-1B-Instruct", 1_669_408_768, 1_669_408_768),  # computed (Hugging Face: 1.67B)
+    ("tiiuae/Falcon3-3B-Instruct", 3_227_655_168, 3_227_655_168),  # computed (Hugging Face: 3.23B)
+    ("tiiuae/Falcon3-7B-Instruct", 7_455_550_464, 7_455_550_464),  # computed (Hugging Face: 7.46B)
+    ("tiiuae/Falcon3-10B-Instruct", 10_305_653_760, 10_305_653_760),  # computed (Hugging Face: 10.3B)
+    ("mistralai/Codestral-22B-v0.1", 22_247_282_688, 22_247_282_688),  # computed (card: 22B)
+    ("mistralai/Mistral-Large-Instruct-2411", 122_610_069_504, 122_610_069_504),  # computed (card: 123B)
+    ("microsoft/Phi-3.5-MoE-instruct", 41_873_153_344, 6_640_999_744),  # computed (leaderboard: 41.873B; 6.6B active)
 ]
 
 
@@ -71,6 +81,11 @@ def test_entry_is_the_model_transformers_builds(model_id: str) -> None:
     ("allenai/OLMoE-1B-7B-0924-Instruct", "allenai/OLMoE-1B-7B-0924"),
     ("deepseek-ai/DeepSeek-R1", "deepseek-ai/DeepSeek-V3"),
     ("Qwen/Qwen3-235B-A22B-Instruct-2507", "Qwen/Qwen3-235B-A22B"),
+    ("Qwen/Qwen2.5-Math-7B-Instruct", "Qwen/Qwen2.5-Math-7B"),
+    ("tiiuae/Falcon3-3B-Base", "tiiuae/Falcon3-3B-Instruct"),
+    ("mistralai/Mistral-Large-Instruct-2407", "mistralai/Mistral-Large-Instruct-2411"),
+    ("NousResearch/Hermes-3-Llama-3.1-8B", "meta-llama/Llama-3.1-8B"),
+    ("google/gemma-3n-E4B-it", "google/gemma-3n-E4B"),
 ])
 def test_listed_variants_resolve_to_their_entry_and_say_so(alias: str, model_id: str) -> None:
     entry, how = catalog_match(alias)
@@ -136,3 +151,20 @@ def test_qwen3_vl_deepstack_mergers_follow_the_config() -> None:
     mergers = {lin.path: (lin.d_in, lin.d_out) for lin in arch.vision_linears() if "deepstack" in lin.path}
     assert mergers == {f"model.visual.deepstack_merger_list.{i}.{name}": shape for i in range(3)
                        for name, shape in (("linear_fc1", (4096, 4096)), ("linear_fc2", (4096, 2048)))}
+
+
+def test_gemma_3n_e4b_is_the_e2b_layout_deeper() -> None:
+    """35 layers (every fifth global, the last 15 kv-shared) with a 16384-wide MLP; the towers and embedders are the
+    E2B's: 7,818,517,072 parameters, 983,281,504 of them beside the decoder, as transformers 5.24 builds it."""
+    e4b, e2b = resolve_architecture("google/gemma-3n-E4B"), resolve_architecture("google/gemma-3n-E2B")
+    assert e4b.num_layers == 35 and e4b.extra_parameters == e2b.extra_parameters == 983_281_504
+    assert e4b.total_params == sum(p.numel() for p in meta_model(catalog_lookup("google/gemma-3n-E4B")["config"])
+                                   .parameters()) == 7_818_517_072
+
+
+def test_phi_3_5_moe_biases_its_attention_and_output() -> None:
+    """q/k/v/o and the output projection carry biases (attention_bias, lm_head_bias), the norms are LayerNorms."""
+    model = meta_model(catalog_lookup("microsoft/Phi-3.5-MoE-instruct")["config"])
+    attention = model.model.layers[0].self_attn
+    assert all(getattr(attention, name).bias is not None for name in ("q_proj", "k_proj", "v_proj", "o_proj"))
+    assert model.lm_head.bias is not None and model.model.norm.bias is not None

@@ -64,7 +64,7 @@ class Family:
     the dense (non-MoE) layers' MLP when it is not intermediate_size (the experts' then is). Module paths
     (transformers 5): ``root`` holds ``embed_name``, ``layer_path`` (with ``attention_module`` and ``mlp_module``
     inside) and ``final_norm_name``; the output projection is ``lm_head_name``, tied to the embedding when
-    config.json says so (default ``tied_default``).
+    config.json says so (default ``tied_default``), with a bias per ``lm_head_bias`` (see ``Flag``).
 
     Per-layer attention (``layer_type_attention``, Gemma 4): the ``full_attention`` layers of config.json's
     ``layer_types`` have heads of ``global_head_dim`` (default 512) and, when ``attention_k_eq_v`` is set,
@@ -146,7 +146,7 @@ class Family:
     dense_width_key: str | None = None
     expert_bias: bool = False
     tied_default: bool = False
-    lm_head_bias: bool = False
+    lm_head_bias: Flag = False
     config_sections: tuple[str, ...] = ()
     root: str = "model"
     embed_name: str = "embed_tokens"
@@ -237,6 +237,11 @@ FAMILIES: dict[str, Family] = {
     # embeddings tied by default.
     "smollm3": Family(tied_default=True),
     "mixtral": Family(expert_names=("w1", "w3", "w2")),
+    # models/phimoe/modeling_phimoe.py (Phi-3.5-MoE): q/k/v/o biased by attention_bias, LayerNorms with biases (the
+    # final one too), every layer a MoE behind the router "router" (a weight, no bias; not an nn.Linear), the output
+    # projection biased by lm_head_bias.
+    "phimoe": Family(qkv_bias=("attention_bias", False), o_bias=("attention_bias", False), norm="layernorm",
+                     router_name="router", lm_head_bias=("lm_head_bias", False)),
     "qwen2": _QWEN_2,
     "qwen2_moe": _QWEN_2,
     "qwen2_vl_text": _QWEN_2,

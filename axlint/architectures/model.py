@@ -782,7 +782,7 @@ class Architecture:
         tied to the embedding (then only the bias counts here). Under a classification head: the ``score`` Linear."""
         if self.num_labels:
             return self.num_labels * self.hidden_size + (self.num_labels if self.score_bias else 0)
-        bias = self.vocab_size if self.layout.lm_head_bias else 0
+        bias = self.vocab_size if flag(self.layout.lm_head_bias, self.config) else 0
         return bias if self.tie_word_embeddings else self.vocab_size * self.hidden_size + bias
 
     @property

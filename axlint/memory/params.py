@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from axlint.architectures import Architecture, Linear
+from axlint.architectures.families import flag
 from axlint.memory.peft_targets import convert_targets
 
 if TYPE_CHECKING:  # setup.py reads the model's Linear names from here
@@ -448,7 +449,7 @@ def _output_parameters(arch: Architecture) -> Iterator[tuple[str, int]]:
         return
     if not arch.tie_word_embeddings:
         yield f"{f.lm_head_name}.weight", arch.vocab_size * h
-    if f.lm_head_bias:
+    if flag(f.lm_head_bias, arch.config):
         yield f"{f.lm_head_name}.bias", arch.vocab_size
 
 

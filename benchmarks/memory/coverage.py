@@ -40,6 +40,11 @@ BEYOND_CORPUS = (
     "mistralai/Mistral-Small-3.2-24B-Instruct-2506", "Qwen/Qwen3-VL-2B-Instruct", "Qwen/Qwen3-VL-4B-Instruct",
     "Qwen/Qwen3-VL-8B-Instruct", "Qwen/Qwen3-VL-32B-Instruct", "Qwen/Qwen3-VL-30B-A3B-Instruct",
     "Qwen/Qwen2.5-VL-3B-Instruct", "Qwen/Qwen2.5-VL-32B-Instruct", "Qwen/Qwen2.5-VL-72B-Instruct",
+    "Qwen/Qwen2.5-Math-1.5B", "Qwen/Qwen2.5-Math-7B", "tiiuae/Falcon3-1B-Instruct", "tiiuae/Falcon3-3B-Instruct",
+    "tiiuae/Falcon3-7B-Instruct", "tiiuae/Falcon3-10B-Instruct", "mistralai/Codestral-22B-v0.1",
+    "mistralai/Mistral-Large-Instruct-2411", "microsoft/Phi-3.5-MoE-instruct", "google/gemma-3n-E4B-it",
+    "NousResearch/Hermes-3-Llama-3.1-8B", "deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", "zai-org/GLM-4.5",
+    "THUDM/GLM-4-9B-0414", "meta-llama/Llama-3.2-90B-Vision-Instruct", "nvidia/Llama-3.1-Nemotron-Nano-8B-v1",
 )
 """Fine-tuning bases no corpus config names, which earlier reports listed as resolving to nothing (MEM008)."""
 
