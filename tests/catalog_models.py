@@ -33,6 +33,20 @@ def meta_model(config: Mapping[str, Any]) -> Any:
         return auto.from_config(transformers.AutoConfig.for_model(PROJECTOR_ALIASES.get(kind, kind), **fields))
 
 
+def assert_counts_are_the_meta_model(model_id: str) -> None:
+    """A catalog entry's count equals the numel sum of the model transformers builds from its config.json on the
+    meta device, and where axlint lays the names out (a dense model of a known family) they are the model's."""
+    from axlint.architectures import Architecture
+    from axlint.memory.params import named_parameters, names_checked
+
+    config = catalog_lookup(model_id)["config"]
+    real = {name: p.numel() for name, p in meta_model(config).named_parameters()}
+    arch = Architecture.from_config(model_id, "catalog", config)
+    assert arch.total_params == sum(real.values())
+    if names_checked(arch):
+        assert dict(named_parameters(arch)) == real
+
+
 def assert_entry_is_the_meta_model(model_id: str, total: int, tower: int, tower_roots: tuple[str, ...]) -> None:
     """A catalog entry resolves in full, its total and tower + projector parameters are ``total`` / ``tower``, the
     model transformers builds from its config.json has that total, the Linears axlint lays out below

@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import pytest
 
-from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
+from axlint.architectures import catalog_lookup, resolve_architecture
 from axlint.architectures.resolve import catalog_match
-from axlint.memory.params import named_parameters, names_checked
-from tests.catalog_models import assert_entry_is_the_meta_model, meta_model
+from tests.catalog_models import assert_counts_are_the_meta_model, assert_entry_is_the_meta_model, meta_model
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -66,13 +65,7 @@ def test_entry_totals(model_id: str, total: int, active: int) -> None:
 
 @pytest.mark.parametrize("model_id", [t[0] for t in TOTALS])
 def test_entry_is_the_model_transformers_builds(model_id: str) -> None:
-    config = catalog_lookup(model_id)["config"]
-    model = meta_model(config)
-    real = {name: p.numel() for name, p in model.named_parameters()}
-    arch = Architecture.from_config(model_id, "catalog", config)
-    assert arch.total_params == sum(real.values())
-    if names_checked(arch):
-        assert dict(named_parameters(arch)) == real
+    assert_counts_are_the_meta_model(model_id)
 
 
 @pytest.mark.parametrize("alias, model_id", [

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from axlint.architectures import Architecture, catalog_lookup, resolve_architecture
-from axlint.memory.params import named_parameters, names_checked
+from axlint.architectures import catalog_lookup, resolve_architecture
 from benchmarks.memory.coverage import classify
-from tests.catalog_models import meta_model
+from tests.catalog_models import assert_counts_are_the_meta_model, meta_model
 from tests.corpus import CORPUS
 
 torch = pytest.importorskip("torch")
@@ -40,13 +39,7 @@ def test_entry_totals(model_id: str, total: int, active: int) -> None:
 def test_entry_is_the_model_transformers_builds(model_id: str) -> None:
     """The entry's count equals the numel sum of the model built from it (Nemotron 3 Super: 120.7B parameters on the
     meta device, its MTP block not built); a dense one's parameter names are axlint's."""
-    config = catalog_lookup(model_id)["config"]
-    model = meta_model(config)
-    real = {name: p.numel() for name, p in model.named_parameters()}
-    arch = Architecture.from_config(model_id, "catalog", config)
-    assert arch.total_params == sum(real.values())
-    if names_checked(arch):
-        assert dict(named_parameters(arch)) == real
+    assert_counts_are_the_meta_model(model_id)
 
 
 def test_nemotron_3_super_layer_plan_and_latent_experts() -> None:
