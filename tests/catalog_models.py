@@ -14,6 +14,16 @@ from axlint.memory.setup import read_setup
 from tests.resolved import facts
 
 
+def one_config_per_model_type() -> dict[str, dict]:
+    """One config.json of each model type in axlint's catalog (the first entry's), by type."""
+    from axlint.architectures.resolve import load_catalog
+
+    configs: dict[str, dict] = {}
+    for entry in load_catalog():
+        configs.setdefault(str(entry["config"].get("model_type")), entry["config"])
+    return configs
+
+
 def meta_model(config: Mapping[str, Any]) -> Any:
     """The model transformers 5.24 builds from a config.json dict on the meta device: a multimodal model (one with a
     ``text_config``, or a flat Qwen2-VL-style config) through ``AutoModelForMultimodalLM``, which maps the image and the audio models alike, else the

@@ -93,6 +93,8 @@ LATER_STAGE: dict[tuple[str, str], str] = {
     ("AX236", ""): "the model type is not known at `validate_config`; the Cut Cross Entropy or Liger plugin refuses "
                    "a model type its support declares unsupported a step later, in `pre_model_load`, before the "
                    "weights load (tests/test_oracle_model_support.py)",
+    ("AX239", ""): "`validate_config` accepts LoRA targets whatever they reach; the run stops after the model loads, "
+                   "where PEFT wraps it and refuses a target (tests/test_oracle_lora_targets.py)",
     **KERNEL_PATCH_STAGE,
 }
 """(code, key the error is at, "" for any) of errors on accepted configs that are right for another reason than

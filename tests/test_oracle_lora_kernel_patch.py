@@ -8,30 +8,22 @@ from __future__ import annotations
 
 import pytest
 
-from axlint.architectures.resolve import load_catalog
 from axlint.facts import (
     LORA_ATTENTION_REWRITE_FAILS,
     LORA_KERNEL_LAYERS_NOT_FOUND,
     LORA_KERNELS_UNSUPPORTED,
     lora_kernel_layers_error,
 )
+from tests.catalog_models import one_config_per_model_type
 from tests.oracle.venv import judge, oracle_python
 from tests.resolved import facts
-
-
-def _catalogued_configs() -> dict[str, dict]:
-    """One config.json of each model type in axlint's catalog."""
-    configs: dict[str, dict] = {}
-    for entry in load_catalog():
-        configs.setdefault(str(entry["config"].get("model_type")), entry["config"])
-    return configs
 
 
 @pytest.fixture(scope="module")
 def judged(tmp_path_factory) -> dict[str, dict]:
     """Axolotl's answers for every catalogued model type: "<type>" for the attention rewrite, "layers:<type>" for
     the layers the kernel patch looks for; one judge process for both."""
-    configs = _catalogued_configs()
+    configs = one_config_per_model_type()
     items = [{"id": model_type, "config": config} for model_type, config in configs.items()]
     items += [{"id": f"layers:{model_type}", "model_type": model_type, "layers_of": config}
               for model_type, config in configs.items()]
@@ -41,14 +33,14 @@ def judged(tmp_path_factory) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def answers(judged: dict[str, dict]) -> dict[str, str]:
     """model type -> Axolotl's error ("" when the rewrite applies, "remote code" when transformers lacks the type)."""
-    return {model_type: judged[model_type]["error"] for model_type in _catalogued_configs()}
+    return {model_type: judged[model_type]["error"] for model_type in one_config_per_model_type()}
 
 
 @pytest.fixture(scope="module")
 def layers(judged: dict[str, dict]) -> dict[str, dict]:
     """model type -> the kernel patch's answer on that model ({"error"}, with "build" and a reason where
     transformers cannot build the model from its config.json alone)."""
-    return {model_type: judged[f"layers:{model_type}"] for model_type in _catalogued_configs()}
+    return {model_type: judged[f"layers:{model_type}"] for model_type in one_config_per_model_type()}
 
 
 def test_every_catalogued_type_is_judged(answers: dict[str, str]) -> None:

@@ -107,6 +107,8 @@ class Family:
     modelling code the published repository ships (config.json's ``auto_map``, run under ``trust_remote_code``)
     builds the routed experts as per-expert ``nn.Linear`` modules, which a 4/8-bit load quantizes.
     ``embed_extra_rows``: rows the input embedding has beyond vocab_size (Mllama's ``vocab_size + 8``).
+    ``conv1d``: the layers' Linears are transformers' ``Conv1D`` (GPT-2: a Linear's parameters, the weight stored
+    transposed), not ``nn.Linear``: Axolotl's ``lora_target_linear`` collects none of them.
     ``legacy_multi_query``: (the config.json key of a family's newer layout, the key of its older multi-query flag):
     while the first is off, a layer has one kv head when the second holds (by default it does) and one per query
     head otherwise (Falcon's ``new_decoder_architecture`` / ``multi_query``).
@@ -189,6 +191,7 @@ class Family:
     requires: tuple[tuple[str, Any], ...] = ()
     mtp: MtpLayers | None = None
     embed_extra_rows: int = 0
+    conv1d: bool = False
 
 
 def flag(value: Flag, config: Mapping[str, Any]) -> bool:
@@ -238,10 +241,10 @@ FAMILIES: dict[str, Family] = {
     "smollm3": Family(tied_default=True),
     "mixtral": Family(expert_names=("w1", "w3", "w2")),
     # models/phimoe/modeling_phimoe.py (Phi-3.5-MoE): q/k/v/o biased by attention_bias, LayerNorms with biases (the
-    # final one too), every layer a MoE behind the router "router" (a weight, no bias; not an nn.Linear), the output
-    # projection biased by lm_head_bias.
+    # final one too), every layer a MoE behind the router "router" (PhimoeTopKRouter, an nn.Linear subclass without
+    # a bias), the output projection biased by lm_head_bias.
     "phimoe": Family(qkv_bias=("attention_bias", False), o_bias=("attention_bias", False), norm="layernorm",
-                     router_name="router", lm_head_bias=("lm_head_bias", False)),
+                     router_name="router", router_linear=True, lm_head_bias=("lm_head_bias", False)),
     "qwen2": _QWEN_2,
     "qwen2_moe": _QWEN_2,
     "qwen2_vl_text": _QWEN_2,
@@ -383,7 +386,7 @@ FAMILIES: dict[str, Family] = {
                    mlp="plain", mlp_names=("c_fc", "c_proj"), mlp_bias=True, norm="layernorm",
                    norm_names=("ln_1", "ln_2"), tied_default=True, root="transformer", embed_name="wte",
                    position_embed_name="wpe", layer_path="h.{layer}", attention_module="attn",
-                   final_norm_name="ln_f"),
+                   final_norm_name="ln_f", conv1d=True),
     # models/gptj/modeling_gptj.py: q/k/v/out_proj without biases, MLP fc_in / fc_out with biases, one LayerNorm
     # per layer (attention and MLP in parallel), rotary positions; an untied output with a bias.
     "gptj": Family(attention_names=("q_proj", "k_proj", "v_proj", "out_proj"), qkv_bias=False, o_bias=False,
@@ -400,7 +403,8 @@ FAMILIES: dict[str, Family] = {
     # norm_attn_norm, beside two bias-free LayerNorms; every layer MoE: the router an nn.Linear (router.layer), the
     # experts three (E·I x h) parameters w1 / v1 / w2 in experts.mlp; the output untied.
     "dbrx": Family(attention="fused_qkv", attention_names=("Wqkv", "out_proj"), qkv_bias=False, o_bias=False,
-                   expert_names=("mlp.w1", "mlp.v1", "mlp.w2"), router_name="router.layer", norm="layernorm",
+                   expert_names=("mlp.w1", "mlp.v1", "mlp.w2"), router_name="router.layer", router_linear=True,
+                   norm="layernorm",
                    norm_bias=False, norm_names=("norm_attn_norm.norm_1", "norm_attn_norm.norm_2"),
                    config_sections=("attn_config", "ffn_config"), root="transformer", embed_name="wte",
                    layer_path="blocks.{layer}", attention_module="norm_attn_norm.attn", mlp_module="ffn",

@@ -151,3 +151,70 @@ def targets_moved_to_experts(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             key = "lora_target_linear"
         hit.args = {"key": key, "entry": entry, "model_type": arch.model_type, "parameter": parameter, "lost": where}
         yield hit
+
+
+_REFUSED = {
+    "layer": "a whole layer",
+    "container": "a module that holds other modules, not a Linear",
+    "norm": "a norm, not a Linear",
+    "experts": "the routed experts' module (3-D parameters, which `lora_target_parameters` reaches)",
+}
+"""What ``params.refused_lora_targets`` found, in words."""
+_NOT_SUPPORTED = "ValueError: Target module ... is not supported"
+_NO_TARGETS = "ValueError: No `target_modules` passed but also no `target_parameters` found"
+
+
+@register_check("lora_targets_peft_refuses", args=("problem", "error", "advice"))
+def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """LoRA targets on which PEFT stops the launch while it wraps the model (``params.refused_lora_targets``): a
+    `lora_target_modules` entry, or a name `lora_target_linear` adds (Axolotl's ``find_all_linear_names``,
+    ``params.linear_names``), that reaches a module PEFT cannot wrap or, on a Mamba-based model, one it refuses; and
+    `lora_target_linear` on a model without an ``nn.Linear`` when nothing else is targeted. On the entry, or on
+    `lora_target_linear` for the names it brought. Not judged where the repository's own code builds the model."""
+    from axlint.memory.params import linear_names, linear_path_named, linears_inside, refused_lora_targets
+
+    arch, facts = run.arch, run.facts
+    if run.axolotl is None or arch is None or arch.family is None or facts.adapter.value not in ("lora", "qlora"):
+        return
+    if run.config.get("trust_remote_code") and arch.remote_modeling and not arch.layout.remote_code:
+        return
+    written = facts.lora.target_modules if isinstance(facts.lora.target_modules, tuple) else ()
+    added = tuple(n for n in linear_names(arch) if n not in written) if facts.lora.target_linear else ()
+    for target, path, what in refused_lora_targets(arch, (*written, *added)):
+        if what == "mamba":
+            error = (f"ValueError: [PEFT:PeftType.LORA] Module '{path.rsplit('.', 1)[-1]}' is incompatible with "
+                     f"Mamba-based models (model_type='{arch.model_type}')")
+            reached = f"`{path}`, which PEFT does not adapt in a {arch.model_type} model"
+            advice = "Leave the Mamba mixers' `out_proj` and `conv1d` out of the targets"
+        else:
+            error, reached = _NOT_SUPPORTED, f"`{path}`, {_REFUSED[what]}"
+            inside = linears_inside(arch, path)
+            advice = ("Name Linear layers only (PEFT wraps Linear, embedding and convolution layers); a norm trains "
+                      "through `lora_modules_to_save`" if what == "norm" else
+                      "Name the Linear layers inside it" + (f" (`{'`, `'.join(inside)}`)" if inside else "")
+                      if what in ("layer", "container") else
+                      "Adapt the experts through `lora_target_parameters` (`experts.gate_up_proj`, "
+                      "`experts.down_proj`)")
+        if target in written:
+            hit = _where(run, "lora_target_modules", target)
+            hit.args = {"problem": f"`lora_target_modules` entry `{target}` reaches {reached}", "error": error,
+                        "advice": advice}
+        else:
+            source = linear_path_named(arch, target)
+            hit = Hit(run.axolotl, run.axolotl.span(("lora_target_linear",), "value"), {})
+            hit.args = {"problem": f"`lora_target_linear` hands PEFT the last name of every Linear, `{target}` among "
+                                   f"them (from `{source}`), and `{target}` also reaches {reached}",
+                        "error": error,
+                        "advice": "Write the targets in `lora_target_modules` instead (a list of names, or a regular "
+                                  "expression over the module paths) and set `lora_target_linear: false`"}
+        yield hit
+        return  # PEFT stops on the first
+    if facts.lora.target_linear and not written and not facts.lora.target_parameters and not linear_names(arch):
+        hit = Hit(run.axolotl, run.axolotl.span(("lora_target_linear",), "value"), {})
+        hit.args = {"problem": f"`lora_target_linear` finds no `nn.Linear` in this {arch.model_type} model (its "
+                               "layers are transformers' `Conv1D`) and nothing else is targeted",
+                    "error": _NO_TARGETS,
+                    "advice": "List the layers in `lora_target_modules` (e.g. `"
+                              f"{', '.join(arch.layout.attention_names + arch.layout.mlp_names[:1])}`) and set "
+                              "`lora_target_linear: false`"}
+        yield hit

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from axlint.architectures import Architecture, Linear
 from axlint.architectures.families import flag
+from axlint.facts import embedding_layers
 from axlint.memory.peft_targets import convert_targets
 
 if TYPE_CHECKING:  # setup.py reads the model's Linear names from here
@@ -218,15 +219,41 @@ def untrained_expert_adapter_params(arch: Architecture, setup: TrainSetup) -> in
 
 def linear_names(arch: Architecture) -> tuple[str, ...]:
     """Axolotl's ``find_all_linear_names`` (0.18.0 loaders/adapter.py): the last name of every ``nn.Linear``
-    module path (the vision tower's and the multi-token-prediction layers' too), lm_head excepted; what
-    ``lora_target_linear`` hands PEFT. Built once per architecture, from one layer of each kind."""
+    module path (the vision tower's and the multi-token-prediction layers' too; none of a family whose Linears are
+    transformers' ``Conv1D``), less the output embedding's name Axolotl gives the model type
+    (``facts.embedding_layers``: GPT-NeoX's ``embed_out``, so its ``lm_head`` stays); what ``lora_target_linear``
+    hands PEFT. Built once per architecture, from one layer of each kind."""
     cached = arch.memos.get("linear_names")
     if cached is None:
         names = {path.rsplit(".", 1)[-1] for kind in range(len(arch.kind_layers))
-                 for path, lin in kind_modules(arch, kind) if not lin.expert and not lin.router}
+                 for path, lin in kind_modules(arch, kind)
+                 if not lin.expert and not lin.router and not arch.layout.conv1d}
         names |= {path.rsplit(".", 1)[-1] for path, _ in _outside_modules(arch)}
-        cached = arch.memos["linear_names"] = tuple(sorted(names - {arch.layout.lm_head_name}))
+        if not arch.num_labels:  # the output projection, an nn.Linear (tied or not)
+            names.add(arch.layout.lm_head_name)
+        cached = arch.memos["linear_names"] = tuple(sorted(names - {embedding_layers(arch.model_type)[1]}))
     return cached
+
+
+def linears_inside(arch: Architecture, path: str) -> tuple[str, ...]:
+    """The last names of the ``nn.Linear`` modules below the module ``path`` (a path of ``refused_lora_targets``: in
+    the first layer of its kind, or outside the layers)."""
+    paths = [path for path, _ in _outside_modules(arch)]
+    for kind, layers in enumerate(arch.kind_layers):
+        prefix = _layer_prefix(arch, layers[0])
+        paths += [f"{prefix}.{name}" for name, lin in kind_modules(arch, kind) if not lin.expert and not lin.router]
+    return tuple(sorted({p.rsplit(".", 1)[-1] for p in paths if p.startswith(path + ".")}))
+
+
+def linear_path_named(arch: Architecture, name: str) -> str:
+    """The module path of an ``nn.Linear`` whose last name is ``name`` (one of ``linear_names``): in the first layer
+    of the first kind that has one, else outside the layers, else the output projection."""
+    for kind, layers in enumerate(arch.kind_layers):
+        for path, lin in kind_modules(arch, kind):
+            if path.rsplit(".", 1)[-1] == name and not lin.expert and not lin.router:
+                return f"{_layer_prefix(arch, layers[0])}.{path}"
+    return next((path for path, _ in _outside_modules(arch) if path.rsplit(".", 1)[-1] == name),
+                arch.layout.lm_head_name)
 
 
 def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linear, ...]]:
@@ -500,7 +527,7 @@ def unmatched_unfrozen(arch: Architecture, patterns: tuple[str, ...]) -> list[st
 def unmatched_lora_targets(arch: Architecture, targets: tuple[str, ...]) -> list[str]:
     """The ``lora_target_modules`` names that are neither a module path nor a ``.``-separated suffix of one, in any
     layer (PEFT's matching of a list). Every module counts, the containers too (``mlp``, ``self_attn``: PEFT matches
-    them and then refuses them for their type, another error), and the norms, embed_tokens and lm_head. A name PEFT
+    them and then refuses them for their type: AX239), and the norms, embed_tokens and lm_head. A name PEFT
     turns into a routed-expert parameter (``peft_targets.convert_targets``) matches the experts."""
     moved = set(convert_targets(arch.model_type, targets).moved) if arch.is_moe else set()
     unmatched = [t for t in targets if t not in moved and (_has_index(t) or t not in _plain_suffixes(arch))]
@@ -508,6 +535,78 @@ def unmatched_lora_targets(arch: Architecture, targets: tuple[str, ...]) -> list
         every = _suffixes(module_paths(arch))
         return [t for t in unmatched if t not in every]
     return unmatched
+
+
+PEFT_MAMBA_TYPES = frozenset({"falcon_h1", "mamba", "mamba2", "falcon_mamba"})
+PEFT_MAMBA_REFUSED = frozenset({"out_proj", "conv1d"})
+"""PEFT 0.19.1 refuses LoRA on a module of one of these names in a model of one of these types (``tuners/
+tuners_utils.py`` ``_check_lora_target_modules_mamba``)."""
+
+
+def refused_lora_targets(arch: Architecture, targets: Iterable[str]) -> list[tuple[str, str, str]]:
+    """(target, a module path it reaches, what that module is) for each LoRA target name (a list entry, or a name
+    ``lora_target_linear`` adds) on which PEFT 0.19.1 stops the launch while it wraps the model. PEFT matches a name
+    against every module path (equal, or the end of the path after a dot) and wraps only ``nn.Linear``,
+    ``nn.Embedding``, ``nn.Conv1d/2d/3d``, transformers' ``Conv1D`` and ``nn.MultiheadAttention`` (``tuners/lora/
+    model.py`` ``_create_new_module``): any other module a name reaches raises ``ValueError: Target module ... is not
+    supported``. What it is: "layer" (a whole layer: a name that is a layer index), "container" (a module holding
+    other modules: ``mlp``, ``self_attn``), "norm", "experts" (transformers 5's routed experts, 3-D parameters), or
+    "mamba" (``PEFT_MAMBA_REFUSED`` in a ``PEFT_MAMBA_TYPES`` model). Names PEFT turns into expert parameters
+    (``peft_targets.convert_targets``) are left to that conversion; a router that is not an ``nn.Linear`` is not
+    judged."""
+    mamba = arch.model_type in PEFT_MAMBA_TYPES
+    linear = set(linear_names(arch))
+    targets = tuple(t for t in targets if (last := t.rsplit(".", 1)[-1]) not in linear or last.isdigit()
+                    or (mamba and last in PEFT_MAMBA_REFUSED))  # the name of a Linear reaches that Linear
+    if not targets:
+        return []
+    moved = set(convert_targets(arch.model_type, targets).moved) if arch.is_moe else set()
+    by_leaf = _refused_modules(arch)
+    out = []
+    for target in targets:
+        found = next(((path, what) for path, what in by_leaf.get(target.rsplit(".", 1)[-1], ())
+                      if path == target or path.endswith("." + target)), None)
+        if found and target not in moved:
+            out.append((target, *found))
+    return out
+
+
+def _refused_modules(arch: Architecture) -> dict[str, tuple[tuple[str, str], ...]]:
+    """The modules ``refused_lora_targets`` stops on, by their last name: (path, what), in the first layer of each
+    kind and outside the layers (every layer's own path among them). Built once per architecture."""
+    cached = arch.memos.get("refused_modules")
+    if cached is not None:
+        return cached
+    paths, wrapped, unjudged = set(_outer_paths(arch)), set(), set()
+    for kind, layers in enumerate(arch.kind_layers):
+        prefix = _layer_prefix(arch, layers[0])
+        paths.update(f"{prefix}.{path}" for path in _kind_paths(arch)[kind])
+        for name, lin in kind_modules(arch, kind):
+            if not lin.expert:  # the experts' module is refused below
+                (unjudged if lin.router else wrapped).add(f"{prefix}.{name}")
+    wrapped.update(path for path, _ in _outside_modules(arch))
+    wrapped.update(name.rsplit(".", 1)[0] for name, _ in _embedding_parameters(arch))
+    wrapped.add(arch.head_name)
+    holders = {path.rpartition(".")[0] for path in paths}
+    mamba = arch.model_type in PEFT_MAMBA_TYPES
+    found: dict[str, list[tuple[str, str]]] = {}
+    for path in sorted(paths):
+        leaf = path.rsplit(".", 1)[-1]
+        if mamba and leaf in PEFT_MAMBA_REFUSED:
+            what = "mamba"
+        elif path in wrapped or path in unjudged or f"{path}.linear" in wrapped:  # Gemma 4's clippable Linears
+            continue
+        elif path in holders or leaf.isdigit():  # only the first layer of each kind lists its modules
+            what = "layer" if leaf.isdigit() else "container"
+        elif leaf == "experts":
+            what = "experts"
+        elif leaf in ("conv1d", "conv"):  # convolutions PEFT wraps
+            continue
+        else:
+            what = "norm"
+        found.setdefault(leaf, []).append((path, what))
+    cached = arch.memos["refused_modules"] = {leaf: tuple(v) for leaf, v in found.items()}
+    return cached
 
 
 def _plain_suffixes(arch: Architecture) -> frozenset[str]:
@@ -628,17 +727,26 @@ def regex_leaf_names(arch: Architecture, pattern: str, old_names: Iterable[str])
     return tuple(sorted(matched))
 
 
-def _outer_paths(arch: Architecture) -> set[str]:
+def _outer_paths(arch: Architecture) -> frozenset[str]:
     """The module paths outside the decoder layers' own modules: the layers' paths and the modules that hold them
     (``model``, ``model.layers``, ``model.layers.3``), the embeddings, the final norm, the head, the vision
-    tower, the multi-token-prediction layers."""
-    leaves = [_layer_prefix(arch, layer) for layer, kind in enumerate(arch.layer_kinds) if _kind_paths(arch)[kind]]
+    tower, the multi-token-prediction layers. Built once per architecture."""
+    cached = arch.memos.get("outer_paths")
+    if cached is None:
+        cached = arch.memos["outer_paths"] = frozenset(_prefixes(_outer_leaves(arch)))
+    return cached
+
+
+def _outer_leaves(arch: Architecture) -> list[str]:
+    """The outermost module paths of ``_outer_paths``, before the modules that hold them are added."""
+    kind_paths = _kind_paths(arch)
+    leaves = [_layer_prefix(arch, layer) for layer, kind in enumerate(arch.layer_kinds) if kind_paths[kind]]
     leaves += [name.rsplit(".", 1)[0] for name, _ in (*_embedding_parameters(arch), *_output_parameters(arch))]
     if arch.tie_word_embeddings:  # the tied lm_head of ``_decoder_params``
         leaves.append(arch.layout.lm_head_name)
     leaves += [name for name, _ in _vision_modules(arch)]
     leaves += [name.rsplit(".", 1)[0] for name, _ in _mtp_parameters(arch)]
-    return _prefixes(leaves)
+    return leaves
 
 
 def _kind_paths(arch: Architecture) -> tuple[frozenset[str], ...]:

@@ -74,26 +74,34 @@ def _decoder_linears(model) -> list[str]:
             and not any(part in name for part in _NOT_DECODER)]
 
 
-def layers_found(model_type: str, config: dict) -> dict:
+def build_as_axolotl_loads(model_type: str, config: dict):
+    """The model of a config.json built on the meta device as Axolotl loads it: ``AutoModelForCausalLM``, or the
+    class of Axolotl's ``MULTIMODAL_AUTO_MODEL_MAPPING`` for a multimodal type. Raises what transformers raises
+    when it cannot build the model from the config alone."""
     import torch
     from axolotl.loaders.constants import MULTIMODAL_AUTO_MODEL_MAPPING
+    from transformers import CONFIG_MAPPING, AutoModelForCausalLM, AutoModelForImageTextToText
+
+    config = CONFIG_MAPPING[model_type].from_dict(dict(config))
+    with torch.device("meta"):
+        multimodal = MULTIMODAL_AUTO_MODEL_MAPPING.get(model_type)
+        if multimodal is None:
+            return AutoModelForCausalLM.from_config(config)
+        if isinstance(multimodal, str):  # transformers' image-text-to-text class name
+            return AutoModelForImageTextToText.from_config(config)
+        return multimodal(config)  # the class Axolotl names itself (Voxtral)
+
+
+def layers_found(model_type: str, config: dict) -> dict:
     from axolotl.utils.dict import DictDefault
     from peft import LoraConfig, get_peft_model
-    from transformers import CONFIG_MAPPING, AutoModelForCausalLM, AutoModelForImageTextToText
+    from transformers import CONFIG_MAPPING
 
     if model_type not in CONFIG_MAPPING:
         return {"error": "remote code"}
     lora_kernels = _lora_kernels()
     try:
-        config = CONFIG_MAPPING[model_type].from_dict(dict(config))
-        with torch.device("meta"):
-            multimodal = MULTIMODAL_AUTO_MODEL_MAPPING.get(model_type)
-            if multimodal is None:
-                model = AutoModelForCausalLM.from_config(config)
-            elif isinstance(multimodal, str):  # transformers' image-text-to-text class name
-                model = AutoModelForImageTextToText.from_config(config)
-            else:  # the class Axolotl names itself (Voxtral)
-                model = multimodal(config)
+        model = build_as_axolotl_loads(model_type, config)
     except Exception as exc:  # transformers cannot build it from its config alone
         return {"error": "build", "reason": _first_line(f"{type(exc).__name__}: {exc}")}
     peft_model = None

@@ -1,0 +1,50 @@
+"""Run inside the oracle venv: what ``lora_target_linear: true`` hands PEFT, and whether PEFT can wrap it.
+
+Reads one JSON object per line on stdin, {"id": <model type>, "config": <the model's config.json>}, and writes one
+per line on stdout: {"id", "names": the module names Axolotl 0.18.0's ``find_all_linear_names`` collects from the
+model built on the meta device as Axolotl loads it (kernel_patch_judge ``build_as_axolotl_loads``), "error": what
+PEFT 0.19.1's ``get_peft_model`` raised with those names as ``target_modules``, or ""}. Before that, Axolotl's
+``load_lora`` patch for Gemma 4's clippable Linears is applied, as ``load_lora`` applies it. "remote code" for a
+model type transformers does not define, "build" (with a reason) where transformers cannot build the model from its
+config.json alone.
+
+Axolotl's ``loaders/adapter.py`` imports its telemetry module, which imports ``posthog``; the oracle venv leaves that
+package out, and the judge gives it an empty stand-in (no telemetry is sent either way).
+"""
+from __future__ import annotations
+
+import sys
+from unittest import mock
+
+from judge import _first_line, serve  # the sibling judge: same environment
+from kernel_patch_judge import build_as_axolotl_loads
+
+sys.modules.setdefault("posthog", mock.MagicMock())
+
+
+def linear_targets(model_type: str, config: dict) -> dict:
+    from axolotl.loaders import adapter
+    from peft import LoraConfig, get_peft_model
+    from transformers import CONFIG_MAPPING
+
+    if model_type not in CONFIG_MAPPING:
+        return {"error": "remote code", "names": []}
+    try:
+        model = build_as_axolotl_loads(model_type, config)
+    except Exception as exc:  # transformers cannot build it from its config alone
+        return {"error": "build", "reason": _first_line(f"{type(exc).__name__}: {exc}"), "names": []}
+    adapter._patch_peft_clippable_linear()
+    names = sorted(adapter.find_all_linear_names(model))
+    try:
+        get_peft_model(model, LoraConfig(r=4, target_modules=names, task_type="CAUSAL_LM"))
+    except Exception as exc:  # the refusal is the answer
+        return {"error": _first_line(f"{type(exc).__name__}: {exc}"), "names": names}
+    return {"error": "", "names": names}
+
+
+def main() -> None:
+    serve(lambda item: linear_targets(item["id"], item["config"]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""AX239 held to the real stack: each catalogued model type built as Axolotl 0.18.0 loads it (transformers 5.14.1, on
+the meta device), the names Axolotl's ``find_all_linear_names`` collects for ``lora_target_linear: true`` handed to
+PEFT 0.19.1's ``get_peft_model``, and what PEFT raised (tests/oracle/lora_targets_judge.py). axlint's names
+(``params.linear_names``) must be Axolotl's, and axlint must predict exactly the types PEFT stops on, with the
+error PEFT raises."""
+from __future__ import annotations
+
+import pytest
+
+from axlint.architectures import Architecture
+from axlint.memory.params import linear_names, refused_lora_targets
+from tests.catalog_models import one_config_per_model_type
+from tests.oracle.venv import judge, oracle_python
+
+ROUTER_DRIFT = {"jamba": {"router"}}
+"""Jamba's router is an ``nn.Linear`` in transformers 5.14.1 (Axolotl 0.18.0's pin), which Axolotl's list picks up,
+and a ``JambaTopKRouter`` module in transformers 5.24, whose layout axlint follows."""
+ERRORS = {
+    "empty": "ValueError: No `target_modules` passed but also no `target_parameters` found",
+    "mamba": "ValueError: [PEFT:PeftType.LORA] Module 'out_proj' is incompatible with Mamba-based models",
+}
+"""The start of what PEFT raises for each kind of refusal; every other kind is ``NOT_SUPPORTED``."""
+NOT_SUPPORTED = "ValueError: Target module "
+
+
+@pytest.fixture(scope="module")
+def configs() -> dict[str, dict]:
+    return one_config_per_model_type()
+
+
+@pytest.fixture(scope="module")
+def built(configs: dict[str, dict], tmp_path_factory) -> dict[str, dict]:
+    """Axolotl's names and PEFT's answer for every catalogued type that transformers builds from its config alone."""
+    items = [{"id": model_type, "config": config} for model_type, config in configs.items()]
+    judged = judge(oracle_python(), items, tmp_path_factory.mktemp("targets"), script="lora_targets_judge.py")
+    return {t: v for t, v in judged.items() if v["error"] not in ("build", "remote code")}
+
+
+def _arch(configs: dict[str, dict], model_type: str) -> Architecture:
+    return Architecture.from_config("test/model", "catalog", configs[model_type])
+
+
+def test_most_catalogued_types_are_built(built: dict[str, dict]) -> None:
+    assert len(built) > 55
+
+
+def test_axlint_collects_axolotls_linear_names(configs: dict[str, dict], built: dict[str, dict]) -> None:
+    for model_type, answer in sorted(built.items()):
+        names = set(linear_names(_arch(configs, model_type))) | ROUTER_DRIFT.get(model_type, set())
+        assert names == set(answer["names"]), model_type
+
+
+def test_axlint_predicts_the_types_peft_stops_on(configs: dict[str, dict], built: dict[str, dict]) -> None:
+    stopped = set()
+    for model_type, answer in sorted(built.items()):
+        arch = _arch(configs, model_type)
+        names = linear_names(arch)
+        refused = refused_lora_targets(arch, names)
+        kind = "empty" if not names else refused[0][2] if refused else None
+        if kind is None:
+            assert answer["error"] == "", model_type
+        else:
+            assert answer["error"].startswith(ERRORS.get(kind, NOT_SUPPORTED)), (model_type, answer["error"])
+            stopped.add(model_type)
+    assert stopped == {"falcon_h1", "gpt2", "mamba", "qwen2_5_vl", "qwen2_vl"}
