@@ -54,7 +54,7 @@ from unittest import mock
 from axlint.facts import RunFacts, Sharding, ShardingKind
 from axlint.memory import constants as C
 from axlint.memory.setup import TrainSetup, read_setup
-from axlint.memory.params import target_parameter_lora_params
+from axlint.memory.params import linear_names, target_parameter_lora_params
 from axlint.memory.params import trainable as trainable_counts
 from axlint.memory.sharding import (
     buffer_bytes,
@@ -145,7 +145,7 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     start = time.perf_counter()
-    spec = train_spec(facts)
+    spec = train_spec(facts, linear_names(arch))
     wanted = setup or read_setup(facts, arch)
     setup = simulated_setup(wanted)
     if setup.experts_parametrized and target_parameter_lora_params(arch, setup):

@@ -8,8 +8,9 @@ prints the table (pytest -s). Each simulation runs once per session (two optimiz
 The MoE cases run Qwen3-30B-A3B with 4 of its 48 layers (every other config.json number as published) on both
 sides. Their LoRA targets the attention projections, which is what Axolotl's ``lora_target_linear`` selects on
 transformers 5 (its ``find_all_linear_names`` keeps ``nn.Linear`` modules; the fused experts are 3-D parameters and
-the router is a ``*TopKRouter`` module); the simulation's own ``lora_target_linear`` mapping passes PEFT's
-"all-linear", which PEFT 0.21 also applies to the experts and the router.
+the router is a ``*TopKRouter`` module), as the simulation hands PEFT too (``training.spec.lora_targets``: the
+written targets and ``params.linear_names``, Axolotl's list, not PEFT's "all-linear", which PEFT 0.21 also applies
+to the experts and the router); the cases write the attention projections out.
 """
 from __future__ import annotations
 

@@ -64,6 +64,9 @@ def test_train_spec_reads_axolotl_semantics() -> None:
     assert spec.tokens == 8192 and spec.dtype == "bfloat16" and spec.quantized
     assert spec.gradient_checkpointing_kwargs == {"use_reentrant": True}
     assert spec.lora_target_modules == "all-linear" and spec.learning_rate == 2e-4
+    linear = {"adapter": "lora", "lora_target_linear": True, "lora_target_modules": ["embed_tokens"]}
+    assert train_spec(resolve_facts(linear), ("q_proj", "v_proj")).lora_target_modules == [
+        "embed_tokens", "q_proj", "v_proj"]  # Axolotl's list: the written targets and every Linear's name
     assert train_spec(resolve_facts({"flash_attention": True, "sdp_attention": True})).attn_implementation \
         == "flash_attention_2"
     assert train_spec(resolve_facts({})).attn_implementation == "sdpa"

@@ -67,17 +67,22 @@ def cpu_attention(impl: str) -> str:
     return _CPU_ATTENTION.get(impl, "sdpa")
 
 
-def lora_targets(lora: Lora) -> list[str] | str:
-    """PEFT `target_modules`: `all-linear` for `lora_target_linear`, the explicit list, else q_proj/v_proj."""
+def lora_targets(lora: Lora, linear_names: tuple[str, ...] | None = None) -> list[str] | str:
+    """PEFT `target_modules` as Axolotl hands them over (0.18.0 `loaders/adapter.py` `_build_peft_lora_config`): with
+    `lora_target_linear`, the written targets (a regular expression as one list entry) and the last name of every
+    Linear of the model (`linear_names`, `memory.params.linear_names`; PEFT's own `all-linear` where the model's
+    names are not given); else the written list or regular expression, else q_proj / v_proj."""
+    written = [lora.target_modules] if isinstance(lora.target_modules, str) else list(lora.target_modules)
     if lora.target_linear:
-        return "all-linear"
+        return sorted({*written, *linear_names}) if linear_names is not None else "all-linear"
     if isinstance(lora.target_modules, str):
         return [lora.target_modules]
-    return list(lora.target_modules) or ["q_proj", "v_proj"]
+    return written or ["q_proj", "v_proj"]
 
 
-def train_spec(facts: RunFacts) -> TrainSpec:
-    """The TrainSpec of a resolved run (axlint.facts)."""
+def train_spec(facts: RunFacts, linear_names: tuple[str, ...] | None = None) -> TrainSpec:
+    """The TrainSpec of a resolved run (axlint.facts); `linear_names`: what `lora_target_linear` adds on this model
+    (`lora_targets`)."""
     on = (facts.liger_rope, facts.liger_rms_norm, facts.liger_glu, facts.liger_layer_norm,
           facts.loss.value is LossKernel.LIGER_FLCE, facts.loss.value is LossKernel.LIGER_CE)
     return TrainSpec(
@@ -93,7 +98,7 @@ def train_spec(facts: RunFacts) -> TrainSpec:
         lora_r=facts.lora.r,
         lora_alpha=facts.lora.alpha,
         lora_dropout=facts.lora.dropout,
-        lora_target_modules=lora_targets(facts.lora),
+        lora_target_modules=lora_targets(facts.lora, linear_names),
         learning_rate=facts.learning_rate.value or 1e-5,
         optimizer=facts.optimizer.value,
         liger={key: True for key, enabled in zip(LIGER_KEYS, on) if enabled},

@@ -26,6 +26,8 @@ from axlint.training.model import (
     prepare_for_training,
     unwrapped,
 )
+from axlint.architectures import Architecture
+from axlint.memory.params import linear_names
 from axlint.training.spec import LIGER_KEYS, TrainSpec, job_facts, train_spec
 from axlint.validate.measure import Meter, device_name
 from axlint.validate.quantize import quantize_experts, quantize_linears
@@ -60,7 +62,8 @@ def run_rank(job: dict[str, Any]) -> dict[str, Any]:
     rank, local_rank, world = rank_env()
     on_cuda = job["device"] == "cuda"
     facts = job_facts(job)
-    spec = train_spec(facts)
+    arch = Architecture.from_config(job["model_type"], "local", {**job["model_config"], "model_type": job["model_type"]})
+    spec = train_spec(facts, linear_names(arch))
     result: dict[str, Any] = {"rank": rank, "world_size": world, "device": job["device"], "status": "ok",
                               "notes": [], "steps_completed": 0, "losses": [], "step_seconds": []}
     if on_cuda:
