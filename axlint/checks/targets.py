@@ -160,6 +160,12 @@ _REFUSED = {
     "experts": "the routed experts' module (3-D parameters, which `lora_target_parameters` reaches)",
 }
 """What ``params.refused_lora_targets`` found, in words."""
+_ADVICE = {
+    "norm": "Name Linear layers only (PEFT wraps Linear, embedding and convolution layers); a norm trains through "
+            "`lora_modules_to_save`",
+    "experts": "Adapt the experts through `lora_target_parameters` (`experts.gate_up_proj`, `experts.down_proj`)",
+}
+"""What to write instead, where it does not depend on the module."""
 _NOT_SUPPORTED = "ValueError: Target module ... is not supported"
 _NO_TARGETS = "ValueError: No `target_modules` passed but also no `target_parameters` found"
 
@@ -187,14 +193,10 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             reached = f"`{path}`, which PEFT does not adapt in a {arch.model_type} model"
             advice = "Leave the Mamba mixers' `out_proj` and `conv1d` out of the targets"
         else:
-            error, reached = _NOT_SUPPORTED, f"`{path}`, {_REFUSED[what]}"
-            inside = linears_inside(arch, path)
-            advice = ("Name Linear layers only (PEFT wraps Linear, embedding and convolution layers); a norm trains "
-                      "through `lora_modules_to_save`" if what == "norm" else
-                      "Name the Linear layers inside it" + (f" (`{'`, `'.join(inside)}`)" if inside else "")
-                      if what in ("layer", "container") else
-                      "Adapt the experts through `lora_target_parameters` (`experts.gate_up_proj`, "
-                      "`experts.down_proj`)")
+            error, reached, advice = _NOT_SUPPORTED, f"`{path}`, {_REFUSED[what]}", _ADVICE.get(what, "")
+            if not advice:  # a layer or a container: the Linears inside it
+                inside = linears_inside(arch, path)
+                advice = "Name the Linear layers inside it" + (f" (`{'`, `'.join(inside)}`)" if inside else "")
         if target in written:
             hit = _where(run, "lora_target_modules", target)
             hit.args = {"problem": f"`lora_target_modules` entry `{target}` reaches {reached}", "error": error,
