@@ -109,6 +109,9 @@ class Family:
     ``embed_extra_rows``: rows the input embedding has beyond vocab_size (Mllama's ``vocab_size + 8``).
     ``conv1d``: the layers' Linears are transformers' ``Conv1D`` (GPT-2: a Linear's parameters, the weight stored
     transposed), not ``nn.Linear``: Axolotl's ``lora_target_linear`` collects none of them.
+    ``router_returns_tuple``: the router (``router_name``, with ``router_linear``) is an ``nn.Linear`` subclass whose
+    forward returns a tuple (scores, weights, experts): PEFT wraps it like any Linear, and its LoRA layer's forward
+    fails on the tuple.
     ``legacy_multi_query``: (the config.json key of a family's newer layout, the key of its older multi-query flag):
     while the first is off, a layer has one kv head when the second holds (by default it does) and one per query
     head otherwise (Falcon's ``new_decoder_architecture`` / ``multi_query``).
@@ -192,6 +195,7 @@ class Family:
     mtp: MtpLayers | None = None
     embed_extra_rows: int = 0
     conv1d: bool = False
+    router_returns_tuple: bool = False
 
 
 def flag(value: Flag, config: Mapping[str, Any]) -> bool:
@@ -244,7 +248,8 @@ FAMILIES: dict[str, Family] = {
     # final one too), every layer a MoE behind the router "router" (PhimoeTopKRouter, an nn.Linear subclass without
     # a bias), the output projection biased by lm_head_bias.
     "phimoe": Family(qkv_bias=("attention_bias", False), o_bias=("attention_bias", False), norm="layernorm",
-                     router_name="router", router_linear=True, lm_head_bias=("lm_head_bias", False)),
+                     router_name="router", router_linear=True, router_returns_tuple=True,
+                     lm_head_bias=("lm_head_bias", False)),
     "qwen2": _QWEN_2,
     "qwen2_moe": _QWEN_2,
     "qwen2_vl_text": _QWEN_2,
@@ -331,7 +336,7 @@ FAMILIES: dict[str, Family] = {
     # interleave_moe_layer_step-th) the router (Llama4Router, an nn.Linear E x h without bias), experts
     # intermediate_size wide and one shared_expert of the same width; dense layers intermediate_size_mlp wide.
     "llama4_text": Family(mlp_module="feed_forward", router_name="router", router_linear=True,
-                          shared_expert_name="shared_expert", shared_experts_default=1,
+                          router_returns_tuple=True, shared_expert_name="shared_expert", shared_experts_default=1,
                           dense_width_key="intermediate_size_mlp"),
     # models/gemma4/modeling_gemma4.py (transformers 5.24, Gemma4TextAttention / Gemma4TextDecoderLayer): q/k/v/o
     # biased by attention_bias; per layer type head dims and kv heads (global_head_dim, num_global_key_value_heads

@@ -170,7 +170,12 @@ _NOT_SUPPORTED = "ValueError: Target module ... is not supported"
 _NO_TARGETS = "ValueError: No `target_modules` passed but also no `target_parameters` found"
 
 
-@register_check("lora_targets_peft_refuses", args=("problem", "error", "advice"))
+_WRAPPING = "PEFT stops the launch while it wraps the model"
+_FORWARD = ("the model loads and PEFT wraps the router like a Linear, then the run stops at its first forward pass, "
+            "where the LoRA layer reads the router's tuple as a tensor")
+
+
+@register_check("lora_targets_peft_refuses", args=("problem", "stage", "error", "advice"))
 def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """LoRA targets on which PEFT stops the launch while it wraps the model (``params.refused_lora_targets``): a
     `lora_target_modules` entry, or a name `lora_target_linear` adds (Axolotl's ``find_all_linear_names``,
@@ -187,11 +192,17 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     written = facts.lora.target_modules if isinstance(facts.lora.target_modules, tuple) else ()
     added = tuple(n for n in linear_names(arch) if n not in written) if facts.lora.target_linear else ()
     for target, path, what in refused_lora_targets(arch, (*written, *added)):
+        stage = _WRAPPING
         if what == "mamba":
             error = (f"ValueError: [PEFT:PeftType.LORA] Module '{path.rsplit('.', 1)[-1]}' is incompatible with "
                      f"Mamba-based models (model_type='{arch.model_type}')")
             reached = f"`{path}`, which PEFT does not adapt in a {arch.model_type} model"
             advice = "Leave the Mamba mixers' `out_proj` and `conv1d` out of the targets"
+        elif what == "router":
+            stage, error = _FORWARD, "AttributeError: 'tuple' object has no attribute 'dtype'"
+            reached = (f"`{path}`, this {arch.model_type} model's router: an `nn.Linear` subclass whose forward "
+                       "returns a tuple")
+            advice = f"Leave `{target}` out of the targets"
         else:
             error, reached, advice = _NOT_SUPPORTED, f"`{path}`, {_REFUSED[what]}", _ADVICE.get(what, "")
             if not advice:  # a layer or a container: the Linears inside it
@@ -199,14 +210,15 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                 advice = "Name the Linear layers inside it" + (f" (`{'`, `'.join(inside)}`)" if inside else "")
         if target in written:
             hit = _where(run, "lora_target_modules", target)
-            hit.args = {"problem": f"`lora_target_modules` entry `{target}` reaches {reached}", "error": error,
-                        "advice": advice}
+            hit.args = {"problem": f"`lora_target_modules` entry `{target}` reaches {reached}", "stage": stage,
+                        "error": error, "advice": advice}
         else:
             source = linear_path_named(arch, target)
+            how = f": {reached}" if source == path else f" (from `{source}`), and `{target}` also reaches {reached}"
             hit = Hit(run.axolotl, run.axolotl.span(("lora_target_linear",), "value"), {})
             hit.args = {"problem": f"`lora_target_linear` hands PEFT the last name of every Linear, `{target}` among "
-                                   f"them (from `{source}`), and `{target}` also reaches {reached}",
-                        "error": error,
+                                   f"them{how}",
+                        "stage": stage, "error": error,
                         "advice": "Write the targets in `lora_target_modules` instead (a list of names, or a regular "
                                   "expression over the module paths) and set `lora_target_linear: false`"}
         yield hit
@@ -215,7 +227,7 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         hit = Hit(run.axolotl, run.axolotl.span(("lora_target_linear",), "value"), {})
         hit.args = {"problem": f"`lora_target_linear` finds no `nn.Linear` in this {arch.model_type} model (its "
                                "layers are transformers' `Conv1D`) and nothing else is targeted",
-                    "error": _NO_TARGETS,
+                    "stage": _WRAPPING, "error": _NO_TARGETS,
                     "advice": "List the layers in `lora_target_modules` (e.g. `"
                               f"{', '.join(arch.layout.attention_names + arch.layout.mlp_names[:1])}`) and set "
                               "`lora_target_linear: false`"}

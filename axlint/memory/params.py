@@ -551,13 +551,16 @@ def refused_lora_targets(arch: Architecture, targets: Iterable[str]) -> list[tup
     model.py`` ``_create_new_module``): any other module a name reaches raises ``ValueError: Target module ... is not
     supported``. What it is: "layer" (a whole layer: a name that is a layer index), "container" (a module holding
     other modules: ``mlp``, ``self_attn``), "norm", "experts" (transformers 5's routed experts, 3-D parameters), or
-    "mamba" (``PEFT_MAMBA_REFUSED`` in a ``PEFT_MAMBA_TYPES`` model). Names PEFT turns into expert parameters
-    (``peft_targets.convert_targets``) are left to that conversion; a router that is not an ``nn.Linear`` is not
-    judged."""
+    "mamba" (``PEFT_MAMBA_REFUSED`` in a ``PEFT_MAMBA_TYPES`` model), or "router" (a router that returns a tuple,
+    ``Family.router_returns_tuple``: PEFT wraps it, and the run stops at its first forward pass instead, with
+    ``AttributeError: 'tuple' object has no attribute 'dtype'`` from the LoRA layer). Names PEFT turns into expert
+    parameters (``peft_targets.convert_targets``) are left to that conversion; a router that is not an
+    ``nn.Linear`` is not judged."""
     mamba = arch.model_type in PEFT_MAMBA_TYPES
     linear = set(linear_names(arch))
+    router = arch.layout.router_name.rsplit(".", 1)[-1] if arch.layout.router_returns_tuple else None
     targets = tuple(t for t in targets if (last := t.rsplit(".", 1)[-1]) not in linear or last.isdigit()
-                    or (mamba and last in PEFT_MAMBA_REFUSED))  # the name of a Linear reaches that Linear
+                    or last == router or (mamba and last in PEFT_MAMBA_REFUSED))  # a Linear's name reaches it
     if not targets:
         return []
     moved = set(convert_targets(arch.model_type, targets).moved) if arch.is_moe else set()
@@ -577,12 +580,14 @@ def _refused_modules(arch: Architecture) -> dict[str, tuple[tuple[str, str], ...
     cached = arch.memos.get("refused_modules")
     if cached is not None:
         return cached
-    paths, wrapped, unjudged = set(_outer_paths(arch)), set(), set()
+    paths, wrapped, unjudged, tuple_routers = set(_outer_paths(arch)), set(), set(), set()
     for kind, layers in enumerate(arch.kind_layers):
         prefix = _layer_prefix(arch, layers[0])
         paths.update(f"{prefix}.{path}" for path in _kind_paths(arch)[kind])
         for name, lin in kind_modules(arch, kind):
-            if not lin.expert:  # the experts' module is refused below
+            if arch.layout.router_returns_tuple and lin.name == arch.layout.router_name:
+                tuple_routers.add(f"{prefix}.{name}")
+            elif not lin.expert:  # the experts' module is refused below
                 (unjudged if lin.router else wrapped).add(f"{prefix}.{name}")
     wrapped.update(path for path, _ in _outside_modules(arch))
     wrapped.update(name.rsplit(".", 1)[0] for name, _ in _embedding_parameters(arch))
@@ -594,6 +599,8 @@ def _refused_modules(arch: Architecture) -> dict[str, tuple[tuple[str, str], ...
         leaf = path.rsplit(".", 1)[-1]
         if mamba and leaf in PEFT_MAMBA_REFUSED:
             what = "mamba"
+        elif path in tuple_routers:
+            what = "router"
         elif path in wrapped or path in unjudged or f"{path}.linear" in wrapped:  # Gemma 4's clippable Linears
             continue
         elif path in holders or leaf.isdigit():  # only the first layer of each kind lists its modules

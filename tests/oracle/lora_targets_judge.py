@@ -6,7 +6,8 @@ model built on the meta device as Axolotl loads it (kernel_patch_judge ``build_a
 PEFT 0.19.1's ``get_peft_model`` raised with those names as ``target_modules``, or ""}. Before that, Axolotl's
 ``load_lora`` patch for Gemma 4's clippable Linears is applied, as ``load_lora`` applies it. "remote code" for a
 model type transformers does not define, "build" (with a reason) where transformers cannot build the model from its
-config.json alone.
+config.json alone. {"id", "model_type", "small": <config fields>}: the same with a small model of that type on the
+CPU, trained for one step (``first_step``): what a LoRA layer meets only when it runs.
 
 Axolotl's ``loaders/adapter.py`` imports its telemetry module, which imports ``posthog``; the oracle venv leaves that
 package out, and the judge gives it an empty stand-in (no telemetry is sent either way).
@@ -42,8 +43,29 @@ def linear_targets(model_type: str, config: dict) -> dict:
     return {"error": "", "names": names}
 
 
+def first_step(model_type: str, config: dict) -> dict:
+    """A small model of ``config`` (random weights, on the CPU) wrapped by PEFT with the names Axolotl collects, then
+    one forward and backward pass: what it raised, or ""."""
+    import torch
+    from axolotl.loaders import adapter
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **config))
+    names = sorted(adapter.find_all_linear_names(model))
+    tokens = torch.tensor([[1, 5, 7, 9]])
+    try:
+        wrapped = get_peft_model(model, LoraConfig(r=4, target_modules=names, task_type="CAUSAL_LM"))
+        wrapped(input_ids=tokens, labels=tokens).loss.backward()
+    except Exception as exc:  # the failure is the answer
+        return {"error": _first_line(f"{type(exc).__name__}: {exc}"), "names": names}
+    return {"error": "", "names": names}
+
+
 def main() -> None:
-    serve(lambda item: linear_targets(item["id"], item["config"]))
+    serve(lambda item: first_step(item["model_type"], item["small"]) if "small" in item
+          else linear_targets(item["id"], item["config"]))
 
 
 if __name__ == "__main__":
