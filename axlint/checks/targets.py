@@ -21,6 +21,16 @@ def _where(run: TrainingRun, key: str, entry: str) -> Hit:
     return Hit(doc, doc.span(path, "value"), {})
 
 
+def _model_names_known(run: TrainingRun) -> bool:
+    """Whether axlint knows the names of the run's modules: a YAML config, a model of a family it lays out, and not
+    one whose repository's own modelling code runs (``trust_remote_code`` with config.json's ``auto_map``), which
+    names its modules itself, unless the family's row was read from that code (``Family.remote_code``)."""
+    arch = run.arch
+    if run.axolotl is None or arch is None or arch.family is None:
+        return False
+    return not (run.config.get("trust_remote_code") and arch.remote_modeling and not arch.layout.remote_code)
+
+
 @register_check("mem_targets_match_nothing", args=("key", "entry", "model", "known", "effect"))
 def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Each `lora_target_modules` name that matches no module of the model (PEFT's list matching: equal, or a
@@ -39,9 +49,7 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     )
 
     arch, facts = run.arch, run.facts
-    if run.axolotl is None or arch is None or arch.family is None:
-        return
-    if run.config.get("trust_remote_code") and arch.remote_modeling and not arch.layout.remote_code:
+    if not _model_names_known(run):
         return
     layout = arch.layout
     layer, first = (f"{arch.decoder_path}.{layout.layer_path.format(layer=n)}" for n in ("N", 0))
@@ -185,9 +193,7 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     from axlint.memory.params import linear_names, linear_path_named, linears_inside, refused_lora_targets
 
     arch, facts = run.arch, run.facts
-    if run.axolotl is None or arch is None or arch.family is None or facts.adapter.value not in ("lora", "qlora"):
-        return
-    if run.config.get("trust_remote_code") and arch.remote_modeling and not arch.layout.remote_code:
+    if not _model_names_known(run) or facts.adapter.value not in ("lora", "qlora"):
         return
     written = facts.lora.target_modules if isinstance(facts.lora.target_modules, tuple) else ()
     added = tuple(n for n in linear_names(arch) if n not in written) if facts.lora.target_linear else ()

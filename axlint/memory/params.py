@@ -225,34 +225,39 @@ def linear_names(arch: Architecture) -> tuple[str, ...]:
     hands PEFT. Built once per architecture, from one layer of each kind."""
     cached = arch.memos.get("linear_names")
     if cached is None:
-        names = {path.rsplit(".", 1)[-1] for kind in range(len(arch.kind_layers))
-                 for path, lin in kind_modules(arch, kind)
-                 if not lin.expert and not lin.router and not arch.layout.conv1d}
-        names |= {path.rsplit(".", 1)[-1] for path, _ in _outside_modules(arch)}
+        names = {path.rsplit(".", 1)[-1] for path, lin, outside in _linear_paths(arch)
+                 if not lin.router and (outside or not arch.layout.conv1d)}
         if not arch.num_labels:  # the output projection, an nn.Linear (tied or not)
             names.add(arch.layout.lm_head_name)
         cached = arch.memos["linear_names"] = tuple(sorted(names - {embedding_layers(arch.model_type)[1]}))
     return cached
 
 
+def _linear_paths(arch: Architecture) -> tuple[tuple[str, Linear, bool], ...]:
+    """(module path, Linear, whether it sits outside the decoder layers) of the model's Linears but the routed
+    experts: those of the first layer of each kind (every layer of a kind has the same), then those outside the
+    layers (``_outside_modules``). Built once per architecture; ``linear_names``, ``linears_inside``,
+    ``linear_path_named`` and ``refused_lora_targets`` read it."""
+    cached = arch.memos.get("linear_paths")
+    if cached is None:
+        cached = arch.memos["linear_paths"] = (
+            *((f"{_layer_prefix(arch, layers[0])}.{name}", lin, False) for kind, layers in enumerate(arch.kind_layers)
+              for name, lin in kind_modules(arch, kind) if not lin.expert),
+            *((path, lin, True) for path, lin in _outside_modules(arch)))
+    return cached
+
+
 def linears_inside(arch: Architecture, path: str) -> tuple[str, ...]:
     """The last names of the ``nn.Linear`` modules below the module ``path`` (a path of ``refused_lora_targets``: in
     the first layer of its kind, or outside the layers)."""
-    paths = [path for path, _ in _outside_modules(arch)]
-    for kind, layers in enumerate(arch.kind_layers):
-        prefix = _layer_prefix(arch, layers[0])
-        paths += [f"{prefix}.{name}" for name, lin in kind_modules(arch, kind) if not lin.expert and not lin.router]
-    return tuple(sorted({p.rsplit(".", 1)[-1] for p in paths if p.startswith(path + ".")}))
+    return tuple(sorted({p.rsplit(".", 1)[-1] for p, lin, _ in _linear_paths(arch)
+                         if not lin.router and p.startswith(path + ".")}))
 
 
 def linear_path_named(arch: Architecture, name: str) -> str:
     """The module path of an ``nn.Linear`` whose last name is ``name`` (one of ``linear_names``): in the first layer
     of the first kind that has one, else outside the layers, else the output projection."""
-    for kind, layers in enumerate(arch.kind_layers):
-        for path, lin in kind_modules(arch, kind):
-            if path.rsplit(".", 1)[-1] == name and not lin.expert and not lin.router:
-                return f"{_layer_prefix(arch, layers[0])}.{path}"
-    return next((path for path, _ in _outside_modules(arch) if path.rsplit(".", 1)[-1] == name),
+    return next((p for p, lin, _ in _linear_paths(arch) if not lin.router and p.rsplit(".", 1)[-1] == name),
                 arch.layout.lm_head_name)
 
 
@@ -582,14 +587,12 @@ def _refused_modules(arch: Architecture) -> dict[str, tuple[tuple[str, str], ...
         return cached
     paths, wrapped, unjudged, tuple_routers = set(_outer_paths(arch)), set(), set(), set()
     for kind, layers in enumerate(arch.kind_layers):
-        prefix = _layer_prefix(arch, layers[0])
-        paths.update(f"{prefix}.{path}" for path in _kind_paths(arch)[kind])
-        for name, lin in kind_modules(arch, kind):
-            if arch.layout.router_returns_tuple and lin.name == arch.layout.router_name:
-                tuple_routers.add(f"{prefix}.{name}")
-            elif not lin.expert:  # the experts' module is refused below
-                (unjudged if lin.router else wrapped).add(f"{prefix}.{name}")
-    wrapped.update(path for path, _ in _outside_modules(arch))
+        paths.update(f"{_layer_prefix(arch, layers[0])}.{path}" for path in _kind_paths(arch)[kind])
+    for path, lin, outside in _linear_paths(arch):  # the experts' module is refused below
+        if arch.layout.router_returns_tuple and not outside and lin.name == arch.layout.router_name:
+            tuple_routers.add(path)
+        else:
+            (unjudged if lin.router else wrapped).add(path)
     wrapped.update(name.rsplit(".", 1)[0] for name, _ in _embedding_parameters(arch))
     wrapped.add(arch.head_name)
     holders = {path.rpartition(".")[0] for path in paths}
