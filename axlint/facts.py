@@ -181,12 +181,10 @@ class ImageFeed:
     """What a run that feeds images says about them: Axolotl hands batches to its multimodal collator only when
     ``processor_type`` is set (0.18.0 ``core/builders/causal.py``); ``image_size`` resizes every image before the
     processor (an int: padded to that square, keeping the aspect; [width, height]: resized to it;
-    ``processing_strategies.py``); ``freeze_mm_modules`` sets requires_grad False on every vision / audio /
-    projector parameter, adapters included (``utils/freeze.py``)."""
+    ``processing_strategies.py``)."""
 
     processor_type: str
     image_size: int | tuple[int, int] | None
-    freeze_mm_modules: bool
 
 
 @dataclass(frozen=True)
@@ -309,6 +307,7 @@ class RunFacts:
     dsv4_nonexpert_mode: str | None = None  # the KernelsPlugin DSV4 adapter's FP8 non-expert storage; None: not run
     dequantize: bool = False         # model_quantization_config_kwargs.dequantize: a quantized checkpoint loads in bf16
     images: ImageFeed | None = None  # processor_type set: Axolotl's multimodal collator feeds images (None: text)
+    freeze_mm_modules: bool = False  # Axolotl freezes the towers' and projectors' parameters (``memory.idle``)
     model_load: ModelLoad = field(default_factory=ModelLoad)
 
     @property
@@ -738,6 +737,7 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         dsv4_nonexpert_mode=_dsv4_nonexpert_mode(raw, plugins),
         dequantize=_dequantize(raw),
         images=image_feed(raw),
+        freeze_mm_modules=_flag(raw, "freeze_mm_modules"),
         model_load=_model_load(raw, fsdp_cfg),
     )
 
@@ -761,7 +761,7 @@ def image_feed(raw: Mapping[str, Any]) -> ImageFeed | None:
         size = (int(size[0]), int(size[1]))
     elif not (is_int(size) and size > 0):
         size = None
-    return ImageFeed(kind, size, _flag(raw, "freeze_mm_modules"))
+    return ImageFeed(kind, size)
 
 
 def _expert_kernels(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> tuple[str, ...]:

@@ -126,7 +126,10 @@ class Tower:
     tiling, which config.json does not give, decides it. ``checkpointed``: the tower's layers are
     ``GradientCheckpointingLayer``s, which gradient checkpointing recomputes (transformers 5.24: every row but
     Mllama's, whose ``MllamaVisionEncoderLayer`` is a plain ``nn.Module``). ``hidden_act``: the config class's
-    default of the vision_config's ``hidden_act`` (``Vision.activation``).
+    default of the vision_config's ``hidden_act`` (``Vision.activation``). ``patch_conv``: the patch convolution's
+    module path below the tower where its name is also a Linear's (the Qwen and GLM towers' ``patch_embed.proj``, and
+    their attention's ``proj``): PEFT's LoRA wraps an ``nn.Conv2d`` / ``Conv3d`` a target name reaches.
+    ``frozen_positions``: the "table" positions are built with requires_grad False (Whisper's ``embed_positions``).
     """
 
     sizes: Mapping[str, tuple[str, int]]
@@ -145,6 +148,8 @@ class Tower:
     norms_per_layer: int = 2
     qk_norm: bool = False
     patch_bias: bool = True
+    patch_conv: str | None = None
+    frozen_positions: bool = False
     positions: Literal["grid", "table", "axial", "tiled"] | None = "grid"
     class_token: bool = False
     pre_norm: str | None = None
@@ -169,9 +174,9 @@ VIT = {"hidden": ("hidden_size", 768), "layers": ("num_hidden_layers", 12), "int
        "channels": ("num_channels", 3)}
 FUSED_BLOCKS: dict[str, Any] = {"path": "model.visual", "layer_path": "blocks.{layer}", "attention": "fused_qkv",
                                 "attention_module": "attn", "attention_names": ("qkv", "proj"),
-                                "resolution": "smart_resize"}
+                                "resolution": "smart_resize", "patch_conv": "patch_embed.proj"}
 """What the towers at model.visual (Qwen2-VL, Qwen2.5-VL, Qwen3.5, GLM-4.1V) share: blocks.N of a fused qkv and a
-proj inside attn, and smart-resized images."""
+proj inside attn, the patch convolution (a Conv3d) at patch_embed.proj, and smart-resized images."""
 
 TOWERS: dict[str, Tower] = {
     "siglip_vision_model": Tower({**VIT, "patch": ("patch_size", 16), "image": ("image_size", 224)},
@@ -308,7 +313,7 @@ TOWERS["voxtral_encoder"] = Tower({"hidden": ("hidden_size", 1280), "layers": ("
                                    "intermediate": ("intermediate_size", 5120), "mel": ("num_mel_bins", 128),
                                    "positions": ("max_source_positions", 1500)},
                                   path="model.audio_tower", layer_path="layers.{layer}", unbiased=("k_proj",),
-                                  mlp_module=None, positions="table", post_norm="layer_norm",
+                                  mlp_module=None, positions="table", post_norm="layer_norm", frozen_positions=True,
                                   pieces=(Piece("conv1", "conv1d", ("mel",), ("hidden",), True, taps=3),
                                           Piece("conv2", "conv1d", ("hidden",), ("hidden",), True, taps=3)))
 # models/gemma3n/modeling_gemma3n.py (Gemma3nModel, transformers 5.24): vision_tower = AutoModel.from_config(
@@ -889,15 +894,36 @@ class Vision:
         total += t.layer_scales * h * self.layers
         if self.head():  # probe, the attention's fused in-projection (3h x h + 3h), its LayerNorm
             total += h + 3 * h * h + 3 * h + 2 * h
-        for _, p in self._pieces():
-            if p.kind in ("rmsnorm", "layernorm"):
-                total += self._width(p.d_in) * (2 if p.kind == "layernorm" else 1)
-            elif p.kind in ("matrix", "conv"):
-                total += self._width(p.d_in) * self._width(p.d_out) + (self._width(p.d_out) if p.bias is True else 0)
-            elif p.kind == "conv1d":
-                d_out = self._width(p.d_out)
-                total += self._width(p.d_in) * d_out * p.taps + (d_out if self._bias(p) else 0)
+        total += sum(self._piece_params(p) for _, p in self._pieces() if p.kind != "linear")
         return total + t.timm_params + self._audio_tower[1] + sum(lin.params for lin in self.linears())
+
+    @property
+    def fixed_params(self) -> int:
+        """Parameters the model builds with requires_grad False, which never train: a frozen position table
+        (``Tower.frozen_positions``)."""
+        return self.size("positions") * self.size("hidden") if self.tower.frozen_positions else 0
+
+    def patch_conv(self) -> tuple[str, int, int] | None:
+        """(module path, inputs per patch, outputs) of the patch convolution ``Tower.patch_conv`` names; None where
+        the row names none."""
+        if not self.tower.patch_conv:
+            return None
+        return f"{self.tower_path}.{self.tower.patch_conv}", self._patch_inputs(), self.size("hidden")
+
+    def projector_parts(self) -> tuple[tuple[str, int], ...]:
+        """(module path, parameters) of every projector piece the config builds."""
+        return tuple((f"{self.row.path}.{p.name}", self._piece_params(p)) for p in self._built_pieces(self.row.pieces))
+
+    def _piece_params(self, p: Piece) -> int:
+        """The parameters of one piece: a norm's weight (and a LayerNorm's bias), a Linear's, matrix's or
+        convolution's weight and bias."""
+        d_in = self._width(p.d_in)
+        if p.kind in ("rmsnorm", "layernorm"):
+            return d_in * (2 if p.kind == "layernorm" else 1)
+        d_out = self._width(p.d_out)
+        if p.kind in ("matrix", "conv"):
+            return d_in * d_out + (d_out if p.bias is True else 0)
+        return d_in * d_out * p.taps + (d_out if self._bias(p) else 0)  # linear (taps 1), conv1d
 
 
 def vision_of(config: Mapping[str, Any], text_hidden: int) -> Vision | None:

@@ -3,12 +3,13 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Iterable, Iterator
 
 from axlint.architectures import Architecture, Linear
 from axlint.architectures.families import flag
-from axlint.facts import embedding_layers
+from axlint.facts import ShardingKind, embedding_layers
+from axlint.memory.freeze import mm_frozen
 from axlint.memory.peft_targets import convert_targets
 
 if TYPE_CHECKING:  # setup.py reads the model's Linear names from here
@@ -22,8 +23,10 @@ class Trainable:
     adapter: int
     base: int
     untrained: int = 0
-    """Adapter parameters that never receive a gradient (``untrained_expert_adapter_params``): held as weights, with
-    no gradient and no optimizer state."""
+    """Adapter parameters that never receive a gradient (``untrained_expert_adapter_params``, the idle ones of
+    ``multimodal_split``): held as weights, with no gradient and no optimizer state."""
+    untrained_base: int = 0
+    """Of ``base``, the parameters that never receive a gradient (``multimodal_split``)."""
 
     @property
     def total(self) -> int:
@@ -35,9 +38,88 @@ class Trainable:
         return self.adapter - self.untrained
 
     @property
+    def trained_base(self) -> int:
+        """The base parameters that get gradients and optimizer states."""
+        return self.base - self.untrained_base
+
+    @property
     def trained(self) -> int:
         """The parameters that get gradients and optimizer states."""
-        return self.total - self.untrained
+        return self.total - self.untrained - self.untrained_base
+
+
+@dataclass(frozen=True)
+class MultimodalSplit:
+    """The trainable parameters of a multimodal model's other parts (towers, projectors, cross-attention layers) that
+    get no gradient: ``frozen_*`` by ``freeze_mm_modules`` (no longer trainable), ``idle_*`` trainable but never
+    reached by a text-only step; ``idle_parts`` names the idle parts; ``freezable``: ``freeze_mm_modules`` would
+    freeze every idle one. ``fixed``: parameters the model builds frozen (``Vision.fixed_params``)."""
+
+    frozen_base: int = 0
+    frozen_adapter: int = 0
+    fixed: int = 0
+    idle_base: int = 0
+    idle_adapter: int = 0
+    idle_parts: tuple[str, ...] = ()
+    freezable: bool = False
+
+
+def multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
+    """``MultimodalSplit`` of a run (none for a model without a sized tower). The parts: the tower(s) with the
+    projector pieces under a ``freeze.MM_PREFIXES`` name, each other projector piece, and Llama 3.2 Vision's
+    cross-attention decoder layers. A part's base parameters train in a full fine-tune; its adapters are r·(d_in +
+    d_out) over its targeted Linears. ``freeze_mm_modules`` freezes the parts ``freeze.mm_frozen`` names. Without
+    ``processor_type`` Axolotl feeds text only but loads the multimodal class (``training.model.model_class``): a
+    text-only forward runs no tower or projector, and MllamaTextModel skips its cross-attention layers without
+    ``cross_attention_states`` (transformers 5.14.1 - 5.24), so every part that is not frozen is idle (measured on
+    small models of each multimodal type, one text-only step: tests/test_oracle_ddp.py). With ``processor_type`` every
+    part is taken to be fed. Once per architecture and what of the setup it reads."""
+    if not arch.multimodal:
+        return MultimodalSplit()
+    memo = arch.memos.setdefault("multimodal_split", {})
+    key = (setup.adapter, setup.lora_r, _targets_key(setup), bool(setup.unfrozen_parameters), setup.freeze_mm_modules,
+           setup.images is None)
+    if key not in memo:
+        memo[key] = _multimodal_split(arch, setup)
+    return memo[key]
+
+
+def _multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
+    vision = arch.vision_part
+    if vision is None:
+        return MultimodalSplit()
+    full = not setup.adapter and not setup.unfrozen_parameters
+    r = setup.lora_r if setup.adapter else 0
+    loose = {path: params for path, params in vision.projector_parts() if not mm_frozen(path)}
+    loose_adapter = dict.fromkeys(loose, 0)
+    covered_base = vision.params - vision.fixed_params - sum(loose.values()) if full else 0
+    conv = adapted_patch_conv(arch, setup) if r else None
+    covered_adapter = r * conv[1] if conv else 0
+    for path, lin in _vision_modules(arch):
+        if r and targeted(path, lin, setup):
+            owner = next((p for p in loose if path.startswith(f"{p}.") or path == p), None)
+            if owner is None:
+                covered_adapter += r * (lin.d_in + lin.d_out)
+            else:
+                loose_adapter[owner] += r * (lin.d_in + lin.d_out)
+    cross = [layer for layer in range(arch.num_layers) if "cross_attention" in arch.layer_plan(layer).other_mixers]
+    cross_base = sum(numel for layer in cross for _, numel in _layer_parameters(arch, layer)) if full else 0
+    targets = lora_targets(arch, setup) if r else {}
+    cross_adapter = sum(r * (lin.d_in + lin.d_out) * lin.count for layer in cross for lin in targets.get(layer, ()))
+    frozen = setup.freeze_mm_modules
+    split = MultimodalSplit(frozen_base=covered_base if frozen else 0, frozen_adapter=covered_adapter if frozen else 0,
+                            fixed=vision.fixed_params)
+    if setup.images is not None:
+        return split
+    tower = "the audio tower and its projector" if arch.hears_audio else "the vision tower and its projector"
+    parts = [(tower, 0, 0) if frozen else (tower, covered_base, covered_adapter)]
+    if loose:
+        parts.append((f"the projector `{vision.row.path}`", sum(loose.values()) if full else 0,
+                      sum(loose_adapter.values())))
+    parts.append((f"the {len(cross)} cross-attention decoder layers", cross_base, cross_adapter))
+    idle = [(label, base, adapter) for label, base, adapter in parts if base or adapter]
+    return replace(split, idle_base=sum(base for _, base, _ in idle), idle_adapter=sum(a for _, _, a in idle),
+                   idle_parts=tuple(label for label, _, _ in idle), freezable=[p[0] for p in idle] == [tower])
 
 
 def layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
@@ -103,9 +185,28 @@ def targeted(name: str, lin: Linear, setup: TrainSetup) -> bool:
         return False
     if setup.lora_target_linear and not lin.router:
         return True
+    return _named(name, targets)
+
+
+def _named(path: str, targets: tuple[str, ...] | str) -> bool:
+    """PEFT's matching of a module path against ``target_modules``: a regex string fullmatches it; a list entry
+    equals it or is a ``.``-separated suffix of it."""
     if isinstance(targets, str):
-        return _target_regex(targets).fullmatch(name) is not None
-    return any(name == t or name.endswith("." + t) for t in targets)
+        return _target_regex(targets).fullmatch(path) is not None
+    return any(path == t or path.endswith("." + t) for t in targets)
+
+
+def adapted_patch_conv(arch: Architecture, setup: TrainSetup) -> tuple[str, int] | None:
+    """(module path, inputs + outputs) of the tower's patch convolution when a LoRA target reaches it: PEFT 0.19
+    wraps an ``nn.Conv2d`` / ``Conv3d`` too (lora_A r × inputs per patch, lora_B outputs × r, no biases), matched
+    by name as a Linear is; ``lora_target_linear`` reaches it when its name is one of the Linears' it collects
+    (``Tower.patch_conv``)."""
+    conv = arch.vision_part.patch_conv() if setup.adapter and arch.vision_part else None
+    if conv is None:
+        return None
+    path, d_in, d_out = conv
+    named = setup.lora_target_linear and path.rsplit(".", 1)[-1] in linear_names(arch)
+    return (path, d_in + d_out) if named or _named(path, setup.lora_target_modules) else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -287,11 +388,13 @@ def _targets_key(setup: TrainSetup) -> tuple:
 
 def _adapted_outside_width(arch: Architecture, setup: TrainSetup) -> int:
     """Σ (d_in + d_out) over the Linears outside the decoder layers (``_outside_modules``) that the module targets
-    reach; once per architecture and targets."""
+    reach, and over the patch convolution they reach (``adapted_patch_conv``); once per architecture and targets."""
     memo = arch.memos.setdefault("adapted_outside_width", {})
     key = _targets_key(setup)
     if key not in memo:
-        memo[key] = sum(lin.d_in + lin.d_out for name, lin in _outside_modules(arch) if targeted(name, lin, setup))
+        conv = adapted_patch_conv(arch, setup)
+        memo[key] = sum(lin.d_in + lin.d_out for name, lin in _outside_modules(arch) if targeted(name, lin, setup)) \
+            + (conv[1] if conv else 0)
     return memo[key]
 
 
@@ -692,16 +795,22 @@ def upcast_trained(arch: Architecture, setup: TrainSetup) -> int:
 def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
     """Under a classification head Axolotl gives PEFT ``task_type`` SEQ_CLS / TOKEN_CLS (0.18.0
     loaders/adapter.py ``_get_peft_task_type``), and PEFT's PeftModelFor{Sequence,Token}Classification add
-    ``classifier`` / ``score`` to ``modules_to_save``: the score head trains in full beside the adapter."""
+    ``classifier`` / ``score`` to ``modules_to_save``: the score head trains in full beside the adapter. A
+    multimodal model's parameters that ``freeze_mm_modules`` freezes do not train; those a text-only step never
+    reaches (``multimodal_split``) get no gradient, so torch's optimizers keep no state for them, except under
+    DeepSpeed and FSDP, whose flat gradient and state buffers cover every trainable parameter."""
+    mm = multimodal_split(arch, setup)
+    held = setup.sharding.kind in (ShardingKind.DEEPSPEED, ShardingKind.FSDP)  # flat buffers: idle ones too
+    idle_base, idle_adapter = (0, 0) if held else (mm.idle_base, mm.idle_adapter)
     if setup.adapter in ("lora", "qlora"):
         saved = modules_to_save_params(arch, setup)
         if arch.num_labels and arch.head_name not in setup.modules_to_save:
             saved += arch.lm_head_params
-        return Trainable(lora_params(arch, setup) + target_parameter_lora_params(arch, setup), saved,
-                         untrained_expert_adapter_params(arch, setup))
+        return Trainable(lora_params(arch, setup) + target_parameter_lora_params(arch, setup) - mm.frozen_adapter,
+                         saved, untrained_expert_adapter_params(arch, setup) + idle_adapter)
     if setup.unfrozen_parameters:
         return Trainable(0, unfrozen_params(arch, setup.unfrozen_parameters))
-    return Trainable(0, arch.total_params)
+    return Trainable(0, arch.total_params - mm.fixed - mm.frozen_base, untrained_base=idle_base)
 
 
 def module_paths(arch: Architecture) -> tuple[str, ...]:

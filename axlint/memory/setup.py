@@ -121,6 +121,7 @@ class TrainSetup:
     expert_modules: bool = False                  # the repository's own code builds the experts as nn.Linear modules
     prequantized: Prequantized | None = None      # the checkpoint's own quantization (config.json)
     images: ImageFeed | None = None               # the images a multimodal run feeds (processor_type set)
+    freeze_mm_modules: bool = False               # Axolotl freezes the towers and projectors (``memory.idle``)
     loader: ModelLoader = ModelLoader.AXOLOTL     # what loads the model and casts its unquantized parameters
     cut_cross_entropy: bool = False               # Axolotl's cut_cross_entropy is on, whatever head computes the loss
     model_load: ModelLoad = field(default_factory=ModelLoad)  # how the model reaches the GPUs before FSDP shards it
@@ -359,6 +360,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         expert_modules=remote_modeling(facts, arch),
         prequantized=pre,
         images=facts.images,
+        freeze_mm_modules=facts.freeze_mm_modules,
         cut_cross_entropy=facts.loss.value is LossKernel.CCE,
         model_load=facts.model_load,
         fp32_activation=fp32_activation(facts, arch, quantization),

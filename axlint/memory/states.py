@@ -282,7 +282,7 @@ def gradient_bytes(arch: Architecture, setup: TrainSetup, t: Trainable, spec: Op
     (``params.upcast_trained``); ≈ 0 when the update is fused into backward."""
     if spec.fused_backward:
         return 0.0
-    return (t.base * trainable_base_bytes(setup) + t.trained_adapter * C.FP32
+    return (t.trained_base * trainable_base_bytes(setup) + t.trained_adapter * C.FP32
             + upcast_trained(arch, setup) * (C.FP32 - setup.param_bytes))
 
 
@@ -313,14 +313,14 @@ def optimizer_state_bytes(arch: Architecture, setup: TrainSetup, t: Trainable, s
     if spec.state_bytes is not None:
         return spec.states * spec.state_bytes * t.trained
     base_bytes = C.FP32 if setup.sharding.kind is ShardingKind.DEEPSPEED else trainable_base_bytes(setup)
-    return spec.states * (base_bytes * t.base + C.FP32 * t.trained_adapter + _upcast_extra(arch, setup))
+    return spec.states * (base_bytes * t.trained_base + C.FP32 * t.trained_adapter + _upcast_extra(arch, setup))
 
 
 def optimizer_temp_bytes(arch: Architecture, setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
     """Step-time temporaries of a torch foreach optimizer: one state-sized tensor list (sqrt(exp_avg_sq))."""
     if not spec.foreach_temp or setup.sharding.kind is ShardingKind.DEEPSPEED:
         return 0.0
-    return C.FOREACH_TEMP_STATES * (trainable_base_bytes(setup) * t.base + C.FP32 * t.trained_adapter
+    return C.FOREACH_TEMP_STATES * (trainable_base_bytes(setup) * t.trained_base + C.FP32 * t.trained_adapter
                                     + _upcast_extra(arch, setup))
 
 

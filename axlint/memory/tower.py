@@ -40,6 +40,7 @@ from axlint.architectures.vision import Vision, VisionLinear, tower_type
 from axlint.facts import ImageFeed
 from axlint.memory import constants as C
 from axlint.memory.activations import group_bytes
+from axlint.memory.freeze import mm_frozen
 from axlint.memory.params import is_unfrozen, targeted
 from axlint.memory.setup import TrainSetup
 
@@ -77,18 +78,16 @@ def _linear(lin: VisionLinear) -> Linear:
 
 def _trains(setup: TrainSetup, path: str) -> bool:
     """Whether the weight of the Linear at ``path`` trains itself, as ``params.trainable`` counts it: never under an
-    adapter (which trains its own weights instead: ``_adapted``) or freeze_mm_modules; else an unfrozen parameter
-    (``params.is_unfrozen``), or every weight without unfrozen_parameters."""
-    assert setup.images is not None
-    if setup.adapter or setup.images.freeze_mm_modules:
+    adapter (which trains its own weights instead: ``_adapted``) or freeze_mm_modules (``freeze.mm_frozen``); else an
+    unfrozen parameter (``params.is_unfrozen``), or every weight without unfrozen_parameters."""
+    if setup.adapter or (setup.freeze_mm_modules and mm_frozen(path)):
         return False
     return not setup.unfrozen_parameters or is_unfrozen(f"{path}.weight", setup.unfrozen_parameters)
 
 
 def _adapted(setup: TrainSetup, path: str, lin: Linear) -> bool:
     """Whether a LoRA adapter reaches the Linear at ``path`` and trains (freeze_mm_modules freezes adapters too)."""
-    assert setup.images is not None
-    return bool(setup.adapter) and not setup.images.freeze_mm_modules and targeted(path, lin, setup)
+    return bool(setup.adapter) and not (setup.freeze_mm_modules and mm_frozen(path)) and targeted(path, lin, setup)
 
 
 def layer_bytes_per_token(vision: Vision, setup: TrainSetup, span: int, trains: bool,

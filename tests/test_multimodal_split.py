@@ -1,0 +1,82 @@
+"""The trainable parameters of a multimodal model's towers that get no gradient (``params.multimodal_split``) and
+what the estimate does with them, on published configs of the catalog (the real stack's answer on small models of
+every type is tests/test_oracle_ddp.py)."""
+from __future__ import annotations
+
+from typing import Any
+
+from axlint.architectures import resolve_architecture
+from axlint.hardware import parse_hardware
+from axlint.memory import estimate_memory
+from axlint.memory.params import adapted_patch_conv, multimodal_split, trainable
+from axlint.memory.setup import read_setup
+from tests.resolved import facts
+
+QWEN3_VL = "Qwen/Qwen3-VL-2B-Instruct"   # a 1,024-wide tower of 406,957,056 parameters, 16 x 16 x 2 patches of 3 channels
+VOXTRAL = "mistralai/Voxtral-Mini-3B-2507"  # Whisper's encoder: a frozen 1,500 x 1,280 position table
+TOWER = 406_957_056
+
+
+def setup_of(model: str, hardware: str = "1xH100", ds: dict | None = None, **config: Any):
+    arch, hw = resolve_architecture(model), parse_hardware(hardware)
+    raw = {"base_model": model, "sequence_len": 1024, "micro_batch_size": 1, "bf16": True, **config}
+    return arch, read_setup(facts(raw, ds, arch, hw), arch)
+
+
+def test_a_text_only_full_finetune_trains_no_tower_on_one_gpu() -> None:
+    arch, setup = setup_of(QWEN3_VL)
+    t = trainable(arch, setup)
+    assert arch.extra_parameters == TOWER
+    assert (t.base, t.untrained_base, t.trained) == (arch.total_params, TOWER, arch.total_params - TOWER)
+    assert multimodal_split(arch, setup).idle_parts == ("the vision tower and its projector",)
+
+
+def test_deepspeed_holds_states_for_the_idle_tower() -> None:
+    arch, setup = setup_of(QWEN3_VL, "2xH100", {"zero_optimization": {"stage": 2}})
+    t = trainable(arch, setup)
+    assert (t.untrained_base, t.trained) == (0, arch.total_params)
+
+
+def test_freeze_mm_modules_takes_the_tower_out_of_a_full_finetune() -> None:
+    arch, setup = setup_of(QWEN3_VL, freeze_mm_modules=True)
+    t = trainable(arch, setup)
+    split = multimodal_split(arch, setup)
+    assert (t.base, t.untrained_base, split.frozen_base, split.idle_parts) == (arch.total_params - TOWER, 0, TOWER, ())
+
+
+def test_a_fed_tower_trains() -> None:
+    arch, setup = setup_of(QWEN3_VL, processor_type="AutoProcessor")
+    assert trainable(arch, setup).untrained_base == 0
+
+
+def test_lora_reaches_the_patch_convolution_by_its_name() -> None:
+    """Axolotl's names include the attention's `proj`, which also names the Conv3d `patch_embed.proj`: PEFT gives it
+    lora_A r x (3 x 2 x 16 x 16) and lora_B 1,024 x r."""
+    arch, setup = setup_of(QWEN3_VL, adapter="lora", lora_r=16, lora_target_linear=True)
+    assert adapted_patch_conv(arch, setup) == ("model.visual.patch_embed.proj", 1536 + 1024)
+    _, listed = setup_of(QWEN3_VL, adapter="lora", lora_r=16, lora_target_modules=["q_proj", "proj"])
+    assert adapted_patch_conv(arch, listed) == ("model.visual.patch_embed.proj", 1536 + 1024)
+    _, decoder = setup_of(QWEN3_VL, adapter="lora", lora_r=16, lora_target_modules=["q_proj", "v_proj"])
+    assert adapted_patch_conv(arch, decoder) is None
+
+
+def test_text_only_lora_on_the_tower_gets_no_gradient() -> None:
+    arch, setup = setup_of(QWEN3_VL, adapter="lora", lora_r=16, lora_target_linear=True)
+    split = multimodal_split(arch, setup)
+    vision = arch.vision_part
+    tower_width = sum(lin.d_in + lin.d_out for lin in vision.linears()) + 1536 + 1024
+    assert split.idle_adapter == 16 * tower_width
+    assert trainable(arch, setup).untrained == split.idle_adapter
+
+
+def test_whisper_positions_never_train() -> None:
+    arch, setup = setup_of(VOXTRAL)
+    assert arch.total_params - trainable(arch, setup).base == 1500 * 1280
+
+
+def test_the_estimate_says_what_gets_no_gradient() -> None:
+    arch, hw = resolve_architecture(QWEN3_VL), parse_hardware("1xH100")
+    raw = {"base_model": QWEN3_VL, "sequence_len": 1024, "micro_batch_size": 1, "bf16": True}
+    notes = estimate_memory(facts(raw, None, arch, hw), arch, hw).assumptions
+    assert any(n.startswith("407.0 M trainable parameters of the vision tower and its projector get no gradient")
+               for n in notes)
