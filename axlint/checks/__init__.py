@@ -6,7 +6,7 @@ import importlib
 
 from axlint.rule import CHECKS, Check
 
-MODULES = ("axolotl", "conflicts", "deepspeed", "lora", "memory", "prerequisites", "schema", "startup", "syntax",
+MODULES = ("axolotl", "conflicts", "ddp", "deepspeed", "lora", "memory", "prerequisites", "schema", "startup", "syntax",
            "targets")
 """The modules of this package (a test keeps the list equal to the files: listing them is faster at start-up than
 scanning the folder)."""

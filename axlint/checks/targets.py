@@ -21,7 +21,7 @@ def _where(run: TrainingRun, key: str, entry: str) -> Hit:
     return Hit(doc, doc.span(path, "value"), {})
 
 
-def _model_names_known(run: TrainingRun) -> bool:
+def model_names_known(run: TrainingRun) -> bool:
     """Whether axlint knows the names of the run's modules: a YAML config, a model of a family it lays out, and not
     one whose repository's own modelling code runs (``trust_remote_code`` with config.json's ``auto_map``), which
     names its modules itself, unless the family's row was read from that code (``Family.remote_code``)."""
@@ -49,7 +49,7 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     )
 
     arch, facts = run.arch, run.facts
-    if not _model_names_known(run):
+    if not model_names_known(run):
         return
     layout = arch.layout
     layer, first = (f"{arch.decoder_path}.{layout.layer_path.format(layer=n)}" for n in ("N", 0))
@@ -193,7 +193,7 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     from axlint.memory.params import linear_names, linear_path_named, linears_inside, refused_lora_targets
 
     arch, facts = run.arch, run.facts
-    if not _model_names_known(run) or facts.adapter.value not in ("lora", "qlora"):
+    if not model_names_known(run) or facts.adapter.value not in ("lora", "qlora"):
         return
     written = facts.lora.target_modules if isinstance(facts.lora.target_modules, tuple) else ()
     added = tuple(n for n in linear_names(arch) if n not in written) if facts.lora.target_linear else ()

@@ -74,16 +74,16 @@ def _decoder_linears(model) -> list[str]:
             and not any(part in name for part in _NOT_DECODER)]
 
 
-def build_as_axolotl_loads(model_type: str, config: dict):
-    """The model of a config.json built on the meta device as Axolotl loads it: ``AutoModelForCausalLM``, or the
-    class of Axolotl's ``MULTIMODAL_AUTO_MODEL_MAPPING`` for a multimodal type. Raises what transformers raises
-    when it cannot build the model from the config alone."""
+def build_as_axolotl_loads(model_type: str, config: dict, device: str = "meta"):
+    """The model of a config.json built on ``device`` (random weights on a real one) as Axolotl loads it:
+    ``AutoModelForCausalLM``, or the class of Axolotl's ``MULTIMODAL_AUTO_MODEL_MAPPING`` for a multimodal type.
+    Raises what transformers raises when it cannot build the model from the config alone."""
     import torch
     from axolotl.loaders.constants import MULTIMODAL_AUTO_MODEL_MAPPING
     from transformers import CONFIG_MAPPING, AutoModelForCausalLM, AutoModelForImageTextToText
 
     config = CONFIG_MAPPING[model_type].from_dict(dict(config))
-    with torch.device("meta"):
+    with torch.device(device):
         multimodal = MULTIMODAL_AUTO_MODEL_MAPPING.get(model_type)
         if multimodal is None:
             return AutoModelForCausalLM.from_config(config)
