@@ -52,6 +52,8 @@ TOTALS = [
     ("mistralai/Codestral-22B-v0.1", 22_247_282_688, 22_247_282_688),  # computed (card: 22B)
     ("mistralai/Mistral-Large-Instruct-2411", 122_610_069_504, 122_610_069_504),  # computed (card: 123B)
     ("microsoft/Phi-3.5-MoE-instruct", 41_873_153_344, 6_640_999_744),  # computed (leaderboard: 41.873B; 6.6B active)
+    ("zai-org/GLM-4.5", 352_797_814_784, 33_632_251_904),  # computed (355B total and 32B active with its MTP layer)
+    ("THUDM/GLM-4-9B-0414", 9_400_279_040, 9_400_279_040),  # computed (Hugging Face: 9.4B)
 ]
 
 
@@ -79,6 +81,12 @@ def test_entry_is_the_model_transformers_builds(model_id: str) -> None:
     ("mistralai/Mistral-Large-Instruct-2407", "mistralai/Mistral-Large-Instruct-2411"),
     ("NousResearch/Hermes-3-Llama-3.1-8B", "meta-llama/Llama-3.1-8B"),
     ("google/gemma-3n-E4B-it", "google/gemma-3n-E4B"),
+    ("deepseek-ai/DeepSeek-V3-0324", "deepseek-ai/DeepSeek-V3"),
+    ("nvidia/Llama-3.1-Nemotron-Nano-8B-v1", "meta-llama/Llama-3.1-8B"),
+    ("deepseek-ai/DeepSeek-Coder-V2-Lite-Instruct", "deepseek-ai/DeepSeek-V2-Lite"),
+    ("mistralai/Mistral-Small-3.2-24B-Instruct-2506", "mistralai/Mistral-Small-3.1-24B-Instruct-2503"),
+    ("zai-org/GLM-4-9B-0414", "THUDM/GLM-4-9B-0414"),
+    ("meta-llama/Llama-3.2-90B-Vision", "meta-llama/Llama-3.2-90B-Vision-Instruct"),
 ])
 def test_listed_variants_resolve_to_their_entry_and_say_so(alias: str, model_id: str) -> None:
     entry, how = catalog_match(alias)
@@ -127,13 +135,16 @@ VISION = [
     ("Qwen/Qwen3-VL-32B-Instruct", 33_357_390_064, 595_266_800, 33_357_390_064),  # computed
     ("Qwen/Qwen3-VL-30B-A3B-Instruct", 31_070_754_032, 538_631_408, 3_891_664_112),  # published (safetensors sum)
     ("Qwen/Qwen2.5-VL-3B-Instruct", 3_754_622_976, 668_684_288, 3_754_622_976),  # computed (Hugging Face: 3.75B)
+    ("Qwen/Qwen2.5-VL-72B-Instruct", 73_410_777_344, 704_573_696, 73_410_777_344),  # computed (Hugging Face: 73.4B)
+    ("meta-llama/Llama-3.2-90B-Vision-Instruct", 88_593_355_323, 926_490_131, 88_593_355_323),  # computed (88.6B)
 ]
+TOWER_ROOTS = ("model.visual", "model.vision_model", "model.multi_modal_projector")
 
 
 @pytest.mark.parametrize("model_id, total, tower, active", VISION, ids=[v[0] for v in VISION])
 def test_vision_entry_is_the_model_transformers_builds(model_id: str, total: int, tower: int, active: int) -> None:
     assert catalog_lookup(model_id).get("published_parameters", total) == total
-    assert_entry_is_the_meta_model(model_id, total, tower, ("model.visual",))
+    assert_entry_is_the_meta_model(model_id, total, tower, TOWER_ROOTS)
     assert resolve_architecture(model_id).active_params == active
 
 
