@@ -64,6 +64,10 @@ class MultimodalSplit:
     freezable: bool = False
 
 
+NO_SPLIT = MultimodalSplit()
+"""The split of a model without a tower (one instance: the solver asks for it in every estimate)."""
+
+
 def multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
     """``MultimodalSplit`` of a run (none for a model without a sized tower). The parts: the tower(s) with the
     projector pieces under a ``freeze.MM_PREFIXES`` name, each other projector piece, and Llama 3.2 Vision's
@@ -75,7 +79,7 @@ def multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
     small models of each multimodal type, one text-only step: tests/test_oracle_ddp.py). With ``processor_type`` every
     part is taken to be fed. Once per architecture and what of the setup it reads."""
     if not arch.multimodal:
-        return MultimodalSplit()
+        return NO_SPLIT
     memo = arch.memos.setdefault("multimodal_split", {})
     key = (setup.adapter, setup.lora_r, _targets_key(setup), bool(setup.unfrozen_parameters), setup.freeze_mm_modules,
            setup.images is None)
@@ -87,22 +91,16 @@ def multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
 def _multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
     vision = arch.vision_part
     if vision is None:
-        return MultimodalSplit()
+        return NO_SPLIT
     full = not setup.adapter and not setup.unfrozen_parameters
     r = setup.lora_r if setup.adapter else 0
     loose = {path: params for path, params in vision.projector_parts() if not mm_frozen(path)}
-    loose_adapter = dict.fromkeys(loose, 0)
-    covered_base = vision.params - vision.fixed_params - sum(loose.values()) if full else 0
-    conv = adapted_patch_conv(arch, setup) if r else None
-    covered_adapter = r * conv[1] if conv else 0
-    for path, lin in _vision_modules(arch):
-        if r and targeted(path, lin, setup):
-            owner = next((p for p in loose if path.startswith(f"{p}.") or path == p), None)
-            if owner is None:
-                covered_adapter += r * (lin.d_in + lin.d_out)
-            else:
-                loose_adapter[owner] += r * (lin.d_in + lin.d_out)
-    cross = [layer for layer in range(arch.num_layers) if "cross_attention" in arch.layer_plan(layer).other_mixers]
+    covered_base = arch.extra_parameters - vision.fixed_params - sum(loose.values()) if full else 0
+    # the adapters outside the decoder (memoized) are the tower's, the projector's and the patch convolution's
+    loose_adapter = r * sum(lin.d_in + lin.d_out for path, lin in _vision_modules(arch)
+                            if path in loose and targeted(path, lin, setup)) if r and loose else 0
+    covered_adapter = r * _adapted_outside_width(arch, setup) - loose_adapter if r else 0
+    cross = [i for i, plan in enumerate(arch.layer_plans) if "cross_attention" in plan.other_mixers]
     cross_base = sum(numel for layer in cross for _, numel in _layer_parameters(arch, layer)) if full else 0
     targets = lora_targets(arch, setup) if r else {}
     cross_adapter = sum(r * (lin.d_in + lin.d_out) * lin.count for layer in cross for lin in targets.get(layer, ()))
@@ -114,8 +112,7 @@ def _multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
     tower = "the audio tower and its projector" if arch.hears_audio else "the vision tower and its projector"
     parts = [(tower, 0, 0) if frozen else (tower, covered_base, covered_adapter)]
     if loose:
-        parts.append((f"the projector `{vision.row.path}`", sum(loose.values()) if full else 0,
-                      sum(loose_adapter.values())))
+        parts.append((f"the projector `{vision.row.path}`", sum(loose.values()) if full else 0, loose_adapter))
     parts.append((f"the {len(cross)} cross-attention decoder layers", cross_base, cross_adapter))
     idle = [(label, base, adapter) for label, base, adapter in parts if base or adapter]
     return replace(split, idle_base=sum(base for _, base, _ in idle), idle_adapter=sum(a for _, _, a in idle),
