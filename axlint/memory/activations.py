@@ -57,6 +57,7 @@ from axlint.memory.params import (
     expert_parameters,
     layer_groups,
     lora_targets,
+    skipped_layers,
 )
 from axlint.memory.setup import TrainSetup
 
@@ -335,13 +336,15 @@ def layer_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int, ada
 
 def per_layer_bytes_per_token(arch: Architecture, setup: TrainSetup) -> list[float]:
     """A of every layer, computed once per ``params.layer_groups`` group (layers of one kind with the same
-    adapters)."""
+    adapters); 0 for a layer the step skips (``params.skipped_layers``)."""
     adapted = lora_targets(arch, setup) if setup.adapter else {}
     out = [0.0] * arch.num_layers
     for layers in layer_groups(arch, setup):
         value = layer_bytes_per_token(arch, setup, layers[0], adapted.get(layers[0], ()))
         for layer in layers:
             out[layer] = value
+    for layer in skipped_layers(arch, setup):
+        out[layer] = 0.0
     return out
 
 
@@ -367,12 +370,13 @@ def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int, 
     """Activations live at the start of backward, from ``layers`` (A of every layer): T·(Σ A + final norm) + the
     adapter weight copies without checkpointing; T·(L·2h + final norm) with it (the L·2h layer inputs go to CPU
     when offloaded; L·2·n·h with Gemma 3n's n residual streams); with per-layer inputs (Gemma 4) also their packed
-    tensor T·2·L·p, which every layer reads."""
+    tensor T·2·L·p, which every layer reads. L counts the layers the step runs (``params.skipped_layers``)."""
     final = tokens * (final_norm_bytes(arch, setup)
                       + C.BF16 * arch.num_layers * arch.per_layer_input_size * setup.param_bytes / C.BF16)
     if not setup.gradient_checkpointing:
         return tokens * sum(layers) + final + adapter_weight_copies(setup, adapter_params)
-    checkpoints = 0 if setup.offload_checkpoints else (arch.num_layers * C.CHECKPOINT_BYTES * arch.hidden_size
+    run = arch.num_layers - len(skipped_layers(arch, setup))
+    checkpoints = 0 if setup.offload_checkpoints else (run * C.CHECKPOINT_BYTES * arch.hidden_size
                                                        * arch.residual_streams)
     return tokens * checkpoints * setup.residual_bytes / C.BF16 + final
 
@@ -434,9 +438,11 @@ def layer_backward_bytes(arch: Architecture, setup: TrainSetup, tokens: int, lay
     The temporaries are the larger of the gradient temporaries (``backward_temp_bytes_per_token``) and an adapter's
     moment (``adapter_transient_bytes_per_token``; in a recompute beside the layer's output gradient 2h)."""
     out_grad = C.BACKWARD_OUTPUT_GRAD_BYTES * arch.hidden_size * setup.residual_bytes / C.BF16 if recompute else 0.0
+    skipped = skipped_layers(arch, setup)
     temps = [max(backward_temp_bytes_per_token(arch, setup, kind[0]),
                  adapter_transient_bytes_per_token(arch, setup, kind[0]) + out_grad)
-             for kind in arch.kind_layers]  # per layer kind
+             if not set(kind) <= set(skipped) else 0.0
+             for kind in arch.kind_layers]  # per layer kind; none for a kind whose every layer is skipped
     if not recompute:
         return tokens * max([0.0, *temps])
     return tokens * max([0.0, *(a + temps[kind] for a, kind in set(zip(layers, arch.layer_kinds)))])

@@ -100,7 +100,7 @@ def _multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
     loose_adapter = r * sum(lin.d_in + lin.d_out for path, lin in _vision_modules(arch)
                             if path in loose and targeted(path, lin, setup)) if r and loose else 0
     covered_adapter = r * _adapted_outside_width(arch, setup) - loose_adapter if r else 0
-    cross = [i for i, plan in enumerate(arch.layer_plans) if "cross_attention" in plan.other_mixers]
+    cross = cross_attention_layers(arch)
     cross_base = sum(numel for layer in cross for _, numel in _layer_parameters(arch, layer)) if full else 0
     targets = lora_targets(arch, setup) if r else {}
     cross_adapter = sum(r * (lin.d_in + lin.d_out) * lin.count for layer in cross for lin in targets.get(layer, ()))
@@ -117,6 +117,22 @@ def _multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
     idle = [(label, base, adapter) for label, base, adapter in parts if base or adapter]
     return replace(split, idle_base=sum(base for _, base, _ in idle), idle_adapter=sum(a for _, _, a in idle),
                    idle_parts=tuple(label for label, _, _ in idle), freezable=[p[0] for p in idle] == [tower])
+
+
+def cross_attention_layers(arch: Architecture) -> tuple[int, ...]:
+    """The decoder's cross-attention layers (Llama 3.2 Vision's, ``cross_attention.py``); once per architecture."""
+    cached = arch.memos.get("cross_attention_layers")
+    if cached is None:
+        cached = arch.memos["cross_attention_layers"] = tuple(
+            i for i, plan in enumerate(arch.layer_plans) if "cross_attention" in plan.other_mixers)
+    return cached
+
+
+def skipped_layers(arch: Architecture, setup: TrainSetup) -> tuple[int, ...]:
+    """The decoder layers a step does not run: without images (no ``processor_type``) MllamaTextModel skips its
+    cross-attention layers, which run only with ``cross_attention_states`` (transformers 5.14.1 - 5.24; shown on fake
+    tensors by tests/test_simulate_vs_analytic.py); none otherwise."""
+    return cross_attention_layers(arch) if setup.images is None else ()
 
 
 def layer_modules(arch: Architecture, layer: int) -> Iterator[tuple[str, Linear]]:
