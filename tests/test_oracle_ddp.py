@@ -122,9 +122,9 @@ def test_ddp_rules_fire_exactly_on_the_runs_that_stop(name: str, trained: dict[s
     _, yaml, error, codes = RUNS[name]
     answer = trained[name]
     if error:
-        assert answer["error"].startswith(error), answer["error"]
+        assert answer["error"].startswith(error), answer["log"]
     else:
-        assert (answer["error"], answer["steps"]) == ("", 4)
+        assert (answer["error"], answer["steps"]) == ("", 4), answer["log"]
     options = LintOptions(load_rules(), parse_hardware_option("2xH100"))
     fired = {d.code for d in lint_text(Path("config.yml"), yaml, options).diagnostics} & {"AX240", "AX241"}
     assert fired == codes

@@ -14,7 +14,8 @@ Reads one JSON object per line on stdin and writes one per line on stdout:
   four steps by two processes of transformers' Trainer (gloo, ``torchrun``) with the arguments Axolotl's builder
   gives it: ``ddp_find_unused_parameters`` as Axolotl passes it (``core/builders/causal.py``) and gradient
   checkpointing with ``use_reentrant`` as ``normalize_config`` writes it. Answers {"error": the first
-  ``RuntimeError`` line a rank printed, or "", "steps": the steps both ranks finished}.
+  ``RuntimeError`` line a rank printed, or "", "steps": the steps both ranks finished, "log": the end of the
+  launcher's output}.
 
 Axolotl's loaders import its telemetry module, which imports ``posthog``; the oracle venv leaves that package out,
 and the judge gives it an empty stand-in (no telemetry is sent either way).
@@ -77,23 +78,32 @@ def idle(item: dict) -> dict:
     return {"error": "", **_split(frozen, "frozen"), **_split(unused, "idle")}
 
 
-def ddp(item: dict, tries: int = 3) -> dict:
+def ddp(item: dict, tries: int = 2, timeout: int = 300) -> dict:
     """Two ranks of the Trainer on ``item["ddp"]``; the ranks run this file with ``--rank``. A launch that neither
-    finished nor stopped in DDP's reducer (the rendezvous of two processes on a busy machine) is tried again."""
+    finished nor stopped in DDP's reducer within ``timeout`` seconds (the rendezvous of two processes on a busy
+    machine) is tried again; "log" keeps the end of the last launch's output for the test's message."""
+    errors: list[str] = []
+    steps: list[int] = []
+    log = ""
     for _ in range(tries):
         with tempfile.TemporaryDirectory() as tmp:
             spec = Path(tmp) / "run.json"
             spec.write_text(json.dumps(item["ddp"]))
             torchrun = Path(sys.executable).with_name("torchrun")
             env = {**os.environ, "OMP_NUM_THREADS": "1", "OUTPUT": tmp}
-            done = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node", "2", __file__, "--rank",
-                                   str(spec)], capture_output=True, text=True, env=env, timeout=600)
+            try:
+                done = subprocess.run([str(torchrun), "--standalone", "--nproc_per_node", "2", __file__, "--rank",
+                                       str(spec)], capture_output=True, text=True, env=env, timeout=timeout)
+            except subprocess.TimeoutExpired as exc:
+                log = f"no answer in {timeout} s: {exc.stderr!r}"[-1500:]
+                continue
         errors = [line.split("RuntimeError: ", 1)[1] for line in done.stderr.splitlines() if "RuntimeError: " in line]
         steps = [int(line.split()[-1]) for line in done.stdout.splitlines() if line.startswith("FINISHED ")]
+        log = done.stderr[-1500:]
         if len(steps) == 2 or any(REDUCER in error for error in errors):
             break
-        sys.stderr.write(done.stderr[-2000:])
-    return {"error": _first_line(errors[0]) if errors else "", "steps": min(steps) if len(steps) == 2 else 0}
+    return {"error": _first_line(errors[0]) if errors else "", "steps": min(steps) if len(steps) == 2 else 0,
+            "log": log}
 
 
 def rank(spec_path: str) -> None:
