@@ -375,6 +375,17 @@ def _number(raw: Mapping[str, Any], key: str, default: float) -> float:
     return default if value is None else value
 
 
+def _checkpointing_kwargs(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``gradient_checkpointing_kwargs`` the HF Trainer gets: as written; unset, ``{use_reentrant: true}``, which
+    Axolotl 0.18.0 writes when ``unfrozen_parameters`` and ``rl`` are unset too (``utils/config/__init__.py``,
+    ``normalize_config``), else ``{use_reentrant: false}`` (``core/builders/base.py``). Gemma 4's forced false needs
+    the model type, which the run's facts do not hold (``checks.ddp.reentrant_checkpointing``)."""
+    written = raw.get("gradient_checkpointing_kwargs")
+    if isinstance(written, Mapping):
+        return dict(written)
+    return {"use_reentrant": not raw.get("unfrozen_parameters") and not raw.get("rl")}
+
+
 def _flag(raw: Mapping[str, Any], key: str) -> bool:
     """A pydantic bool field as the loaders then test it (`if cfg.key:`)."""
     return bool(lax_bool(raw.get(key)))
@@ -666,7 +677,6 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         gc = Fact(True, ("fsdp_config", key), Origin.DERIVED)
     else:
         gc = Fact(False, ("gradient_checkpointing",) if "gradient_checkpointing" in raw else None)
-    gc_kwargs = raw.get("gradient_checkpointing_kwargs")
     betas = (_number(raw, "adam_beta1", 0.9), _number(raw, "adam_beta2", 0.999))
     args = _TrainerArgs(mbs.value, gas.value, bf16.value, fp16.value, _number(raw, "max_grad_norm", 1.0), lr, betas,
                         _number(raw, "adam_epsilon", 1e-8), _number(raw, "weight_decay", 0.0))
@@ -713,7 +723,7 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         weight_decay=args.weight_decay,
         max_grad_norm=args.max_grad_norm,
         gradient_checkpointing=gc,
-        gradient_checkpointing_kwargs=dict(gc_kwargs) if isinstance(gc_kwargs, Mapping) else {"use_reentrant": True},
+        gradient_checkpointing_kwargs=_checkpointing_kwargs(raw),
         offload_checkpoints=gc_value in ("offload", "offload_disk") or (gc.value and _activation_offloading(raw)),
         plugins=plugins,
         liger_rms_norm=liger and _flag(raw, "liger_rms_norm"),

@@ -29,21 +29,17 @@ def _plain_ddp(run: TrainingRun) -> bool:
 
 
 def reentrant_checkpointing(run: TrainingRun) -> bool | None:
-    """Whether the run recomputes its layers with reentrant checkpointing (None: cannot tell). Axolotl 0.18.0 writes
-    ``gradient_checkpointing_kwargs: {use_reentrant: true}`` when ``gradient_checkpointing`` is true and neither the
-    kwargs, ``unfrozen_parameters`` nor ``rl`` are set (``normalize_config``), forces it false for Gemma 4, and
-    leaves it to transformers' default (non-reentrant) otherwise; ``activation_offloading`` replaces the HF
-    checkpointing (``core/builders/base.py``). Kwargs without ``use_reentrant`` leave it to torch's default: None."""
+    """Whether the run recomputes its layers with reentrant checkpointing (None: cannot tell): the kwargs the HF
+    Trainer gets (``RunFacts.gradient_checkpointing_kwargs``), false for Gemma 4, which Axolotl forces
+    non-reentrant, and when ``activation_offloading`` replaces the HF checkpointing (``core/builders/base.py``).
+    Kwargs without ``use_reentrant`` leave it to torch's default: None."""
     raw = run.raw
     if lax_bool(raw.get("gradient_checkpointing")) is not True or raw.get("activation_offloading"):
         return False
     if run.arch is not None and run.arch.model_type in AUTO_UNUSED:
         return False
-    kwargs = raw.get("gradient_checkpointing_kwargs")
-    if isinstance(kwargs, dict):
-        value = lax_bool(kwargs.get("use_reentrant"))
-        return value if isinstance(value, bool) else None
-    return kwargs is None and not raw.get("unfrozen_parameters") and not raw.get("rl")
+    value = lax_bool(run.facts.gradient_checkpointing_kwargs.get("use_reentrant"))
+    return value if isinstance(value, bool) else None
 
 
 @register_check("ddp_idle_parameters", args=("what", "gpus", "advice"))
