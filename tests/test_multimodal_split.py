@@ -27,26 +27,26 @@ def test_a_text_only_full_finetune_trains_no_tower_on_one_gpu() -> None:
     arch, setup = setup_of(QWEN3_VL)
     t = trainable(arch, setup)
     assert arch.extra_parameters == TOWER
-    assert (t.base, t.untrained_base, t.trained) == (arch.total_params, TOWER, arch.total_params - TOWER)
+    assert (t.base, t.idle_base, t.trained) == (arch.total_params, TOWER, arch.total_params - TOWER)
     assert multimodal_split(arch, setup).idle_parts == ("the vision tower and its projector",)
 
 
 def test_deepspeed_holds_states_for_the_idle_tower() -> None:
     arch, setup = setup_of(QWEN3_VL, "2xH100", {"zero_optimization": {"stage": 2}})
     t = trainable(arch, setup)
-    assert (t.untrained_base, t.trained) == (0, arch.total_params)
+    assert (t.idle_base, t.trained) == (0, arch.total_params)
 
 
 def test_freeze_mm_modules_takes_the_tower_out_of_a_full_finetune() -> None:
     arch, setup = setup_of(QWEN3_VL, freeze_mm_modules=True)
     t = trainable(arch, setup)
     split = multimodal_split(arch, setup)
-    assert (t.base, t.untrained_base, split.frozen_base, split.idle_parts) == (arch.total_params - TOWER, 0, TOWER, ())
+    assert (t.base, t.idle_base, split.frozen_base, split.idle_parts) == (arch.total_params - TOWER, 0, TOWER, ())
 
 
 def test_a_fed_tower_trains() -> None:
     arch, setup = setup_of(QWEN3_VL, processor_type="AutoProcessor")
-    assert trainable(arch, setup).untrained_base == 0
+    assert trainable(arch, setup).idle_base == 0
 
 
 def test_lora_reaches_the_patch_convolution_by_its_name() -> None:
@@ -66,7 +66,7 @@ def test_text_only_lora_on_the_tower_gets_no_gradient() -> None:
     vision = arch.vision_part
     tower_width = sum(lin.d_in + lin.d_out for lin in vision.linears()) + 1536 + 1024
     assert split.idle_adapter == 16 * tower_width
-    assert trainable(arch, setup).untrained == split.idle_adapter
+    assert trainable(arch, setup).idle_adapter == split.idle_adapter
 
 
 def test_whisper_positions_never_train() -> None:

@@ -71,7 +71,7 @@ from axlint.memory.overhead import (
     loss_unreused_bytes,
     resident_bytes,
 )
-from axlint.memory.params import multimodal_split, trainable, untrained_expert_adapter_params
+from axlint.memory.params import multimodal_split, trainable
 from axlint.memory.setup import TrainSetup, read_setup
 from axlint.memory.tensor_parallel import rank_of
 from axlint.memory.tower import TowerWork, tower_work
@@ -187,12 +187,11 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
                      "not needed for the fit (bitsandbytes moves them to CPU RAM when the GPU runs short)")
     t = trainable(arch, setup)
     whole = t if arch is model else trainable(model, setup)  # the model's, all ranks together
-    experts_untrained = untrained_expert_adapter_params(arch, setup)
-    if experts_untrained:
-        notes.append(f"{experts_untrained / 1e6:.1f} M adapter parameters on the quantized experts get no gradient "
-                     "(PEFT 0.19-0.20 trains only the last expert weight each experts module targets): counted "
-                     "without gradients or optimizer states")
-    idle = t.untrained - experts_untrained + t.untrained_base
+    if t.untrained:
+        notes.append(f"{t.untrained / 1e6:.1f} M adapter parameters on the quantized experts get no gradient (PEFT "
+                     "0.19-0.20 trains only the last expert weight each experts module targets): counted without "
+                     "gradients or optimizer states")
+    idle = t.idle_adapter + t.idle_base
     if idle:
         parts = " and ".join(multimodal_split(arch, setup).idle_parts)
         notes.append(f"{idle / 1e6:.1f} M trainable parameters of {parts} get no gradient: without "

@@ -23,10 +23,11 @@ class Trainable:
     adapter: int
     base: int
     untrained: int = 0
-    """Adapter parameters that never receive a gradient (``untrained_expert_adapter_params``, the idle ones of
-    ``multimodal_split``): held as weights, with no gradient and no optimizer state."""
-    untrained_base: int = 0
-    """Of ``base``, the parameters that never receive a gradient (``multimodal_split``)."""
+    """Adapter parameters on quantized experts that never receive a gradient (``untrained_expert_adapter_params``):
+    held as weights, with no gradient and no optimizer state; as are ``idle_adapter`` and ``idle_base``, the
+    adapter and base parameters a text-only step never reaches (``multimodal_split``)."""
+    idle_adapter: int = 0
+    idle_base: int = 0
 
     @property
     def total(self) -> int:
@@ -35,17 +36,17 @@ class Trainable:
     @property
     def trained_adapter(self) -> int:
         """The adapter parameters that get gradients and optimizer states."""
-        return self.adapter - self.untrained
+        return self.adapter - self.untrained - self.idle_adapter
 
     @property
     def trained_base(self) -> int:
         """The base parameters that get gradients and optimizer states."""
-        return self.base - self.untrained_base
+        return self.base - self.idle_base
 
     @property
     def trained(self) -> int:
         """The parameters that get gradients and optimizer states."""
-        return self.total - self.untrained - self.untrained_base
+        return self.trained_adapter + self.trained_base
 
 
 @dataclass(frozen=True)
@@ -820,10 +821,10 @@ def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
         if arch.num_labels and arch.head_name not in setup.modules_to_save:
             saved += arch.lm_head_params
         return Trainable(lora_params(arch, setup) + target_parameter_lora_params(arch, setup) - mm.frozen_adapter,
-                         saved, untrained_expert_adapter_params(arch, setup) + idle_adapter)
+                         saved, untrained_expert_adapter_params(arch, setup), idle_adapter)
     if setup.unfrozen_parameters:
         return Trainable(0, unfrozen_params(arch, setup.unfrozen_parameters))
-    return Trainable(0, arch.total_params - mm.fixed - mm.frozen_base, untrained_base=idle_base)
+    return Trainable(0, arch.total_params - mm.fixed - mm.frozen_base, idle_base=idle_base)
 
 
 def module_paths(arch: Architecture) -> tuple[str, ...]:
