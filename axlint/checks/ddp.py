@@ -3,7 +3,8 @@
 Axolotl 0.18.0 hands the HF Trainer ``ddp_find_unused_parameters=bool(cfg.ddp_find_unused_parameters)`` whenever
 ``cfg.ddp`` (``WORLD_SIZE`` > 1, ``utils/config/__init__.py``), so DDP starts with ``find_unused_parameters=False``
 unless the YAML says true (``core/builders/causal.py``). Both failures below were reproduced with two processes of
-the HF Trainer that Axolotl builds (transformers 5.14.1, torch 2.13, gloo) by tests/test_oracle_ddp.py.
+the HF Trainer that Axolotl builds (transformers 5.14.1, torch 2.13, gloo) by tests/test_oracle_ddp.py, which also
+holds that DeepSpeed ZeRO-1/2/3 and FSDP2 train past parameters without a gradient.
 """
 from __future__ import annotations
 

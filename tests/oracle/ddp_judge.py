@@ -16,6 +16,14 @@ Reads one JSON object per line on stdin and writes one per line on stdout:
   checkpointing with ``use_reentrant`` as ``normalize_config`` writes it. Answers {"error": the first
   ``RuntimeError`` line a rank printed, or "", "steps": the steps both ranks finished, "log": the end of the
   launcher's output}.
+  - With "deepspeed" (a DeepSpeed config) the Trainer gets it as Axolotl passes a DeepSpeed file
+    (``TrainingArguments.deepspeed``), and DeepSpeed 0.18.9 runs on its CPU accelerator. Its ZeRO-1/2 step
+    all-gathers the updated partitions with autograd on, and gloo's CPU ``all_gather_into_tensor`` writes into
+    split views, which autograd refuses on any model; the judge runs that all-gather under ``no_grad``, which
+    changes no value.
+  - With "fsdp2" (the layer classes to wrap), the ranks shard the model as accelerate 1.13's
+    ``fsdp2_prepare_model`` does (``fully_shard`` on each such layer, then on the root) and train it with AdamW,
+    without the Trainer: accelerate takes the FSDP path on GPUs only.
 
 Axolotl's loaders import its telemetry module, which imports ``posthog``; the oracle venv leaves that package out,
 and the judge gives it an empty stand-in (no telemetry is sent either way).
@@ -106,23 +114,65 @@ def ddp(item: dict, tries: int = 2, timeout: int = 300) -> dict:
             "log": log}
 
 
+def _gather_without_autograd() -> None:
+    """DeepSpeed's ZeRO-1/2 all-gather of the updated partitions, run under ``no_grad`` (see the module's doc)."""
+    import torch
+    from deepspeed.runtime.zero import stage_1_and_2
+
+    gather = stage_1_and_2.all_gather_dp_groups
+
+    def no_grad_gather(*args, **kwargs):
+        with torch.no_grad():
+            return gather(*args, **kwargs)
+
+    stage_1_and_2.all_gather_dp_groups = no_grad_gather
+
+
 def rank(spec_path: str) -> None:
-    """One rank: the Trainer as Axolotl's builder configures it, four steps of text."""
+    """One rank: the Trainer as Axolotl's builder configures it, four steps of text; or the FSDP2 loop."""
     import torch
     from transformers import Trainer, TrainingArguments
 
     spec = json.loads(Path(spec_path).read_text())
     model, _ = small_model(spec["model_type"], spec["config"], spec["lora"], spec["freeze"])
+    if "fsdp2" in spec:
+        fsdp2_steps(model, spec)
+        return
+    if "deepspeed" in spec:
+        _gather_without_autograd()
     data = [{"input_ids": torch.tensor(TOKENS), "labels": torch.tensor(TOKENS)}] * 16
     args = TrainingArguments(output_dir=os.environ["OUTPUT"], per_device_train_batch_size=1, max_steps=4,
                              use_cpu=True, ddp_backend="gloo", report_to=[], save_strategy="no",
                              gradient_checkpointing=True,
                              gradient_checkpointing_kwargs={"use_reentrant": spec["reentrant"]},
                              ddp_find_unused_parameters=spec["find_unused"], dataloader_num_workers=0,
-                             disable_tqdm=True)
+                             disable_tqdm=True, deepspeed=spec.get("deepspeed"))
     trainer = Trainer(model=model, args=args, train_dataset=data)
     trainer.train()
     print(f"FINISHED {trainer.state.global_step}", flush=True)
+
+
+def fsdp2_steps(model, spec: dict) -> None:
+    """Four AdamW steps of ``model`` sharded over the two ranks as accelerate's ``fsdp2_prepare_model`` shards it."""
+    import torch
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import fully_shard
+
+    dist.init_process_group("gloo")
+    mesh = init_device_mesh("cpu", (dist.get_world_size(),))
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": spec["reentrant"]})
+    for module in [m for m in model.modules() if type(m).__name__ in spec["fsdp2"]]:
+        fully_shard(module, mesh=mesh)
+    fully_shard(model, mesh=mesh)
+    optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad])
+    tokens = torch.tensor([TOKENS])
+    for _ in range(4):
+        model(input_ids=tokens, labels=tokens).loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    print("FINISHED 4", flush=True)
+    dist.destroy_process_group()
 
 
 def main() -> None:
