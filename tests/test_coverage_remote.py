@@ -2,8 +2,8 @@
 Replit's code model, which runs its repository's own MPT code. Their layouts (families.py rows with ``remote_code``,
 and the mpt row for Replit) were read from each checkpoint's own modelling code; they are proven here against the
 published checkpoints (the total of their safetensors / pytorch indexes, the parameter names of the index or of the
-code) and, for MiMo, against a model built on the meta device from transformers 5.24's Qwen2 modules the way the
-checkpoint's modeling_mimo.py assembles them."""
+code) and, for MiMo, against a model built from transformers 5.24's Qwen2 modules the way the checkpoint's
+modeling_mimo.py assembles them (on the meta device for its parameters, on the CPU for which get a gradient)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -14,11 +14,14 @@ import pytest
 from axlint.architectures import Architecture, resolve_architecture
 from axlint.architectures.families import FAMILIES
 from axlint.lint import LintOptions, lint_text
-from axlint.memory.params import linear_names, named_parameters
+from axlint.hardware import parse_hardware
+from axlint.memory.params import idle_split, linear_names, named_parameters
+from axlint.memory.setup import read_setup
 from axlint.packs import load_rules, select_rules
 from benchmarks.memory.coverage import classify
 from tests.catalog_models import axlint_adapter_params, peft_adapter_params
 from tests.corpus import CORPUS
+from tests.resolved import facts
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -130,18 +133,19 @@ MIMO_SMALL = {"model_type": "mimo", "hidden_size": 64, "intermediate_size": 128,
               "tie_word_embeddings": False}
 
 
-def _mimo_on_meta(fields: dict[str, Any]) -> Any:
-    """modeling_mimo.py on transformers 5.24's Qwen2 modules, on the meta device: MiMoForCausalLM is Qwen2ForCausalLM
-    whose model also holds ``mtp_layers``, num_nextn_predict_layers of (Qwen2RMSNorm input_layernorm,
-    post_attention_layernorm, token_layernorm, hidden_layernorm; input_proj nn.Linear(2h, h, bias=False);
-    final_layernorm; Qwen2Attention self_attn; Qwen2MLP mlp)."""
+def _mimo_on_meta(fields: dict[str, Any], device: str = "meta") -> Any:
+    """modeling_mimo.py on transformers 5.24's Qwen2 modules, on the meta device (or ``device``): MiMoForCausalLM is
+    Qwen2ForCausalLM whose model also holds ``mtp_layers``, num_nextn_predict_layers of (Qwen2RMSNorm
+    input_layernorm, post_attention_layernorm, token_layernorm, hidden_layernorm; input_proj nn.Linear(2h, h,
+    bias=False); final_layernorm; Qwen2Attention self_attn; Qwen2MLP mlp). MiMoModel and MiMoForCausalLM define no
+    forward of their own: Qwen2's runs."""
     from torch import nn
     from transformers.models.qwen2 import modeling_qwen2 as q2
 
     config = transformers.Qwen2Config(**{k: v for k, v in fields.items()
                                          if k not in ("model_type", "num_nextn_predict_layers")})
     h = config.hidden_size
-    with torch.device("meta"):
+    with torch.device(device):
         model = q2.Qwen2ForCausalLM(config)
         layers = []
         for _ in range(fields.get("num_nextn_predict_layers", 0)):
@@ -176,6 +180,31 @@ def test_mimo_lora_reaches_the_mtp_layer_as_peft_does(targets):
     arch = Architecture.from_config("t", "model-config", fields)
     assert axlint_adapter_params(arch, {"lora_target_modules": targets}) == \
         peft_adapter_params(_mimo_on_meta(fields), targets)
+
+
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora_target_linear"])
+def test_mimo_mtp_layers_get_no_gradient(lora):
+    """One step of Qwen2's forward and backward over the model modeling_mimo.py assembles: the parameters left
+    without a gradient are the MTP layers' weights (full fine-tune) or the adapters on them (LoRA on every Linear
+    name, as lora_target_linear gives PEFT), as ``idle_split`` counts them."""
+    fields = {**MIMO_SMALL, "num_nextn_predict_layers": 2}
+    torch.manual_seed(0)
+    model = _mimo_on_meta(fields, device="cpu")
+    lora_keys = {}
+    if lora:
+        names = sorted({name.rsplit(".", 1)[-1] for name, module in model.named_modules()
+                        if isinstance(module, torch.nn.Linear) and name != "lm_head"})
+        model = peft.get_peft_model(model, peft.LoraConfig(r=4, target_modules=names))
+        lora_keys = {"adapter": "lora", "lora_r": 4, "lora_target_linear": True}
+    tokens = torch.tensor([[1, 5, 7, 9, 11, 13]])
+    model(input_ids=tokens, labels=tokens).loss.backward()
+    idle = {name: p.numel() for name, p in model.named_parameters() if p.requires_grad and p.grad is None}
+    assert idle and all(".mtp_layers." in name for name in idle)
+    arch = Architecture.from_config("t", "model-config", fields)
+    run = {"base_model": "t", **lora_keys}
+    split = idle_split(arch, read_setup(facts(run, None, arch, parse_hardware("1xH100")), arch))
+    assert (split.idle_adapter if lora else split.idle_base) == sum(idle.values())
+    assert split.idle_parts == ("the 2 multi-token-prediction layers `model.mtp_layers`",) and split.mtp
 
 
 def test_mimo_mtp_layer_is_quantized_and_adapted_but_holds_no_activations():

@@ -1,4 +1,4 @@
-"""The multimodal parameters that get no gradient in a text-only step (``params.multimodal_split``), and AX240 /
+"""The multimodal parameters that get no gradient in a text-only step (``params.idle_split``), and AX240 /
 AX241, held to the real stack (tests/oracle/ddp_judge.py): a small model of every multimodal type in
 tests/test_vision.py, built as Axolotl 0.18.0 loads it (transformers 5.14.1), full or under PEFT 0.19.1's LoRA on
 the names of ``lora_target_linear``, with and without Axolotl's own ``freeze_mm_modules``, trained one text-only
@@ -17,7 +17,7 @@ from axlint.architectures import Architecture
 from axlint.commands.common import parse_hardware_option
 from axlint.hardware import parse_hardware
 from axlint.lint import LintOptions, lint_text
-from axlint.memory.params import multimodal_split
+from axlint.memory.params import idle_split
 from axlint.memory.setup import read_setup
 from axlint.packs import load_rules
 from tests.catalog_models import meta_model
@@ -64,7 +64,7 @@ def _split(model_type: str, lora: bool, freeze: bool):
     arch = Architecture.from_config("test/model", "catalog", config)
     raw = {"base_model": "test/model", "freeze_mm_modules": freeze,
            **({"adapter": "lora", "lora_r": 4, "lora_target_linear": True} if lora else {})}
-    return multimodal_split(arch, read_setup(facts(raw, None, arch, H100), arch))
+    return idle_split(arch, read_setup(facts(raw, None, arch, H100), arch))
 
 
 @pytest.mark.parametrize("item", _items(), ids=lambda item: item["id"])

@@ -43,12 +43,12 @@ def reentrant_checkpointing(run: TrainingRun) -> bool | None:
     return value if isinstance(value, bool) else None
 
 
-@register_check("ddp_idle_parameters", args=("what", "gpus", "advice"))
+@register_check("ddp_idle_parameters", args=("what", "why", "gpus", "advice"))
 def idle_parameters(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """Trainable parameters that a text-only step never reaches (``params.multimodal_split``) under DDP with
+    """Trainable parameters that a step never reaches (``params.idle_split``) under DDP with
     ``find_unused_parameters=False``: the reducer waits for their gradients, and the next step's forward raises.
     Not judged where the repository's own code builds the model (``targets.model_names_known``)."""
-    from axlint.memory.params import multimodal_split
+    from axlint.memory.params import idle_split
 
     if (not _plain_ddp(run) or not model_names_known(run) or lax_bool(run.raw.get("ddp_find_unused_parameters"))
             or run.arch.model_type in AUTO_UNUSED):
@@ -57,7 +57,7 @@ def idle_parameters(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if facts is None:
         return
     setup = facts.estimate.setup
-    split = multimodal_split(run.arch, setup)
+    split = idle_split(run.arch, setup)
     if not (split.idle_base or split.idle_adapter):
         return
     advice = "set `freeze_mm_modules: true` (Axolotl then freezes the towers and projectors), or " \
@@ -72,7 +72,7 @@ def idle_parameters(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     count = split.idle_base + split.idle_adapter
     what = (f"{count / 1e6:,.1f} M trainable parameters of {' and '.join(split.idle_parts)}"
             + (" (their LoRA adapters)" if setup.adapter else ""))
-    yield ax_hit(run, path, part="value", what=what, gpus=str(run.world_size), advice=advice)
+    yield ax_hit(run, path, part="value", what=what, why=split.why, gpus=str(run.world_size), advice=advice)
 
 
 @register_check("ddp_unused_reentrant", args=("how", "gpus"))

@@ -71,7 +71,7 @@ from axlint.memory.overhead import (
     loss_unreused_bytes,
     resident_bytes,
 )
-from axlint.memory.params import multimodal_split, trainable
+from axlint.memory.params import idle_split, trainable
 from axlint.memory.setup import TrainSetup, read_setup
 from axlint.memory.tensor_parallel import rank_of
 from axlint.memory.tower import TowerWork, tower_work
@@ -193,10 +193,9 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
                      "gradients or optimizer states")
     idle = t.idle_adapter + t.idle_base
     if idle:
-        parts = " and ".join(multimodal_split(arch, setup).idle_parts)
-        notes.append(f"{idle / 1e6:.1f} M trainable parameters of {parts} get no gradient: without "
-                     "`processor_type` Axolotl feeds text only, which never reaches them; counted without "
-                     "gradients or optimizer states")
+        split = idle_split(arch, setup)
+        notes.append(f"{idle / 1e6:.1f} M trainable parameters of {' and '.join(split.idle_parts)} get no gradient: "
+                     f"{split.why}; counted without gradients or optimizer states")
     s = setup.sharding
     w_all = weight_bytes(arch, setup, t)
     w = w_all * mixed_share(s, weight_share(s), expert_weight_fraction(arch, setup, t)) \

@@ -25,7 +25,7 @@ class Trainable:
     untrained: int = 0
     """Adapter parameters on quantized experts that never receive a gradient (``untrained_expert_adapter_params``):
     held as weights, with no gradient and no optimizer state; as are ``idle_adapter`` and ``idle_base``, the
-    adapter and base parameters a text-only step never reaches (``multimodal_split``)."""
+    adapter and base parameters a step never reaches (``idle_split``)."""
     idle_adapter: int = 0
     idle_base: int = 0
 
@@ -50,11 +50,12 @@ class Trainable:
 
 
 @dataclass(frozen=True)
-class MultimodalSplit:
-    """The trainable parameters of a multimodal model's other parts (towers, projectors, cross-attention layers) that
-    get no gradient: ``frozen_*`` by ``freeze_mm_modules`` (no longer trainable), ``idle_*`` trainable but never
-    reached by a text-only step; ``idle_parts`` names the idle parts; ``freezable``: ``freeze_mm_modules`` would
-    freeze every idle one. ``fixed``: parameters the model builds frozen (``Vision.fixed_params``)."""
+class IdleSplit:
+    """The trainable parameters that get no gradient: ``frozen_*`` by ``freeze_mm_modules`` (no longer trainable),
+    ``idle_*`` trainable but never reached by a step; ``idle_parts`` names the idle parts; ``freezable``:
+    ``freeze_mm_modules`` would freeze every idle one; ``text_only``: a part is idle because the run feeds text only,
+    ``mtp``: because the forward never runs the multi-token-prediction layers. ``fixed``: parameters the model builds
+    frozen (``Vision.fixed_params``)."""
 
     frozen_base: int = 0
     frozen_adapter: int = 0
@@ -63,33 +64,49 @@ class MultimodalSplit:
     idle_adapter: int = 0
     idle_parts: tuple[str, ...] = ()
     freezable: bool = False
+    text_only: bool = False
+    mtp: bool = False
+
+    @property
+    def why(self) -> str:
+        """Why the idle parts get no gradient, in the user's words."""
+        reasons = []
+        if self.text_only:
+            reasons.append("without `processor_type` Axolotl feeds text only, and a text-only step never reaches "
+                           + ("them" if not self.mtp else "the multimodal parts"))
+        if self.mtp:
+            reasons.append("the model's forward never runs its multi-token-prediction layers, which only speculative "
+                           "decoding uses")
+        return "; ".join(reasons)
 
 
-NO_SPLIT = MultimodalSplit()
-"""The split of a model without a tower (one instance: the solver asks for it in every estimate)."""
+NO_SPLIT = IdleSplit()
+"""The split of a model with nothing idle (one instance: the solver asks for it in every estimate)."""
 
 
-def multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
-    """``MultimodalSplit`` of a run (none for a model without a sized tower). The parts: the tower(s) with the
-    projector pieces under a ``freeze.MM_PREFIXES`` name, each other projector piece, and Llama 3.2 Vision's
-    cross-attention decoder layers. A part's base parameters train in a full fine-tune; its adapters are r·(d_in +
-    d_out) over its targeted Linears. ``freeze_mm_modules`` freezes the parts ``freeze.mm_frozen`` names. Without
-    ``processor_type`` Axolotl feeds text only but loads the multimodal class (``training.model.model_class``): a
-    text-only forward runs no tower or projector, and MllamaTextModel skips its cross-attention layers without
-    ``cross_attention_states`` (transformers 5.14.1 - 5.24), so every part that is not frozen is idle (measured on
-    small models of each multimodal type, one text-only step: tests/test_oracle_ddp.py). With ``processor_type`` every
-    part is taken to be fed. Once per architecture and what of the setup it reads."""
-    if not arch.multimodal:
+def idle_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
+    """``IdleSplit`` of a run: the multimodal parts (``_multimodal_split``) and the multi-token-prediction layers
+    (``_mtp_split``). Once per architecture and what of the setup it reads."""
+    if not arch.multimodal and not arch.mtp_layers:
         return NO_SPLIT
-    memo = arch.memos.setdefault("multimodal_split", {})
+    memo = arch.memos.setdefault("idle_split", {})
     key = (setup.adapter, setup.lora_r, _targets_key(setup), bool(setup.unfrozen_parameters), setup.freeze_mm_modules,
            setup.images is None)
     if key not in memo:
-        memo[key] = _multimodal_split(arch, setup)
+        memo[key] = _mtp_split(arch, setup, _multimodal_split(arch, setup))
     return memo[key]
 
 
-def _multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
+def _multimodal_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
+    """The parts of a multimodal model (none for a model without a sized tower): the tower(s) with the projector
+    pieces under a ``freeze.MM_PREFIXES`` name, each other projector piece, and Llama 3.2 Vision's cross-attention
+    decoder layers. A part's base parameters train in a full fine-tune; its adapters are r·(d_in + d_out) over its
+    targeted Linears. ``freeze_mm_modules`` freezes the parts ``freeze.mm_frozen`` names. Without ``processor_type``
+    Axolotl feeds text only but loads the multimodal class (``training.model.model_class``): a text-only forward
+    runs no tower or projector, and MllamaTextModel skips its cross-attention layers without
+    ``cross_attention_states`` (transformers 5.14.1 - 5.24), so every part that is not frozen is idle (measured on
+    small models of each multimodal type, one text-only step: tests/test_oracle_ddp.py). With ``processor_type``
+    every part is taken to be fed."""
     vision = arch.vision_part
     if vision is None:
         return NO_SPLIT
@@ -106,7 +123,7 @@ def _multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
     targets = lora_targets(arch, setup) if r else {}
     cross_adapter = sum(r * (lin.d_in + lin.d_out) * lin.count for layer in cross for lin in targets.get(layer, ()))
     frozen = setup.freeze_mm_modules
-    split = MultimodalSplit(frozen_base=covered_base if frozen else 0, frozen_adapter=covered_adapter if frozen else 0,
+    split = IdleSplit(frozen_base=covered_base if frozen else 0, frozen_adapter=covered_adapter if frozen else 0,
                             fixed=vision.fixed_params)
     if setup.images is not None:
         return split
@@ -117,7 +134,28 @@ def _multimodal_split(arch: Architecture, setup: TrainSetup) -> MultimodalSplit:
     parts.append((f"the {len(cross)} cross-attention decoder layers", cross_base, cross_adapter))
     idle = [(label, base, adapter) for label, base, adapter in parts if base or adapter]
     return replace(split, idle_base=sum(base for _, base, _ in idle), idle_adapter=sum(a for _, _, a in idle),
-                   idle_parts=tuple(label for label, _, _ in idle), freezable=[p[0] for p in idle] == [tower])
+                   idle_parts=tuple(label for label, _, _ in idle), freezable=[p[0] for p in idle] == [tower],
+                   text_only=bool(idle))
+
+
+def _mtp_split(arch: Architecture, setup: TrainSetup, split: IdleSplit) -> IdleSplit:
+    """``split`` with the multi-token-prediction layers (``Family.mtp``) as one more idle part: MiMo's modeling_mimo.py
+    builds them in ``MiMoModel.__init__`` and inherits Qwen2Model's forward, which never runs them, so their weights
+    (full fine-tune) or the adapters on their targeted Linears (``_mtp_modules``) get no gradient, images or not
+    (shown with transformers' Qwen2 forward under the layers as modeling_mimo.py assembles them:
+    tests/test_coverage_remote.py). ``freeze_mm_modules`` does not name them. Under ``unfrozen_parameters`` they are
+    not judged, as the multimodal parts are not."""
+    if not arch.mtp_layers or setup.unfrozen_parameters:
+        return split
+    r = setup.lora_r if setup.adapter else 0
+    adapter = r * sum(lin.d_in + lin.d_out for path, lin in _mtp_modules(arch) if targeted(path, lin, setup))
+    base = 0 if setup.adapter else arch.mtp_params
+    if not (base or adapter):
+        return split
+    count = f"{arch.mtp_layers} multi-token-prediction layers" if arch.mtp_layers > 1 else "multi-token-prediction layer"
+    label = f"the {count} `{arch.decoder_path}.{arch.layout.mtp.module}`"
+    return replace(split, idle_base=split.idle_base + base, idle_adapter=split.idle_adapter + adapter,
+                   idle_parts=(*split.idle_parts, label), freezable=False, mtp=True)
 
 
 def cross_attention_layers(arch: Architecture) -> tuple[int, ...]:
@@ -810,10 +848,10 @@ def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
     """Under a classification head Axolotl gives PEFT ``task_type`` SEQ_CLS / TOKEN_CLS (0.18.0
     loaders/adapter.py ``_get_peft_task_type``), and PEFT's PeftModelFor{Sequence,Token}Classification add
     ``classifier`` / ``score`` to ``modules_to_save``: the score head trains in full beside the adapter. A
-    multimodal model's parameters that ``freeze_mm_modules`` freezes do not train; those a text-only step never
-    reaches (``multimodal_split``) get no gradient, so torch's optimizers keep no state for them, except under
-    DeepSpeed and FSDP, whose flat gradient and state buffers cover every trainable parameter."""
-    mm = multimodal_split(arch, setup)
+    multimodal model's parameters that ``freeze_mm_modules`` freezes do not train; those a step never reaches
+    (``idle_split``) get no gradient, so torch's optimizers keep no state for them, except under DeepSpeed and FSDP,
+    whose flat gradient and state buffers cover every trainable parameter."""
+    mm = idle_split(arch, setup)
     held = setup.sharding.kind in (ShardingKind.DEEPSPEED, ShardingKind.FSDP)  # flat buffers: idle ones too
     idle_base, idle_adapter = (0, 0) if held else (mm.idle_base, mm.idle_adapter)
     if setup.adapter in ("lora", "qlora"):
