@@ -236,17 +236,19 @@ def keeps_fp32_embeddings(adapter: str | None, half: bool, sharding: ShardingKin
             and (attn_implementation or "sdpa") in ("eager", "sdpa") and not cce)
 
 
-def kbit_upcasts_experts(adapter: str | None, quantization: str | None, sharding: ShardingKind,
-                         quantize_experts: bool) -> bool:
-    """Whether the routed experts train in fp32 after a 4/8-bit load. For a LoRA / QLoRA on a 4/8-bit load Axolotl
-    runs PEFT's ``prepare_model_for_kbit_training``, except for QLoRA under FSDP, FSDP with
-    cpu_ram_efficient_loading, ZeRO-3, and experts quantized on load (``quantize_moe_experts``) (Axolotl 0.18.0
-    ``loaders/model.py`` ``_prepare_model_for_quantization``). It casts every fp16/bf16 parameter that is not a 4-bit
-    one to fp32 (PEFT 0.21.2 ``utils/other.py``; checked on transformers 5.24's 3-D experts), and Axolotl casts only
-    the norms and embeddings back (``_convert_embedding_modules_dtype``). So the routed experts, which transformers
-    5's 4/8-bit load leaves in the load dtype, are fp32 on one GPU or under DDP; DeepSpeed ZeRO-1/2's engine casts
-    them back to bf16 when it starts (the fp32 moment of the load before it is not modelled), and FSDP is taken
-    not to run the preparation (a LoRA on an 8-bit load under FSDP without cpu_ram_efficient_loading does)."""
+def kbit_prepared(adapter: str | None, quantization: str | None, sharding: ShardingKind,
+                  quantize_experts: bool) -> bool:
+    """Whether Axolotl runs PEFT's ``prepare_model_for_kbit_training`` after a 4/8-bit load and the weights it leaves
+    unquantized train in fp32. Axolotl runs it for a LoRA / QLoRA on a 4/8-bit load, except for QLoRA under FSDP,
+    FSDP with cpu_ram_efficient_loading, ZeRO-3, and experts quantized on load (``quantize_moe_experts``) (Axolotl
+    0.18.0 ``loaders/model.py`` ``_prepare_model_for_quantization``). It casts every fp16/bf16 parameter that is not
+    a 4-bit one to fp32 (PEFT 0.21.2 ``utils/other.py``; checked on transformers 5.24's 3-D experts, and on Falcon's
+    layers by tests/test_oracle_quantized_load.py), and Axolotl casts only the norms and embeddings back
+    (``_convert_embedding_modules_dtype``). So the routed experts, which transformers 5's 4/8-bit load leaves in the
+    load dtype, and the Linears it does not convert (``Architecture.unconverted_linear_params``) are fp32 on one GPU
+    or under DDP; DeepSpeed ZeRO-1/2's engine casts them back to bf16 when it starts (the fp32 moment of the load
+    before it is not modelled), and FSDP is taken not to run the preparation (a LoRA on an 8-bit load under FSDP
+    without cpu_ram_efficient_loading does)."""
     return (adapter in ("lora", "qlora") and quantization in ("nf4", "int8") and not quantize_experts
             and sharding in (ShardingKind.SINGLE, ShardingKind.DDP))
 
@@ -338,9 +340,9 @@ class RunFacts:
 
     @property
     def experts_fp32(self) -> bool:
-        """The routed experts train in fp32 after PEFT's kbit preparation (``kbit_upcasts_experts``)."""
-        return kbit_upcasts_experts(self.adapter.value, self.quantization.value, self.sharding.kind,
-                                    self.quantize_experts)
+        """What a 4/8-bit load leaves in half precision (the routed experts, the Linears it does not convert) trains
+        in fp32 after PEFT's kbit preparation (``kbit_prepared``)."""
+        return kbit_prepared(self.adapter.value, self.quantization.value, self.sharding.kind, self.quantize_experts)
 
     @property
     def batch_size(self) -> int:

@@ -529,9 +529,9 @@ def _quantization_savings(model: Any, bytes_per_weight: float, last: str) -> int
     as the analytic estimate counts them (``states.weight_bytes``): every frozen `nn.Linear` (the decoder's, a vision
     or audio tower's, the projector's; not `nn.MultiheadAttention`'s output projection, a subclass that bitsandbytes
     does not replace) but the output embedding and the module of the model's last parameter (`last`), which
-    transformers' quantizer spares; the LoRA adapters are not frozen linears of the model. Falcon's FalconLinear, a
-    subclass that transformers 5.5 and later do not convert either, is counted quantized on both sides: such a run
-    is reported as a lower bound (``memory.facts.unquantized_load``)."""
+    transformers' quantizer spares; the LoRA adapters are not frozen linears of the model. transformers 5.5 and later
+    convert modules of type ``nn.Linear`` exactly, so a subclass (Falcon's FalconLinear) stays in its dtype, fp32
+    after PEFT's k-bit preparation (``training.model.upcast_unquantized``), as the analytic estimate counts it."""
     return int(sum(m.weight.numel() * (m.weight.element_size() - bytes_per_weight)
                    for m in _quantized_linears(model, last)))
 
@@ -539,13 +539,11 @@ def _quantization_savings(model: Any, bytes_per_weight: float, last: str) -> int
 def _quantized_linears(model: Any, last: str) -> Iterator[Any]:
     """The modules a 4/8-bit load quantizes (``_quantization_savings`` says which)."""
     import torch
-    from torch.nn.modules.linear import NonDynamicallyQuantizableLinear
 
     output = model.get_output_embeddings()
     for name, module in model.named_modules():
         weight = getattr(module, "weight", None)
         own = name.removeprefix("base_model.model.").removesuffix(".base_layer")
-        if (isinstance(module, torch.nn.Linear) and not isinstance(module, NonDynamicallyQuantizableLinear)
-                and module is not output and weight is not None
+        if (type(module) is torch.nn.Linear and module is not output and weight is not None
                 and not weight.requires_grad and "lora_" not in name and own != last):
             yield module

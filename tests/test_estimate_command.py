@@ -345,3 +345,22 @@ def test_a_run_whose_cache_passes_the_gpu_still_fits(project):
     assert "FITS: 23.81 of 24.00 GiB per GPU" in out
     assert "PyTorch frees it and retries before it raises" in out
     assert code == 1 and "eval: DOES NOT FIT" in out  # the eval batch's full logits do not fit
+
+
+FALCON_QLORA = ("base_model: tiiuae/falcon-7b\nload_in_4bit: true\nadapter: qlora\nlora_target_linear: true\n"
+                "sequence_len: 2048\nsample_packing: true\nmicro_batch_size: 1\ngradient_checkpointing: true\nbf16: true\n")
+"""A Falcon QLoRA: the 4-bit load converts none of its layers, and the forward's copies of the fp32 weights PEFT's
+k-bit preparation leaves are not counted, so the estimate is a lower bound."""
+
+
+def test_a_lower_bound_offers_no_change(project):
+    (project / "falcon.yml").write_text(FALCON_QLORA)
+    code, out, _ = invoke("falcon.yml", "--hardware", "1x24GB")
+    assert code == 1
+    assert "suggestions: none, as the estimate is only a lower bound here (see the assumptions)" in out
+    assert "fastest first" not in out
+    code, out, _ = invoke("falcon.yml", "--hardware", "1xH100")
+    assert code == 0 and "not needed here" not in out
+    (project / "falcon.yml").write_text(FALCON_QLORA.replace("load_in_4bit: true\nadapter: qlora", "adapter: lora"))
+    code, out, _ = invoke("falcon.yml", "--hardware", "1xH100")
+    assert code == 0 and "not needed here" in out  # the same run on bf16 weights is sized: the savers it can drop

@@ -625,7 +625,7 @@ def test_fp32_experts_double_their_bytes():
     setup = fp32.setup.with_changes(loader=ModelLoader.TRANSFORMERS)
     from axlint.memory.estimate import estimate_setup
     plain = estimate_setup(setup, QWEN_MOE, H100)
-    assert fp32.setup.experts_fp32 and fp32.setup.expert_bytes == 4 and not setup.experts_fp32
+    assert fp32.setup.experts_fp32 and fp32.setup.unquantized_bytes == 4 and not setup.experts_fp32
     assert fp32.components["weights"] - plain.components["weights"] == 2 * QWEN_MOE.expert_params
     assert any("casts them to fp32" in note for note in fp32.assumptions)
 

@@ -195,13 +195,13 @@ def moe_block_saved_bytes_per_token(arch: Architecture, fp32_experts: bool, toke
     import torch
     from transformers import AutoModelForCausalLM
 
-    from axlint.training.model import hf_config, upcast_experts
+    from axlint.training.model import hf_config, upcast_unquantized
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(hf_config(arch.model_type, arch.config), dtype=torch.bfloat16)
     model.requires_grad_(False)
     if fp32_experts:
-        upcast_experts(model)
+        upcast_unquantized(model)
     block = model.model.layers[0].mlp
     weights = {p.untyped_storage().data_ptr() for p in block.parameters()}
     saved: dict[int, int] = {}

@@ -123,7 +123,9 @@ class Family:
     ``QWenMLP``: ``intermediate_size // 2``). ``requires``: (key, value) pairs config.json must hold for the row to
     lay the decoder out (a missing key does not hold); otherwise the decoder is one axlint cannot size (BTLM with
     learned positions instead of ALiBi). ``mtp``: multi-token-prediction layers built beside the decoder
-    (``MtpLayers``).
+    (``MtpLayers``). ``linear_subclass``: the class of every Linear of the layers when it is a subclass of
+    ``nn.Linear`` (Falcon's ``FalconLinear``), which a bitsandbytes 4/8-bit load of transformers 5.5 and later does
+    not convert (``replace_with_bnb_linear`` converts modules of type ``nn.Linear`` exactly).
     """
 
     attention: Attention = "split"
@@ -196,6 +198,7 @@ class Family:
     embed_extra_rows: int = 0
     conv1d: bool = False
     router_returns_tuple: bool = False
+    linear_subclass: str | None = None
 
 
 def flag(value: Flag, config: Mapping[str, Any]) -> bool:
@@ -271,7 +274,8 @@ FAMILIES: dict[str, Family] = {
                      extra_norm_key="new_decoder_architecture", extra_norm_names=("ln_attn", "ln_mlp"),
                      legacy_multi_query=("new_decoder_architecture", "multi_query"),
                      root="transformer", embed_name="word_embeddings",
-                     layer_path="h.{layer}", attention_module="self_attention", final_norm_name="ln_f"),
+                     layer_path="h.{layer}", attention_module="self_attention", final_norm_name="ln_f",
+                     linear_subclass="FalconLinear"),
     "gpt_neox": Family(attention="fused_qkv", attention_names=_FUSED_QKV, qkv_bias=("attention_bias", True),
                        o_bias=("attention_bias", True), mlp="plain", mlp_names=("dense_h_to_4h", "dense_4h_to_h"),
                        mlp_bias=True, norm="layernorm", root="gpt_neox", embed_name="embed_in",

@@ -838,7 +838,20 @@ class Architecture:
         Conv1D only; biases stay). Routed experts are 3-D parameters in transformers 5, not ``nn.Linear``:
         ``expert_params``. The multi-token-prediction layers' Linears (``mtp_linears``) are ``nn.Linear`` too. The
         per-layer input projection outside the layers (Gemma 4's small models, h x L·p) is left in the load dtype, as
-        the prequantized layout reads the layers' modules only (an overestimate of h·L·p·1.5 bytes at 4 bits)."""
+        the prequantized layout reads the layers' modules only (an overestimate of h·L·p·1.5 bytes at 4 bits).
+        Layers whose Linears are a subclass (``Family.linear_subclass``) are not converted
+        (``unconverted_linear_params``)."""
+        return 0 if self.layout.linear_subclass else self._layer_linear_weights
+
+    @cached_property
+    def unconverted_linear_params(self) -> int:
+        """Weights of the decoder layers' Linears that a bitsandbytes load leaves in the load dtype because their class
+        is a subclass of ``nn.Linear`` (``Family.linear_subclass``: all of Falcon's); 0 for other models."""
+        return self._layer_linear_weights if self.layout.linear_subclass else 0
+
+    @cached_property
+    def _layer_linear_weights(self) -> int:
+        """Weights of the decoder layers' and multi-token-prediction layers' ``nn.Linear`` modules, experts aside."""
         mtp = self.mtp_layers * sum(lin.count * lin.d_in * lin.d_out for lin in self.mtp_linears if not lin.expert)
         return mtp + self._sum_over_layers(lambda i: sum(lin.count * lin.d_in * lin.d_out for lin in self.linears(i)
                                                          if not lin.expert))

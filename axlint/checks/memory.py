@@ -18,6 +18,7 @@ from axlint.document import Document, KeyPath
 from axlint.facts import LEGACY_ATTENTION, LossKernel, ShardingKind
 from axlint.fixes import Applicability, Fix
 from axlint.memory.facts import (
+    BNB_SKIPPED_LINEARS,
     LOWER_BOUND_KEYS,
     MemoryFacts,
     memory_facts,
@@ -161,7 +162,7 @@ def oom_predicted(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     best = facts.suggestions[0] if facts.suggestions else None
     advice = f"fastest fix: {suggestion_text(best, facts.hw)}" if best else scale_out_text(facts.scale_out, facts.hw)
     if facts.lower_bound:  # a fix sized without the work left out may not be enough
-        advice = "the work on the images or audio the run feeds, which the estimate leaves out (MEM010), comes on top"
+        advice = "what the estimate leaves out (MEM010) comes on top"
     args = {"peak": gib(e.required), **gpu_args(facts), "phase": e.phase,
             "top": top_components(e), "advice": advice}
     yield _value_hit(run, _culprit(run, e), args, None if facts.lower_bound else first_fix(run, facts.suggestions))
@@ -378,6 +379,42 @@ def memory_not_modelled(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     effect = ("the estimate is a lower bound, so only a predicted OOM is reported" if facts.lower_bound
               else "the memory rules stand aside")
     yield Hit(doc, span, {"settings": ", ".join(f"`{k}` ({why})" for k, why in found.items()), "effect": effect})
+
+
+@register_check("mem_quantized_load_skips_layers", args=("key", "what", "linear", "weights", "advice"))
+def quantized_load_skips_layers(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A 4/8-bit load of a model whose layers' Linears are a subclass of ``nn.Linear`` (``BNB_SKIPPED_LINEARS``):
+    transformers 5.5 and later leave them out of the bitsandbytes conversion, so they stay in the load dtype, fp32
+    after PEFT's k-bit preparation (``RunFacts.experts_fp32``: where Axolotl runs it). Shown on a small Falcon by
+    tests/test_oracle_quantized_load.py."""
+    from axlint.memory import constants as C
+
+    arch, quantization = run.arch, run.facts.quantization.value
+    linear = BNB_SKIPPED_LINEARS.get(arch.decoder_type) if arch is not None else None
+    if run.axolotl is None or linear is None or quantization is None:
+        return
+    key = "load_in_4bit" if quantization == "nf4" else "load_in_8bit"
+    half = {"bfloat16": "bf16", "float16": "fp16"}.get(run.facts.dtype.value)
+    prepared = bool(half) and run.facts.experts_fp32
+    n = arch.unconverted_linear_params  # 0: some of the layers' Linears are converted (not DeepSeek-V4's grouped ones)
+
+    def size(bytes_per: int) -> str:
+        return f" ({gib(n * bytes_per)})" if n else ""
+
+    weights = (f"its {n / 1e9:.2f} B layer weights" if n else "they") + f" stay in {half or 'fp32'}" \
+        + size(C.BF16 if half else C.FP32)
+    if prepared:
+        weights += (", and PEFT's k-bit preparation, which Axolotl runs for a LoRA on such a load, turns them to fp32"
+                    + size(C.FP32))
+    if not n:
+        advice = "the other Linears are quantized"
+    elif prepared:
+        advice = f"to train the same adapters on {half} weights at half that, " + (
+            f"write `adapter: lora` without `{key}`" if key == "load_in_4bit" else f"remove `{key}`")
+    else:
+        advice = f"`{key}` changes nothing here: remove it"
+    what = f"none of this model's `{linear}` layers" if not n else "none of this model's layers"
+    yield ax_hit(run, (key,), key=key, what=what, linear=linear, weights=weights, advice=advice)
 
 
 # ---------------------------------------------------------------------------------------------------- PERF

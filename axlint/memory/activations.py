@@ -182,7 +182,7 @@ def expert_scale(setup: TrainSetup) -> float:
     per-expert loop (``GroupedBlas.cpp`` ``_grouped_mm_fallback``; the bf16 grouped kernel takes bf16 only). Checked
     on a CPU with real tensors (tests/test_simulate_vs_analytic.py): a Qwen3-MoE block keeps 2672 bytes per token
     with bf16 experts and 5232 with fp32 ones at h 256, I 128, 8 experts, top-2."""
-    return setup.expert_bytes / setup.param_bytes
+    return setup.unquantized_bytes / setup.param_bytes
 
 
 def plain_mlp_bytes(arch: Architecture, setup: TrainSetup, backward: bool = False) -> float:
@@ -512,10 +512,10 @@ def merged_weight_dtype_bytes(setup: TrainSetup) -> int:
     dequantizes 8-bit experts with bitsandbytes' ``int8_vectorwise_dequant``, which returns fp32 (bitsandbytes
     0.50.1 functional.py; Axolotl 0.18.0 monkeypatch/moe_quant.py ``Bnb8bitParametrization``), and 4-bit ones to
     their original dtype (``Bnb4bitParametrization``, nn/parametrize.py); unquantized experts are read in their own
-    dtype (``TrainSetup.expert_bytes``: fp32 after PEFT's kbit preparation)."""
+    dtype (``TrainSetup.unquantized_bytes``: fp32 after PEFT's kbit preparation)."""
     if setup.quantize_experts and setup.quantization == "int8":
         return C.FP32
-    return setup.param_bytes if setup.quantize_experts else setup.expert_bytes
+    return setup.param_bytes if setup.quantize_experts else setup.unquantized_bytes
 
 
 def dequantized_weight_bytes(arch: Architecture, setup: TrainSetup) -> float:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Mapping
 
+from axlint.architectures.families import FAMILIES
 from axlint.architectures.mixers import MIXER_UNSIZED
 from axlint.architectures.vision import tower_type
 from axlint.facts import RunFacts, Sharding, ShardingKind, image_feed
@@ -153,19 +154,22 @@ def left_out(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
     return feeds_audio(config, arch) | feeds_images(config, arch) | unquantized_load(config, arch)
 
 
-BNB_SKIPPED_LINEARS = {"falcon": "FalconLinear", "deepseek_v4": "DeepseekV4GroupedLinear"}
+BNB_SKIPPED_LINEARS = {**{t: f.linear_subclass for t, f in FAMILIES.items() if f.linear_subclass},
+                       "deepseek_v4": "DeepseekV4GroupedLinear"}
 """Decoder model types whose layers' Linears are a subclass of ``nn.Linear``, which transformers 5.5 and later
 (Axolotl 0.16.1 and later) leave out of a bitsandbytes 4/8-bit load: ``replace_with_bnb_linear`` converts
 ``type(module) is nn.Linear`` only, where 5.4 matched subclasses too (``integrations/bitsandbytes.py``). All of
-Falcon's are ``FalconLinear`` (``models/falcon/modeling_falcon.py``); DeepSeek-V4's grouped projections are
-``DeepseekV4GroupedLinear``. Checked against every catalog family in tests/test_memory_facts_quantization.py."""
+Falcon's are ``FalconLinear`` (``Family.linear_subclass``); DeepSeek-V4's grouped projections are
+``DeepseekV4GroupedLinear``. Checked against every catalog family in tests/test_memory_facts_quantization.py, and
+on a 4/8-bit load of a small Falcon in tests/test_oracle_quantized_load.py."""
 
 
 def unquantized_load(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
     """`load_in_4bit: true` (or 8-bit) -> why, for a model with Linears a bitsandbytes load does not convert
-    (``BNB_SKIPPED_LINEARS``): those weights stay in the load dtype, or turn fp32 where Axolotl runs PEFT's k-bit
-    preparation (``axlint.facts.kbit_upcasts_experts`` says where), so the estimate, which counts them quantized,
-    is a lower bound."""
+    (``BNB_SKIPPED_LINEARS``). Falcon's weights are counted as they load (16 bits, fp32 after PEFT's k-bit
+    preparation: ``states.weight_bytes``), but not the half-precision copy of each fp32 weight that autocast makes
+    for its matmul and keeps for the backward pass, nor the input copies PEFT's plain LoRA layer keeps on such a
+    Linear; DeepSeek-V4's grouped projections are counted quantized. Either way the estimate is a lower bound."""
     linear = BNB_SKIPPED_LINEARS.get(arch.decoder_type)
     key = next((k for k in ("load_in_4bit", "load_in_8bit") if config.get(k) is True), None)
     if linear is None or key is None:
@@ -173,7 +177,7 @@ def unquantized_load(config: Mapping[str, Any], arch: "Architecture") -> dict[st
     return {f"{key}: true": f"leaves this model's {linear} layers unquantized: {linear} is a subclass of nn.Linear, "
                             "which transformers 5.5 and later leave out of a bitsandbytes load, so their weights stay "
                             "in 16 bits, fp32 after PEFT's k-bit preparation, which Axolotl runs for a LoRA on one "
-                            "GPU or under DDP"}
+                            "GPU or under DDP, and the copies the forward makes of them are not counted"}
 
 
 def feeds_audio(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:

@@ -19,7 +19,7 @@ from axlint.facts import (
     Sharding,
     fp32_hidden_states,
     fused_lora_kernels,
-    kbit_upcasts_experts,
+    kbit_prepared,
     keeps_fp32_embeddings,
     lora_attention_rewrite_error,
     lora_kernel_layers_error,
@@ -51,7 +51,7 @@ class ModelLoader(str, Enum):
     """What loads the model and sets the dtype of the parameters that are not quantized.
 
     AXOLOTL        Axolotl's loader (0.18.0 ``loaders/model.py``): ``keeps_fp32_embeddings`` and
-                   ``kbit_upcasts_experts`` say what it leaves in fp32.
+                   ``kbit_prepared`` say what it leaves in fp32.
     TRANSFORMERS   a plain Transformers script: every parameter in the load dtype.
     PEFT_KBIT      a plain script that runs PEFT's ``prepare_model_for_kbit_training`` on a 4/8-bit load, which casts
                    every fp16/bf16 parameter that is not a 4-bit one to fp32 (PEFT 0.13.2 to 0.21.2
@@ -142,20 +142,22 @@ class TrainSetup:
 
     @cached_property
     def experts_fp32(self) -> bool:
-        """The routed experts are fp32 in this setup (``facts.kbit_upcasts_experts``; under a kbit loader of a plain
-        script whenever a 4/8-bit load leaves them unquantized), unless the checkpoint stores them in a format of
-        its own (FP8, NVFP4, ...)."""
+        """The weights a 4/8-bit load leaves in half precision (the routed experts, the Linears it does not convert)
+        are fp32 in this setup (``facts.kbit_prepared``; under a kbit loader of a plain script whenever a 4/8-bit
+        load leaves them unquantized), unless the checkpoint stores them in a format of its own (FP8, NVFP4, ...)."""
         stored = self.prequantized is not None and not self.prequantized.bnb
         if stored:
             return False
         if self.loader is ModelLoader.PEFT_KBIT:
             return self.quantization is not None and not self.quantize_experts
-        return self.loader is ModelLoader.AXOLOTL and kbit_upcasts_experts(
+        return self.loader is ModelLoader.AXOLOTL and kbit_prepared(
             self.adapter, self.quantization, self.sharding.kind, self.quantize_experts)
 
     @cached_property
-    def expert_bytes(self) -> int:
-        """Bytes per element of the routed experts' weights when they are not quantized."""
+    def unquantized_bytes(self) -> int:
+        """Bytes per element of the weights a 4/8-bit load leaves unquantized: the routed experts and the Linears it
+        does not convert (``Architecture.unconverted_linear_params``), fp32 where PEFT's kbit preparation casts them
+        (``experts_fp32``)."""
         return C.FP32 if self.experts_fp32 else self.param_bytes
 
     @cached_property

@@ -164,7 +164,7 @@ def prequantized_bytes(arch: Architecture, setup: TrainSetup, q: Prequantized) -
             size = _linear_bytes(setup, q, path, lin)
             weights += size
             experts += size if lin.expert else 0.0
-    rest = (arch.total_params - arch.quantizable_params - arch.expert_params) * lp
+    rest = (arch.total_params - arch.quantizable_params - arch.unconverted_linear_params - arch.expert_params) * lp
     head = arch.layout.lm_head_name
     if q.lm_head and q.linears and not arch.tie_word_embeddings and not arch.num_labels and not q.keeps(head):
         head_params = arch.vocab_size * arch.hidden_size
@@ -185,7 +185,7 @@ def _linear_bytes(setup: TrainSetup, stored: Prequantized | None, path: str, lin
     numel = lin.count * lin.d_in * lin.d_out
     if setup.quantization and (setup.quantize_experts or not lin.expert):
         return numel * _quantized_bytes(setup)
-    return numel * (setup.expert_bytes if lin.expert else setup.param_bytes)
+    return numel * (setup.unquantized_bytes if lin.expert else setup.param_bytes)
 
 
 def layer_weight_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> tuple[float, float]:
@@ -216,8 +216,9 @@ def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     0.5625 NF4 | 1 int8) + the rest (embeddings, lm_head, norms, biases, a tower's convolutions and position
     embeddings, routed experts unless ``quantize_moe_experts``) × load dtype, + LoRA adapters × 4 (fp32)
     + modules_to_save copies × load dtype, + the fp32 embeddings' extra (4 − b)·U (``params.upcast_params``) and the
-    routed experts' after PEFT's kbit preparation (4 − b)·E (``TrainSetup.experts_fp32``); a quantized checkpoint's
-    weights as it keeps them (``prequantized_bytes``).
+    routed experts' and the unconverted Linears' (Falcon's: ``Architecture.unconverted_linear_params``) after PEFT's
+    kbit preparation (4 − b)·E (``TrainSetup.experts_fp32``); a quantized checkpoint's weights as it keeps them
+    (``prequantized_bytes``).
     Axolotl casts embeddings/norms back to the load dtype after PEFT's fp32 upcast (Axolotl 0.18.0
     `loaders/model.py`, `_convert_embedding_modules_dtype`)."""
     stored = stored_checkpoint(setup)
@@ -231,8 +232,10 @@ def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     copies = t.base * setup.param_bytes if setup.adapter else 0
     upcast = t.base * (C.FP32 - setup.param_bytes) if fsdp1_upcasts(setup) else 0
     embeddings = upcast_params(arch, setup) * (C.FP32 - setup.param_bytes)
-    experts = arch.expert_params * (setup.expert_bytes - setup.param_bytes)
-    return base + t.adapter * C.FP32 + copies + upcast + embeddings + experts
+    experts = arch.expert_params * (setup.unquantized_bytes - setup.param_bytes)
+    unconverted = arch.unconverted_linear_params * (setup.unquantized_bytes - setup.param_bytes) \
+        if setup.quantization and stored is None else 0
+    return base + t.adapter * C.FP32 + copies + upcast + embeddings + experts + unconverted
 
 
 def quantized_params(arch: Architecture, setup: TrainSetup) -> int:
@@ -259,7 +262,7 @@ def expert_weight_bytes(arch: Architecture, setup: TrainSetup) -> float:
     if stored is not None:
         return prequantized_bytes(arch, setup, stored)[1]
     quantized = setup.quantization and setup.quantize_experts
-    return arch.expert_params * (_quantized_bytes(setup) if quantized else setup.expert_bytes)
+    return arch.expert_params * (_quantized_bytes(setup) if quantized else setup.unquantized_bytes)
 
 
 def expert_weight_fraction(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:

@@ -79,10 +79,12 @@ def _verdict(label: str, peak: float, capacity: float) -> str:
 
 
 def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, suggestions: list["Suggestion"],
-                    notes: list[str], unneeded: list["Suggestion"], scale_out: str = "") -> str:
+                    notes: list[str], unneeded: list["Suggestion"], scale_out: str = "",
+                    lower_bound: bool = False) -> str:
     """The breakdown of one estimate: header, a bar per component, peaks, verdicts, assumptions, then the solver's
     suggestions when the run does not fit (with the CPU RAM an offload needs), or what fits on more GPUs when
-    nothing does here (`scale_out`, already worded), or the memory savers it does not need when it fits."""
+    nothing does here (`scale_out`, already worded), or the memory savers it does not need when it fits. A
+    ``lower_bound`` estimate offers no change: it says why instead."""
     from axlint.memory.constants import SAFETY_MARGIN
     from axlint.memory.estimate import COMPONENTS
     from axlint.memory.solver import RELAX_MARGIN
@@ -127,6 +129,8 @@ def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, sugge
                 have = f"the host has {e.hw.host_memory_gib:.0f} GiB" if e.hw.host_memory_gib else \
                     "host RAM not given: pass --host-memory"
                 lines.append(f"     CPU RAM for the offload: {s.host_gib:.1f} GiB per host ({have})")
+    elif lower_bound and (not e.fits or (evaluating and not e.eval_fits)):
+        lines += ["", "suggestions: none, as the estimate is only a lower bound here (see the assumptions)"]
     elif not e.fits or (evaluating and not e.eval_fits):
         lines += ["", "suggestions: none of the settings axlint varies makes this run fit on this hardware"]
         if scale_out:

@@ -83,24 +83,34 @@ def upcast_embeddings(model: Any, model_type: str) -> None:
             module.to(torch.float32)
 
 
-def upcast_experts(model: Any) -> None:
-    """Cast the routed experts (transformers 5's 3-D expert weights, the parameters of three or more dimensions)
-    to fp32, as PEFT's ``prepare_model_for_kbit_training`` leaves them for `RunFacts.experts_fp32` (it casts the
-    routers and biases too, whose size is negligible; Axolotl casts the norms and embeddings back)."""
+def upcast_unquantized(model: Any) -> None:
+    """Cast to fp32 what a 4/8-bit load leaves in half precision and PEFT's ``prepare_model_for_kbit_training`` turns
+    fp32 for `RunFacts.experts_fp32`: the routed experts (transformers 5's 3-D expert weights, the parameters of three
+    or more dimensions) and the weights of the Linears the load does not convert, whose class is a subclass of
+    ``nn.Linear`` (``memory.facts.BNB_SKIPPED_LINEARS``: Falcon's ``FalconLinear``). It casts the routers and biases
+    too, whose size is negligible; Axolotl casts the norms and embeddings back."""
     import torch
 
+    from axlint.memory.facts import BNB_SKIPPED_LINEARS
+
+    half = (torch.bfloat16, torch.float16)
+    skipped = set(BNB_SKIPPED_LINEARS.values())
     for param in model.parameters():
-        if param.dim() >= 3 and param.dtype in (torch.bfloat16, torch.float16):
+        if param.dim() >= 3 and param.dtype in half:
             param.data = param.data.to(torch.float32)
+    for module in model.modules():
+        if type(module).__name__ in skipped and module.weight.dtype in half:
+            module.weight.data = module.weight.data.to(torch.float32)
 
 
 def prepare_for_training(model: Any, spec: TrainSpec, model_type: str = "") -> Any:
-    """Embeddings upcast (when Axolotl leaves them fp32), experts upcast (PEFT's kbit preparation), LoRA adapters
-    (when configured), gradient checkpointing, train mode — outside `zero.Init`, as Axolotl does."""
+    """Embeddings upcast (when Axolotl leaves them fp32), experts and unconverted Linears upcast (PEFT's kbit
+    preparation), LoRA adapters (when configured), gradient checkpointing, train mode — outside `zero.Init`, as
+    Axolotl does."""
     if spec.embeddings_fp32:
         upcast_embeddings(model, model_type)
     if spec.experts_fp32:
-        upcast_experts(model)
+        upcast_unquantized(model)
     if spec.adapter in ("lora", "qlora"):
         model = apply_lora(model, spec)
     if spec.gradient_checkpointing:
