@@ -79,3 +79,21 @@ def test_mem012_speaks_for_the_load_that_converts_nothing(model_type: str, adapt
     options = LintOptions(load_rules(), parse_hardware_option("1xH100"))
     found = [d for d in lint_text(Path("config.yml"), yaml, options).diagnostics if d.code == "MEM012"]
     assert [(d.span.line, d.span.col) for d in found] == ([(3, 1)] if model_type == "falcon" else [])
+
+
+@pytest.mark.parametrize("fsdp", [False, True], ids=["one GPU", "FSDP"])
+def test_a_falcon_layer_is_held_and_gathered_as_it_loads(fsdp: bool) -> None:
+    """What one layer weighs on the GPU (FSDP gathers it so) follows the load above: Falcon's Linears in bf16 under
+    FSDP, which skips the k-bit preparation for QLoRA, and in fp32 on one GPU, where it runs; the layer's norms stay
+    bf16 (Axolotl casts them back)."""
+    from axlint.architectures import resolve_architecture
+    from axlint.memory.states import layer_weight_bytes
+
+    arch = resolve_architecture(CATALOGUED["falcon"])
+    raw = {"base_model": CATALOGUED["falcon"], "adapter": "qlora", "load_in_4bit": True, "lora_target_linear": True,
+           "bf16": True, **({"fsdp_version": 2, "fsdp_config": {"auto_wrap_policy": "TRANSFORMER_BASED_WRAP"}}
+                            if fsdp else {})}
+    setup = read_setup(facts(raw, None, arch, parse_hardware("2xH100" if fsdp else "1xH100")), arch)
+    linears = arch.unconverted_linear_params // arch.num_layers
+    norms = sum(arch.small_params_per_layer(0))
+    assert layer_weight_bytes(arch, setup, 0) == (0.0, linears * (2 if fsdp else 4) + norms * 2)

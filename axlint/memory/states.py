@@ -173,19 +173,22 @@ def prequantized_bytes(arch: Architecture, setup: TrainSetup, q: Prequantized) -
     return memo[key]
 
 
-def _linear_bytes(setup: TrainSetup, stored: Prequantized | None, path: str, lin: Linear) -> float:
+def _linear_bytes(setup: TrainSetup, stored: Prequantized | None, path: str, lin: Linear,
+                  converted: bool = True) -> float:
     """The weight of the Linear at ``path`` (all ``lin.count`` of it) as the GPU keeps it: in the format of the
     checkpoint's own quantization ``stored`` (``prequantized_bytes``; a router that is not an ``nn.Linear`` and the
     modules a skip pattern keeps in the load dtype); under a 4/8-bit load at the bitsandbytes bytes (every decoder
-    Linear, as ``weight_bytes`` counts them; the routed experts with ``quantize_experts``); else in the load dtype."""
+    Linear the load ``converted``, as ``weight_bytes`` counts them; the routed experts with ``quantize_experts``), and
+    what it leaves as ``weight_bytes`` counts it (``TrainSetup.unquantized_bytes``); else in the load dtype."""
     if stored is not None:
         fmt = None if lin.router or stored.keeps(_skip_probe(path, lin, stored)) else \
             stored.experts if lin.expert else stored.linears
         return lin.count * tensor_bytes(fmt, lin.d_out, lin.d_in, stored, setup.param_bytes)
     numel = lin.count * lin.d_in * lin.d_out
-    if setup.quantization and (setup.quantize_experts or not lin.expert):
+    if setup.quantization and converted and (setup.quantize_experts or not lin.expert):
         return numel * _quantized_bytes(setup)
-    return numel * (setup.unquantized_bytes if lin.expert else setup.param_bytes)
+    left = lin.expert or (setup.quantization and not converted)
+    return numel * (setup.unquantized_bytes if left else setup.param_bytes)
 
 
 def layer_weight_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> tuple[float, float]:
@@ -194,8 +197,9 @@ def layer_weight_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> tup
     load dtype. Unquantized, the two sum to ``Architecture.layer_params`` x the load dtype's bytes."""
     stored, lp = stored_checkpoint(setup), setup.param_bytes
     experts, rest = 0.0, sum(arch.small_params_per_layer(layer)) * lp
+    converted = not arch.layout.linear_subclass
     for path, lin in layer_modules(arch, layer):
-        size = _linear_bytes(setup, stored, path, lin)
+        size = _linear_bytes(setup, stored, path, lin, converted)
         experts += size if lin.expert else 0.0
         rest += (0.0 if lin.expert else size) + (lin.count * lin.d_out * lp if lin.bias else 0.0)
     return experts, rest
