@@ -258,41 +258,40 @@ def test_upcast_embeddings_casts_the_embeddings_and_norms_as_axolotl_does() -> N
     assert inner.layers[0].self_attn.q_proj.weight.dtype == torch.bfloat16
 
 
-def test_upcast_unquantized_casts_the_3d_expert_weights_of_a_model_whose_linears_are_converted() -> None:
+UPCAST_CASES = {
+    "qwen3_moe: the 3-D experts of a model whose Linears are converted": (
+        "qwen3_moe", {"hidden_size": 64, "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 2,
+                      "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "num_experts": 4,
+                      "num_experts_per_tok": 2},
+        {"load_in_4bit": True, "adapter": "qlora"},
+        ("model.layers.0.mlp.experts.gate_up_proj", "model.layers.0.mlp.experts.down_proj"),
+        ("model.layers.0.self_attn.q_proj.weight",)),
+    "falcon: the FalconLinear layers a quantized load leaves": (
+        "falcon", {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_kv_heads": 1,
+                   "multi_query": True, "parallel_attn": True, "new_decoder_architecture": False, "bias": False,
+                   "vocab_size": 256},
+        {"load_in_8bit": True, "adapter": "lora"},
+        ("transformer.h.0.self_attention.query_key_value.weight", "transformer.h.0.mlp.dense_4h_to_h.weight"),
+        ("transformer.h.0.input_layernorm.weight", "transformer.word_embeddings.weight")),
+}
+"""(model type, config, the Axolotl keys of the load, the parameters PEFT's k-bit preparation makes fp32, some it
+leaves in bf16)."""
+
+
+@pytest.mark.parametrize("case", list(UPCAST_CASES))
+def test_upcast_unquantized_casts_what_the_kbit_preparation_casts(case: str) -> None:
     import torch
 
     from axlint.training.model import build_model, upcast_unquantized
 
-    config = {"hidden_size": 64, "intermediate_size": 128, "moe_intermediate_size": 32, "num_hidden_layers": 2,
-              "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256, "num_experts": 4,
-              "num_experts_per_tok": 2}
-    spec = train_spec(resolve_facts({"bf16": True, "load_in_4bit": True, "adapter": "qlora"}))
+    model_type, config, load, fp32, bf16 = UPCAST_CASES[case]
+    spec = train_spec(resolve_facts({"bf16": True, **load}))
     assert spec.experts_fp32
-    model = build_model("qwen3_moe", config, spec, attn="sdpa", device="cpu")
+    model = build_model(model_type, config, spec, attn="sdpa", device="cpu")
     upcast_unquantized(model)
     dtypes = {name: p.dtype for name, p in model.named_parameters()}
-    assert dtypes["model.layers.0.mlp.experts.gate_up_proj"] == torch.float32
-    assert dtypes["model.layers.0.mlp.experts.down_proj"] == torch.float32
-    assert dtypes["model.layers.0.self_attn.q_proj.weight"] == torch.bfloat16
-
-
-def test_upcast_unquantized_casts_the_falcon_linears_a_quantized_load_leaves() -> None:
-    import torch
-
-    from axlint.training.model import build_model, upcast_unquantized
-
-    config = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_kv_heads": 1,
-              "multi_query": True, "parallel_attn": True, "new_decoder_architecture": False, "bias": False,
-              "vocab_size": 256}
-    spec = train_spec(resolve_facts({"bf16": True, "load_in_8bit": True, "adapter": "lora"}))
-    assert spec.experts_fp32
-    model = build_model("falcon", config, spec, attn="sdpa", device="cpu")
-    upcast_unquantized(model)
-    dtypes = {name: p.dtype for name, p in model.named_parameters()}
-    assert dtypes["transformer.h.0.self_attention.query_key_value.weight"] == torch.float32
-    assert dtypes["transformer.h.0.mlp.dense_4h_to_h.weight"] == torch.float32
-    assert dtypes["transformer.h.0.input_layernorm.weight"] == torch.bfloat16
-    assert dtypes["transformer.word_embeddings.weight"] == torch.bfloat16
+    assert {name: dtypes[name] for name in fp32 + bf16} == {**{n: torch.float32 for n in fp32},
+                                                             **{n: torch.bfloat16 for n in bf16}}
 
 
 QWEN35_TINY = {"model_type": "qwen3_5", "tie_word_embeddings": False,
