@@ -893,40 +893,74 @@ FP32_AUTOCAST_ACTIVATIONS: Mapping[str, str] = {
 (Arcee AFM, Nemotron, Nemotron-H) and xIELU's Python form (Apertus). PyTorch 2.11's CUDA autocast runs ``pow``,
 ``softplus`` and ``expm1`` in fp32 (``aten/src/ATen/autocast_mode.h``; the CPU's autocast does not)."""
 
+FP32_AUTOCAST_NORM = "layernorm"
+"""The norm kind (``Family.norm``) whose output CUDA's autocast makes fp32 in a bf16/fp16 run: ``nn.LayerNorm``
+(StarCoder2, Phi, GPT-J, GPT-NeoX, StableLM, MPT, DBRX, Phi-3.5-MoE), whose ``layer_norm`` autocast runs in fp32
+(PyTorch 2.11 ``aten/src/ATen/autocast_mode.h``; the CPU's autocast does not). Nemotron's LayerNorm1P casts back
+(``NORMS_CAST_TO_HALF``); Cohere's and OLMo's norms compute in fp32 themselves and return their input's dtype."""
 
-def fp32_hidden_states(facts: RunFacts, hidden_act: object, quantization: str | None) -> bool:
-    """The hidden states of this run are fp32 from the second layer on: the MLP activation (config.json
-    ``hidden_act``) is one CUDA's autocast runs in fp32 (``FP32_AUTOCAST_ACTIVATIONS``), autocast is on (a bf16 or
-    fp16 run without DeepSpeed, whose engine casts the model instead), and the layers are bitsandbytes 4-bit
-    (`quantization` "nf4"), whose ``Linear4bit`` returns its output in its input's dtype (0.49.1 ``nn/modules.py``
-    ``Linear4bit.forward``), so the down projection's output and the residual add after it are fp32. Measured on an
-    H200 (Axolotl 0.18.0, torch 2.11.0, bitsandbytes 0.49.1) for Arcee AFM-4.5B and Apertus 8B QLoRA."""
+FP32_SOURCE_CAUSES: Mapping[str, str] = {
+    **{act: f"the output of {text} is fp32, bitsandbytes' 4-bit layers return it in that dtype, and from the "
+            "second layer on the residual stream is fp32" for act, text in FP32_AUTOCAST_ACTIVATIONS.items()},
+    FP32_AUTOCAST_NORM: "its LayerNorm (`nn.LayerNorm`, whose `layer_norm` CUDA's autocast runs in fp32) returns fp32, "
+                        "and bitsandbytes' 4-bit q, k and v projections return their output in that dtype",
+}
+"""What a rule tells the user of each ``fp32_source``."""
+
+KBIT_KEEPS_INPUT_DTYPE = frozenset({"nf4", "int8"})
+"""bitsandbytes loads whose Linears return their output in their input's dtype: 4-bit ``Linear4bit``
+(``matmul_4bit(...).to(inp_dtype)``) and 8-bit ``Linear8bitLt`` (``int8_scaled_mm(..., dtype=A.dtype)``; bitsandbytes
+0.49.1 ``nn/modules.py``, ``autograd/_functions.py``). An 8-bit layer whose input has outlier columns (values over
+``llm_int8_threshold``, 6 by default) adds their product with ``addmm``, which CUDA's autocast runs in half
+precision, so there the output depends on the data: measured on an H200 (Axolotl 0.18.0, bitsandbytes 0.49.1), an
+8-bit LoRA of Arcee AFM-4.5B trains with variable-length sdpa, which refuses fp32 queries, and allocates 8.79 GiB,
+between the 7.47 of a half-precision stream and the 9.01 of an fp32 one."""
+
+
+def fp32_source(facts: RunFacts, model_type: str | None, hidden_act: object, norm: str | None,
+                quantization: str | None) -> str | None:
+    """Why the hidden states of this run are fp32 (a key of ``FP32_SOURCE_CAUSES``), or None: autocast is on (a
+    bf16 or fp16 run without DeepSpeed, whose engine casts the model instead), the layers are bitsandbytes 4/8-bit
+    (`quantization` in ``KBIT_KEEPS_INPUT_DTYPE``), and either the model's norm is ``FP32_AUTOCAST_NORM`` (not one
+    that casts back, ``NORMS_CAST_TO_HALF``), so every attention and MLP reads fp32 and the MLP's output makes the
+    residual stream fp32, or the MLP activation (config.json ``hidden_act``) is one CUDA's autocast runs in fp32
+    (``FP32_AUTOCAST_ACTIVATIONS``), so the down projection's output and the residual add after it are fp32 from the
+    first MLP on. Measured on an H200 (Axolotl 0.18.0, torch 2.11.0, bitsandbytes 0.49.1): Arcee AFM-4.5B and
+    Apertus 8B QLoRA (activation), StarCoder2-3B and Phi-1.5 QLoRA (LayerNorm)."""
     autocast = (facts.bf16.value or facts.fp16.value) and facts.sharding.kind is not ShardingKind.DEEPSPEED
-    return hidden_act in FP32_AUTOCAST_ACTIVATIONS and quantization == "nf4" and bool(autocast)
+    if quantization not in KBIT_KEEPS_INPUT_DTYPE or not autocast:
+        return None
+    if norm == FP32_AUTOCAST_NORM and model_type not in NORMS_CAST_TO_HALF:
+        return FP32_AUTOCAST_NORM
+    return str(hidden_act) if hidden_act in FP32_AUTOCAST_ACTIVATIONS else None
 
 
 NORMS_CAST_TO_HALF = frozenset({"nemotron", "nemotron_h"})
 """Model types whose decoder norms cast their input to half precision, so that their attention and MLP read bf16
-(fp16) even when the residual stream is fp32 (``fp32_hidden_states``): Nemotron's LayerNorm1P casts to the
-autocast dtype, NemotronHBlock to the norm weight's dtype (transformers 5.14.1 ``modeling_nemotron.py``
-``_cast_if_autocast_enabled``, ``modeling_nemotron_h.py`` ``NemotronHBlock.forward``). Arcee's and Apertus's
-RMSNorm return their input's dtype."""
+(fp16) even when the residual stream is fp32 (``fp32_source``): Nemotron's LayerNorm1P casts to the autocast dtype,
+NemotronHBlock to the norm weight's dtype (transformers 5.14.1 ``modeling_nemotron.py`` ``_cast_if_autocast_enabled``,
+``modeling_nemotron_h.py`` ``NemotronHBlock.forward``). Arcee's and Apertus's RMSNorm return their input's dtype."""
 
 
-def fp32_layer_inputs(facts: RunFacts, model_type: str | None, hidden_act: object) -> bool:
-    """The attention and MLP of the second layer on read fp32 hidden states: an fp32 residual stream
-    (``fp32_hidden_states``) through norms that keep its dtype (not ``NORMS_CAST_TO_HALF``)."""
-    return model_type not in NORMS_CAST_TO_HALF and fp32_hidden_states(facts, hidden_act, facts.quantization.value)
+def fp32_layer_inputs(facts: RunFacts, model_type: str | None, hidden_act: object, norm: str | None) -> str | None:
+    """The ``fp32_source`` of a 4-bit run whose attention reads fp32 hidden states, or None: an fp32 residual stream
+    through norms that keep its dtype (not ``NORMS_CAST_TO_HALF``), or a LayerNorm. Not an 8-bit run, whose layers
+    return half precision for the inputs with outlier columns that real activations have (``KBIT_KEEPS_INPUT_DTYPE``;
+    measured: Arcee AFM-4.5B's 8-bit LoRA trains on variable-length sdpa)."""
+    if facts.quantization.value != "nf4" or model_type in NORMS_CAST_TO_HALF:
+        return None
+    return fp32_source(facts, model_type, hidden_act, norm, "nf4")
 
 
-def lora_qkv_dtype_error(facts: RunFacts, model_type: str | None, hidden_act: object) -> str | None:
+def lora_qkv_dtype_error(facts: RunFacts, model_type: str | None, hidden_act: object,
+                         norm: str | None) -> str | None:
     """The error that stops a QLoRA run at its first step when Axolotl's fused LoRA QKV kernel gets fp32 hidden
     states (``fp32_layer_inputs``): ``LoRA_QKV`` (Axolotl 0.18.0 and 0.19.0 ``kernels/lora.py`` ``matmul_lora``)
     casts the adapters to its input's dtype and adds them in place into the half-precision base product. Measured
-    on an H200 (Axolotl 0.18.0, torch 2.11.0, bitsandbytes 0.49.1): Arcee AFM-4.5B's and Apertus 8B's QLoRA examples
-    stop there. None when the kernel does not run or the run stops earlier (``lora_attention_rewrite_error``,
-    ``lora_kernel_layers_error``)."""
-    if (not fp32_layer_inputs(facts, model_type, hidden_act) or facts.head != "lm"
+    on an H200 (Axolotl 0.18.0, torch 2.11.0, bitsandbytes 0.49.1): the QLoRA examples of Arcee AFM-4.5B, Apertus 8B
+    and StarCoder2-3B stop there, and Arcee's in fp16 too. None when the kernel does not run or the run stops
+    earlier (``lora_attention_rewrite_error``, ``lora_kernel_layers_error``)."""
+    if (not fp32_layer_inputs(facts, model_type, hidden_act, norm) or facts.head != "lm"
             or "qkv" not in fused_lora_kernels(facts, model_type or "")):
         return None
     if lora_attention_rewrite_error(facts, model_type) or lora_kernel_layers_error(facts, model_type):
@@ -963,15 +997,17 @@ SDPA_VARLEN_FP32_FALLBACK_SINCE = "0.19.0"
 ``sdpa_varlen_dtype_error`` holds for the releases before it."""
 
 
-def sdpa_varlen_dtype_error(facts: RunFacts, model_type: str | None, arch_config: Mapping[str, Any]) -> str | None:
+def sdpa_varlen_dtype_error(facts: RunFacts, model_type: str | None, arch_config: Mapping[str, Any],
+                            norm: str | None) -> str | None:
     """The error that stops a packed run on sdpa at its first step when Axolotl patched sdpa for packed rows
     (``sdpa_varlen_patched``; the patched function sends a row there only when it holds several sequences) and the
     attention reads fp32 hidden states (``fp32_layer_inputs``): ``varlen_attn`` is a custom operator that autocast
-    does not cast, and its kernel takes fp16 and bf16 only. Measured on an H200: Arcee AFM-4.5B QLoRA with Axolotl 0.18.0's LoRA
-    kernels off stops there. Axolotl releases from ``SDPA_VARLEN_FP32_FALLBACK_SINCE`` on fall back instead."""
+    does not cast, and its kernel takes fp16 and bf16 only. Measured on an H200: the QLoRAs of Arcee AFM-4.5B and
+    Phi-1.5 with Axolotl 0.18.0's LoRA kernels off stop there (StarCoder2-3B's sliding window keeps stock sdpa, and
+    it trains). Axolotl releases from ``SDPA_VARLEN_FP32_FALLBACK_SINCE`` on fall back instead."""
     packed_sdpa = facts.attention == "sdpa" and facts.sample_packing.value
     if not (packed_sdpa and sdpa_varlen_patched(facts, arch_config)) or not fp32_layer_inputs(
-            facts, model_type, arch_config.get("hidden_act")):
+            facts, model_type, arch_config.get("hidden_act"), norm):
         return None
     return "RuntimeError: FlashAttention only support fp16 and bf16 data type"
 

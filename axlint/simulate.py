@@ -18,9 +18,9 @@ Trainer runs under Axolotl:
   one for a sliding window as long as the sequence or shorter);
 - dropout runs the fused `native_dropout` kernel (output + 1-byte mask) that `aten::dropout` picks on CUDA, not
   the CPU composite that keeps a noise tensor in the input's dtype;
-- in a 4-bit run under autocast whose MLP activation CUDA's autocast runs in fp32 (ReLU², xIELU's Python form),
-  that activation runs in fp32 and the 4-bit layers return their input's dtype, as on CUDA with bitsandbytes
-  (`_cuda_fp32_activation`).
+- in a 4/8-bit run under autocast whose MLP activation or LayerNorm CUDA's autocast runs in fp32 (ReLU², xIELU's
+  Python form, `nn.LayerNorm`), that operation runs in fp32 and the 4/8-bit layers return their input's dtype, as on
+  CUDA with bitsandbytes (`_cuda_fp32_ops`).
 The per-GPU numbers then apply what one process cannot show:
 - DeepSpeed mixed precision keeps fp32 optimizer states and an fp32 master copy of the trainable weights, and
   its ZeRO optimizer builds an fp32 copy of the gradient partition at the step (`deepspeed_step`);
@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping
 from unittest import mock
 
-from axlint.facts import RunFacts, Sharding, ShardingKind
+from axlint.facts import FP32_AUTOCAST_NORM, RunFacts, Sharding, ShardingKind
 from axlint.memory import constants as C
 from axlint.memory.setup import TrainSetup, read_setup
 from axlint.memory.params import linear_names, target_parameter_lora_params
@@ -174,7 +174,7 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
     flash = spec.attn_implementation.startswith("flash_attention") and attn == "sdpa"
     with FakeTensorMode(allow_non_fake_inputs=True), _unpacked_sequences(), fused_dropout(), _fp32_grouped_mm(), \
             _no_mask(flash), _bnb_adapter_inputs(model, autocast and spec.quantization in QUANTIZED_BYTES), \
-            _cuda_fp32_activation(model, last, autocast and setup.mlp_fp32), \
+            _cuda_fp32_ops(model, last, setup.fp32_source if autocast and setup.mlp_fp32 else None), \
             kernel_standins(model, arch.model_type, setup) as stood_in:
         notes += stood_in
         materialize_fake(model)
@@ -372,20 +372,29 @@ def _bnb_adapter_inputs(model: Any, active: bool) -> Any:
 
 
 @contextlib.contextmanager
-def _cuda_fp32_activation(model: Any, last: str, active: bool) -> Iterator[None]:
-    """What CUDA's autocast and bitsandbytes do to an MLP activation that autocast runs in fp32
-    (``TrainSetup.mlp_fp32``: ReLU², the Python form of xIELU), which the CPU's autocast leaves alone: ``pow``
-    (``torch.square``), ``softplus`` and ``expm1`` take an fp32 copy of their input (PyTorch 2.11
-    ``aten/src/ATen/autocast_mode.h``), and each 4-bit Linear returns its output in its input's dtype
+def _cuda_fp32_ops(model: Any, last: str, source: str | None) -> Iterator[None]:
+    """What CUDA's autocast and bitsandbytes do in a run whose hidden states they make fp32 (``source``:
+    ``TrainSetup.fp32_source`` where ``mlp_fp32`` holds, else None), which the CPU's autocast leaves alone: ``pow``
+    (``torch.square``), ``softplus`` and ``expm1`` (ReLU², the Python form of xIELU), and for a LayerNorm source
+    ``layer_norm`` (its weight and bias too), take fp32 copies of their inputs (PyTorch 2.11
+    ``aten/src/ATen/autocast_mode.h``), and each 4/8-bit Linear returns its output in its input's dtype
     (bitsandbytes 0.49.1 ``nn/modules.py`` ``Linear4bit.forward``: ``matmul_4bit(...).to(inp_dtype)``), which
     carries the fp32 into the residual stream."""
-    if not active:
+    if source is None:
         yield
         return
     import torch
 
     square, softplus, expm1 = torch.square, torch.nn.functional.softplus, torch.expm1
+    layer_norm = torch.nn.functional.layer_norm
+
+    def fp32_layer_norm(x: Any, shape: Any, weight: Any = None, bias: Any = None, eps: float = 1e-5) -> Any:
+        return layer_norm(x.float(), shape, None if weight is None else weight.float(),
+                          None if bias is None else bias.float(), eps)
+
     with contextlib.ExitStack() as stack:
+        if source == FP32_AUTOCAST_NORM:
+            stack.enter_context(mock.patch.object(torch.nn.functional, "layer_norm", fp32_layer_norm))
         stack.enter_context(mock.patch.object(torch, "square", lambda x: square(x.float())))
         stack.enter_context(mock.patch.object(torch, "expm1", lambda x: expm1(x.float())))
         stack.enter_context(mock.patch.object(torch.nn.functional, "softplus",

@@ -28,6 +28,7 @@ CONFIGS = (
     "examples/llama-3/lora-1b-ray.yml",                 # Llama-3.2-1B, LoRA, DeepSpeed ZeRO-3
     "examples/phi/phi2-ft.yml",                         # Phi-2, full
     "examples/phi/lora-3.5.yaml",                       # Phi-3.5-mini, LoRA
+    "examples/phi/phi-qlora.yml",                       # Phi-1.5 (LayerNorm), QLoRA
     "examples/gemma3/gemma-3-4b-qlora.yml",             # Gemma-3-4B (text of a vision model), QLoRA
     "examples/llama-2/lora.yml",                        # Llama-2-7B, LoRA
     "examples/llama-2/qlora.yml",                       # Llama-2-7B, QLoRA
@@ -47,7 +48,7 @@ CONFIGS = (
     "examples/orpheus/finetune.yml",                    # Orpheus-3B (Llama), full, Liger kernels
     "examples/llama-3/fft-8b-liger-fsdp.yaml",          # Llama-3.1-8B, full, Liger kernels, FSDP with offload
 )
-"""30 configs; the MoE is the one the corpus has whose active parameters are under 8B. Cut Cross-Entropy and
+"""31 configs; the MoE is the one the corpus has whose active parameters are under 8B. Cut Cross-Entropy and
 Liger's kernels run as the simulation's stand-ins (axlint.training.kernel_standins)."""
 DISTRIBUTED_GPUS = "8xH100"
 SINGLE_GPU = "1xH100"

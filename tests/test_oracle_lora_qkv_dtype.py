@@ -2,9 +2,10 @@
 tests/oracle on the CPU (tests/oracle/hidden_dtype_judge.py): bitsandbytes' 4-bit Linear returns fp32 for fp32
 input; Axolotl's fused LoRA QKV kernel stops with the error AX237 quotes when its input is fp32 and runs when it is
 bf16; Axolotl patches sdpa to send packed rows to PyTorch's variable-length attention exactly where
-``facts.sdpa_varlen_patched`` says. The rest, that CUDA's autocast makes the ReLU² and xIELU outputs fp32, is what an
-H200 showed: Axolotl's Arcee AFM-4.5B and Apertus 8B QLoRA examples stop with AX237's error, and Arcee's with the kernels off on
-packed sdpa with AX238's (benchmarks/memory/axolotl-reference-NVIDIA_H200-2026-11-27.md)."""
+``facts.sdpa_varlen_patched`` says. The rest, that CUDA's autocast makes the ReLU² and xIELU outputs and LayerNorm's
+fp32, is what an H200 showed: Axolotl's Arcee AFM-4.5B, Apertus 8B and StarCoder2-3B QLoRA examples stop with AX237's
+error, and Arcee's and Phi-1.5's with the kernels off on packed sdpa with AX238's
+(benchmarks/memory/axolotl-reference-NVIDIA_H200-2026-11-27.md, axolotl-reference-NVIDIA_H200-2026-11-28.md)."""
 from __future__ import annotations
 
 import json
@@ -35,7 +36,7 @@ def test_the_4bit_linear_returns_its_input_s_dtype(judged: dict) -> None:
 
 def test_the_qkv_kernel_refuses_fp32_input_with_the_error_the_rule_quotes(judged: dict) -> None:
     run = facts({"base_model": "arcee-ai/AFM-4.5B", "adapter": "qlora", "load_in_4bit": True, "bf16": True})
-    assert judged["qkv"] == {"bfloat16": "", "float32": lora_qkv_dtype_error(run, "arcee", "relu2")}
+    assert judged["qkv"] == {"bfloat16": "", "float32": lora_qkv_dtype_error(run, "arcee", "relu2", "rmsnorm")}
 
 
 def test_axolotl_patches_sdpa_for_varlen_where_the_facts_say(judged: dict) -> None:

@@ -843,6 +843,13 @@ class Architecture:
         (``unconverted_linear_params``)."""
         return 0 if self.layout.linear_subclass else self._layer_linear_weights
 
+    @property
+    def kbit_layer_norm(self) -> str | None:
+        """The norm kind (``Family.norm``) whose output the layers' Linears read under a bitsandbytes 4/8-bit load;
+        None where that load converts none of them (``quantizable_params`` 0: Falcon's), so that no bitsandbytes
+        layer passes the norm's dtype on (``facts.fp32_source``)."""
+        return self.layout.norm if self.quantizable_params else None
+
     @cached_property
     def unconverted_linear_params(self) -> int:
         """Weights of the decoder layers' Linears that a bitsandbytes load leaves in the load dtype because their class

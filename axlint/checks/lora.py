@@ -10,11 +10,12 @@ from axlint.edits import set_value
 from axlint.facts import (
     DEFAULT_EMBEDDING_LAYERS,
     EMBEDDING_LAYERS,
-    FP32_AUTOCAST_ACTIVATIONS,
+    FP32_SOURCE_CAUSES,
     LORA_KERNEL_FLAGS,
     LORA_KERNEL_LAYERS_NOT_FOUND,
     SDPA_VARLEN_FP32_FALLBACK_SINCE,
     embedding_layers,
+    fp32_layer_inputs,
     lora_attention_rewrite_error,
     lora_kernel_layers_error,
     lora_qkv_dtype_error,
@@ -198,11 +199,12 @@ def check_lora_qkv_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     arch = _judged_arch(run)
     if arch is None:
         return
-    hidden_act = arch.config.get("hidden_act")
-    error = lora_qkv_dtype_error(run.facts, arch.model_type, hidden_act)
+    hidden_act, norm = arch.config.get("hidden_act"), arch.kbit_layer_norm
+    error = lora_qkv_dtype_error(run.facts, arch.model_type, hidden_act, norm)
     if error is not None:
+        source = fp32_layer_inputs(run.facts, arch.model_type, hidden_act, norm)
         yield from _kernel_hits(run, ("lora_qkv_kernel",), model_type=arch.model_type, error=error,
-                                cause=FP32_AUTOCAST_ACTIVATIONS[str(hidden_act)])
+                                cause=FP32_SOURCE_CAUSES[str(source)])
 
 
 @register_check("ax_sdpa_varlen_fp32_hidden", args=("model_type", "cause", "error"), fix=FixAvailability.ALWAYS)
@@ -214,7 +216,8 @@ def check_sdpa_varlen_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]
     arch, doc = _judged_arch(run), run.axolotl
     if arch is None or doc is None or run.axolotl_from(SDPA_VARLEN_FP32_FALLBACK_SINCE):
         return
-    error = sdpa_varlen_dtype_error(run.facts, arch.model_type, arch.config)
+    hidden_act, norm = arch.config.get("hidden_act"), arch.kbit_layer_norm
+    error = sdpa_varlen_dtype_error(run.facts, arch.model_type, arch.config, norm)
     if error is None:
         return
     written = run.facts.sdpa_varlen is True
@@ -222,7 +225,7 @@ def check_sdpa_varlen_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]
     fix = Fix(doc.path, tuple(set_value(doc, ("sdpa_varlen",), False)), Applicability.SAFE,
               "set `sdpa_varlen: false`" if written else "write `sdpa_varlen: false`")
     yield ax_hit(run, key, "value", fix=fix, model_type=arch.model_type, error=error,
-                 cause=FP32_AUTOCAST_ACTIVATIONS[str(arch.config.get("hidden_act"))])
+                 cause=FP32_SOURCE_CAUSES[str(fp32_layer_inputs(run.facts, arch.model_type, hidden_act, norm))])
 
 
 @register_check("ax_lora_kernel_classifier", args=("head", "how"), fix=FixAvailability.ALWAYS)

@@ -34,16 +34,17 @@ Stored over a micro batch of T tokens at the start of backward:
   gradient checkpointing:  T·(L·2h + final norm)   (the layer inputs; 0 when offloaded to CPU)
 Backward of one layer adds its gradient temporaries T·(2h + 6I) and, with checkpointing, its recomputed T·A.
 
-An fp32 residual stream (``TrainSetup.residual_fp32``: fp32 embeddings, or an MLP activation that CUDA's autocast
-makes fp32 in a 4-bit run, ``TrainSetup.mlp_fp32``, whose plain MLP then keeps and differentiates fp32 tensors,
-``plain_mlp_bytes``) in a half-precision model (each add of a bf16 sublayer output to it stays fp32): the layer
+An fp32 residual stream (``TrainSetup.residual_fp32``: fp32 embeddings, or an MLP activation or LayerNorm that CUDA's
+autocast makes fp32 in a 4/8-bit run, ``TrainSetup.mlp_fp32``, whose plain MLP then keeps and differentiates fp32
+tensors, ``plain_mlp_bytes``) in a half-precision model (each add of a bf16 sublayer output to it stays fp32): the layer
 inputs kept by checkpointing are 4h, the output gradient between layers 4h, a residual norm keeps a 4-byte input
 and normalised product, and every Linear reading a norm's fp32 output keeps its own half-precision copy (autocast
 casts per call; a half-precision output is shared).
 Measured on an H100 (torch 2.11, transformers 5.17): Llama-3.2-1B full fine-tune, sdpa, 2×2048 tokens without
 checkpointing allocates 3.8 GiB more than with bf16 embeddings (1.96 GiB states, 0.49 GiB lm_head copy, 1.3 GiB
 activations: 10h per token per layer); at 2×4096 with checkpointing 3.0 GiB more. Arcee AFM-4.5B QLoRA (ReLU²), on
-an H200 at 2×2048 tokens with checkpointing: 6.93 GiB allocated, its layer inputs at 4 bytes.
+an H200 at 2×2048 tokens with checkpointing: 6.93 GiB allocated, its layer inputs at 4 bytes; Axolotl's StarCoder2-3B
+QLoRA (LayerNorm, a GELU MLP) at 2×8192: 17.04 GiB.
 """
 from __future__ import annotations
 
@@ -190,8 +191,9 @@ def plain_mlp_bytes(arch: Architecture, setup: TrainSetup, backward: bool = Fals
     when its alphas train, ``base_trains``) or, ``backward``, holds while its backward runs (4; xIELU 9, or 7).
     The XIELU CUDA package's kernel (``setup.xielu_cuda``) saves only its input and allocates only its input's
     gradient (nickjbrowning/XIELU ``XIELUAutograd``), as a plain activation does. When CUDA's autocast makes the
-    activation fp32 (``TrainSetup.mlp_fp32``) what it keeps is twice as large and a ReLU² backward holds
-    ``BACKWARD_MLP_PLAIN_FP32`` (xIELU's Python form: twice its bf16 figures)."""
+    MLP fp32 (``TrainSetup.mlp_fp32``) what it keeps is twice as large and its backward holds
+    ``BACKWARD_MLP_PLAIN_FP32``, fitted to ReLU² and used for the GELU of a LayerNorm model too (xIELU's Python form:
+    twice its bf16 figures)."""
     trained = base_trains(setup)
     scale = C.FP32 / setup.param_bytes if setup.mlp_fp32 else 1  # autocast's fp32 activation (``mlp_fp32``)
     if arch.config.get("hidden_act") != "xielu" or setup.xielu_cuda:

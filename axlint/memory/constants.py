@@ -92,7 +92,7 @@ BACKWARD_MLP_PLAIN = 4
 # The same MLP when CUDA's autocast runs ReLU² in fp32 and 4-bit layers pass fp32 on (``TrainSetup.mlp_fp32``): the
 # down projection's input gradient in bf16 2 and its fp32 cast 4, pow's backward product 4 and its result 4, less
 # what is freed before the peak: 13 per intermediate unit [measured: ``--simulate`` with CUDA's fp32 policy
-# (``simulate._cuda_fp32_activation``), Arcee AFM-4.5B QLoRA at 2 × 2048 tokens, 0.33 GiB above 8 at every depth from
+# (``simulate._cuda_fp32_ops``), Arcee AFM-4.5B QLoRA at 2 × 2048 tokens, 0.33 GiB above 8 at every depth from
 # 8 layers; full depth 6.98 GiB against 6.93 allocated on an H200]
 BACKWARD_MLP_PLAIN_FP32 = 13
 # xIELU's Python form: the down_proj input's gradient and its own backward's temporaries, 9·I (7·I when the alphas

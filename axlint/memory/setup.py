@@ -12,12 +12,13 @@ from typing import Any
 
 from axlint.architectures import Architecture
 from axlint.facts import (
+    FP32_AUTOCAST_NORM,
     ImageFeed,
     LossKernel,
     ModelLoad,
     RunFacts,
     Sharding,
-    fp32_hidden_states,
+    fp32_source,
     fused_lora_kernels,
     kbit_prepared,
     keeps_fp32_embeddings,
@@ -103,8 +104,8 @@ class TrainSetup:
     # (``grad_weight += mm(...).float()``: liger-kernel 0.6.2 to 0.8.2, Axolotl 0.18.0 pins 0.8.0); False: in place
     xielu_cuda: bool = False  # the optional XIELU CUDA package runs xIELU (it keeps only its input); False: the
     # Python form transformers falls back to, which keeps more (``activations.plain_mlp_bytes``)
-    fp32_activation: str | None = None  # the MLP activation (``facts.FP32_AUTOCAST_ACTIVATIONS``) that CUDA's
-    # autocast makes fp32 in this 4-bit run, which the 4-bit down projection passes on (``residual_fp32``)
+    fp32_source: str | None = None  # why CUDA's autocast and the 4/8-bit layers make this run's hidden states fp32
+    # (``facts.fp32_source``: the MLP activation's name, or "layernorm"; ``mlp_fp32``, ``residual_fp32``)
     inner_expert_adapters_untrained: bool = True  # PEFT 0.19-0.20 (Axolotl 0.18.0 pins 0.19.1): on experts stored
     # quantized, only the outermost ParamWrapper's adapter trains (``params.untrained_expert_adapter_params``);
     # False: PEFT 0.18, which trains them all
@@ -162,21 +163,25 @@ class TrainSetup:
 
     @cached_property
     def mlp_fp32(self) -> bool:
-        """The MLP's activation and what follows it are fp32: CUDA's autocast runs ReLU² (``pow``) and the Python
-        form of xIELU (``softplus``, ``expm1``; not the XIELU CUDA package's kernel, which keeps its input's dtype)
-        in fp32, and in a 4-bit run bitsandbytes' Linear4bit returns its output in its input's dtype (0.49.1
-        ``nn/modules.py``), so the up projection's output (from the second layer on), the activation and the down
-        projection's output are fp32 (``facts.fp32_hidden_states``; measured on an H200, below). Nemotron's norms
-        cast the stream back to half precision (``facts.NORMS_CAST_TO_HALF``); their fp32 stream is counted the same
-        way (Nemotron Mini 4B QLoRA: 31.13 GiB allocated by Axolotl on an H200, 31.15 estimated)."""
-        return self.fp32_activation is not None and not (self.fp32_activation == "xielu" and self.xielu_cuda)
+        """The MLP's activation and what follows it are fp32 (``facts.fp32_source``): CUDA's autocast runs ReLU²
+        (``pow``) and the Python form of xIELU (``softplus``, ``expm1``; not the XIELU CUDA package's kernel, which
+        keeps its input's dtype) in fp32, or an ``nn.LayerNorm`` before the MLP (``layer_norm``), and bitsandbytes'
+        4/8-bit Linears return their output in their input's dtype (0.49.1 ``nn/modules.py``), so the up projection's
+        output (from the second layer on), the activation and the down projection's output are fp32 (measured on an
+        H200, below). Nemotron's norms cast the stream back to half precision (``facts.NORMS_CAST_TO_HALF``); their
+        fp32 stream is counted the same way (Nemotron Mini 4B QLoRA: 31.13 GiB allocated by Axolotl on an H200,
+        31.15 estimated). An 8-bit run is counted so too, the larger of the two cases ``facts.KBIT_KEEPS_INPUT_DTYPE``
+        describes."""
+        return self.fp32_source is not None and not (self.fp32_source == "xielu" and self.xielu_cuda)
 
     @cached_property
     def residual_fp32(self) -> bool:
         """The residual stream between the layers is fp32: fp32 embeddings feed it (``embeddings_fp32``), or an fp32
         MLP output is added to it (``mlp_fp32``; fp32 + bf16 is fp32). Measured on an H200 (torch 2.11, bitsandbytes
         0.49.1, PEFT 0.19.1): Arcee AFM-4.5B QLoRA with checkpointing at 2 × 2048 tokens keeps its 36 layer inputs
-        at 4 bytes (1.41 GiB) and the recomputed layer's ReLU output at 4 bytes per intermediate unit."""
+        at 4 bytes (1.41 GiB) and the recomputed layer's ReLU output at 4 bytes per intermediate unit; Axolotl 0.18.0
+        trains StarCoder2-3B's QLoRA example (LayerNorm, its LoRA kernels off) at 17.04 GiB allocated, 16.92
+        estimated so (14.02 with a half-precision stream), and Phi-1.5's at 4.79 (4.73; 4.34)."""
         return self.embeddings_fp32 or self.mlp_fp32
 
     @cached_property
@@ -365,16 +370,10 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         freeze_mm_modules=facts.freeze_mm_modules,
         cut_cross_entropy=facts.loss.value is LossKernel.CCE,
         model_load=facts.model_load,
-        fp32_activation=fp32_activation(facts, arch, quantization),
+        fp32_source=fp32_source(facts, arch.model_type, arch.config.get("hidden_act"), arch.kbit_layer_norm,
+                                quantization),
     )
     return replace(setup, assumptions=tuple(notes + _fp32_notes(setup, arch)))
-
-
-def fp32_activation(facts: RunFacts, arch: Architecture, quantization: str | None) -> str | None:
-    """The MLP activation that CUDA's autocast makes fp32 in this run, where a 4-bit down projection passes it on
-    (``facts.fp32_hidden_states``, ``TrainSetup.mlp_fp32``); None otherwise."""
-    act = arch.config.get("hidden_act")
-    return str(act) if fp32_hidden_states(facts, act, quantization) else None
 
 
 def lora_kernels(facts: RunFacts, arch: Architecture) -> tuple[str, ...]:
@@ -386,7 +385,7 @@ def lora_kernels(facts: RunFacts, arch: Architecture) -> tuple[str, ...]:
     those kernels off (where the attention alone fails and ``lora_mlp_kernel: true`` is written, the fixed run keeps
     the MLP kernel and needs less than estimated). A written MLP kernel alone on such a model is counted."""
     stops = (lora_attention_rewrite_error(facts, arch.model_type) or lora_kernel_layers_error(facts, arch.model_type)
-             or lora_qkv_dtype_error(facts, arch.model_type, arch.config.get("hidden_act")))
+             or lora_qkv_dtype_error(facts, arch.model_type, arch.config.get("hidden_act"), arch.kbit_layer_norm))
     if facts.head != "lm" or stops:
         return ()
     return fused_lora_kernels(facts, arch.model_type)
@@ -412,7 +411,11 @@ def _fp32_notes(setup: TrainSetup, arch: Architecture) -> list[str]:
                      "optimizer states are fp32, and so is the residual stream between the layers; "
                      "`flash_attention: true` or the CCE plugin casts them back to the load dtype")
     if setup.mlp_fp32:
-        notes.append(f"{setup.fp32_activation} activation: CUDA's autocast runs it in fp32 and the 4-bit down "
-                     "projection returns fp32, so the activation and what follows it, the residual stream between "
-                     "the layers and its gradient are fp32 (the layer inputs kept for checkpointing at 4 bytes)")
+        bits = "4-bit" if setup.quantization == "nf4" else "8-bit"
+        cause = ("LayerNorm: CUDA's autocast runs it in fp32" if setup.fp32_source == FP32_AUTOCAST_NORM
+                 else f"{setup.fp32_source} activation: CUDA's autocast runs it in fp32")
+        notes.append(f"{cause} and the {bits} layers return fp32, so the MLP, the residual stream between the layers "
+                     "and its gradient are fp32 (the layer inputs kept for checkpointing at 4 bytes)"
+                     + ("; an 8-bit layer returns half precision where its input has outlier columns, so this is "
+                        "the larger case" if bits == "8-bit" else ""))
     return notes
