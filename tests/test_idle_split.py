@@ -105,3 +105,35 @@ def test_mimo_adapters_on_the_mtp_layer_and_the_note() -> None:
     assert f"{arch.mtp_params / 1e6:.1f} M trainable parameters of the multi-token-prediction layer " \
         "`model.mtp_layers` get no gradient: the model's forward never runs its multi-token-prediction layers, " \
         "which only speculative decoding uses; counted without gradients or optimizer states" in notes
+
+
+def test_unfrozen_parameters_that_name_the_tower_leave_it_idle_on_text() -> None:
+    """Patterns are matched against the tower's Linear and projector names too (``unfrozen_names``): what they name
+    of the tower trains and, on text, gets no gradient; the tower's unnamed norms and embeddings are left out."""
+    from axlint.memory.params import unfrozen_params
+
+    arch, setup = setup_of(QWEN3_VL, unfrozen_parameters=["model.visual.*", "model.language_model.layers.0.*"])
+    named_tower = sum(n for _, n in arch.vision_part.named_parameters())
+    layer0 = unfrozen_params(arch, ("model.language_model.layers.0.*",))
+    t = trainable(arch, setup)
+    assert 0.99 * TOWER < named_tower < TOWER
+    assert (t.base, t.idle_base, t.trained) == (named_tower + layer0, named_tower, layer0)
+    frozen = setup_of(QWEN3_VL, unfrozen_parameters=["model.visual.*"], freeze_mm_modules=True)[1]
+    assert idle_split(arch, frozen).idle_base == 0
+    language = setup_of(QWEN3_VL, unfrozen_parameters=["model.language_model.layers.0.*"])[1]
+    assert idle_split(arch, language).idle_parts == ()
+
+
+def test_unfrozen_parameters_that_name_mimo_s_mtp_layer() -> None:
+    arch, setup = setup_of(MIMO, unfrozen_parameters=["model.mtp_layers.*"])
+    split = idle_split(arch, setup)
+    assert split.idle_base == arch.mtp_params and split.mtp
+
+
+def test_an_unfrozen_pattern_inside_a_tower_part_axlint_does_not_name_is_not_judged() -> None:
+    from axlint.memory.params import unmatched_unfrozen
+
+    arch = resolve_architecture(QWEN3_VL)
+    patterns = ("model.visual.patch_embed.proj.weight", "model.visual.blocks.0.attn.qkv.weight",
+                "model.vision_tower.*", "model.visual")
+    assert unmatched_unfrozen(arch, patterns) == ["model.vision_tower.*"]

@@ -215,6 +215,14 @@ def test_vision_rows_match_transformers(model_type: str, fields: dict[str, Any])
     real_linears = {p for p, m in modules.items() if isinstance(m, torch.nn.Linear) and p.startswith(VISION_ROOTS)}
     assert real_linears == set(laid_out)
     assert f"{arch.decoder_path}.layers.0.self_attn.q_proj" in modules
+    # the names unfrozen_parameters patterns are matched against: real, and the parameters left unnamed lie under a
+    # root that says so
+    real_params = {name: p.numel() for name, p in model.named_parameters()}
+    named = dict(arch.vision_part.named_parameters())
+    assert {name: real_params.get(name) for name in named} == named
+    roots = tuple(f"{root}." for root in arch.vision_part.partly_named_roots())
+    unnamed = [n for n in real_params if n.startswith(VISION_ROOTS) and n not in named and not n.startswith(roots)]
+    assert not unnamed
     # A bitsandbytes 4/8-bit load replaces every nn.Linear that its quantizer does not spare, the tower's included:
     # the estimate stores exactly the tower weights transformers' quantizer would convert.
     spared = HfQuantizer.get_modules_to_not_convert(model, None, model._keep_in_fp32_modules)

@@ -67,7 +67,8 @@ Resolution = Literal["square", "tiles", "longest_edge", "smart_resize", "soft_to
 class Piece:
     """One module of a projector at ``name`` (below the projector's path): a "linear" (``nn.Linear``, a bias per
     ``bias``: True, False, or a top-level config.json key and its default), a "conv1d" (``nn.Conv1d``: d_out x d_in
-    x ``taps`` weights, a bias per ``bias``), a bare "matrix" parameter, a "conv" (a convolution: a ``d_in`` x
+    x ``taps`` weights, a bias per ``bias``), a bare "matrix" parameter, an "embedding" (``nn.Embedding``: a
+    ``d_in`` x ``d_out`` table, sized and read as a matrix), a "conv" (a convolution: a ``d_in`` x
     ``d_out`` weight, the kernel's positions counted in ``d_in``, and a bias when ``bias`` is True; not an
     ``nn.Linear``), or a norm ("rmsnorm": weight; "layernorm": weight and bias) of width ``d_in``. Widths are products
     of ``Projector`` factors. ``when``: a top-level config.json key (and its default) without which the module is not
@@ -76,7 +77,7 @@ class Piece:
     ``name`` with ``{i}`` the copy's index (Qwen3-VL's deepstack mergers, one per deepstack_visual_indexes entry)."""
 
     name: str
-    kind: Literal["linear", "conv1d", "matrix", "conv", "rmsnorm", "layernorm"]
+    kind: Literal["linear", "conv1d", "matrix", "embedding", "conv", "rmsnorm", "layernorm"]
     d_in: tuple[str, ...]
     d_out: tuple[str, ...] = ()
     bias: bool | tuple[str, bool] = False
@@ -514,7 +515,7 @@ PROJECTORS["gemma4_unified"] = Projector(
 # defaults when config.json has no audio_config.
 _GEMMA3N_EMBEDDERS = tuple(
     piece for part, width, vocab in (("embed_vision", "vision", "vocab"), ("embed_audio", "audio", "audio_vocab"))
-    for piece in (Piece(f"{part}.embedding", "matrix", (vocab,), (width,)),
+    for piece in (Piece(f"{part}.embedding", "embedding", (vocab,), (width,)),
                   Piece(f"{part}.hard_embedding_norm", "rmsnorm", (width,)),
                   Piece(f"{part}.soft_embedding_norm", "rmsnorm", (width,)),
                   Piece(f"{part}.embedding_projection", "linear", (width,), ("text",))))
@@ -778,6 +779,39 @@ class Vision:
                 out.append(VisionLinear(f"{path}.{p.name}", self._width(p.d_in), self._width(p.d_out), self._bias(p)))
         return tuple(out) + self._audio_tower[0]
 
+    def named_parameters(self) -> tuple[tuple[str, int], ...]:
+        """(parameter name, numel) of what axlint lays out at its module path: each ``nn.Linear``'s weight and bias
+        (``linears``: the tower's, the projector's, the audio encoder's) and each other piece's (a norm's weight and
+        a LayerNorm's bias, a matrix, a convolution's weight and bias). The tower's own norms, patch embedding and
+        position table, and the audio encoder's other parameters, have no name here (``partly_named_roots``)."""
+        out: list[tuple[str, int]] = []
+        for lin in self.linears():
+            out.append((f"{lin.path}.weight", lin.d_in * lin.d_out))
+            if lin.bias:
+                out.append((f"{lin.path}.bias", lin.d_out))
+        for path, piece in self._pieces():
+            if piece.kind == "linear":
+                continue
+            name, d_in = f"{path}.{piece.name}", self._width(piece.d_in)
+            if piece.kind in ("matrix", "embedding"):
+                out.append((name if piece.kind == "matrix" else f"{name}.weight", d_in * self._width(piece.d_out)))
+                continue
+            if piece.kind in ("rmsnorm", "layernorm"):
+                out.append((f"{name}.weight", d_in))
+                bias = piece.kind == "layernorm"
+            else:  # conv, conv1d
+                out.append((f"{name}.weight", d_in * self._width(piece.d_out) * piece.taps))
+                bias = piece.bias is True if piece.kind == "conv" else self._bias(piece)
+            if bias:
+                out.append((f"{name}.bias", d_in if piece.kind == "layernorm" else self._width(piece.d_out)))
+        return tuple(out)
+
+    def partly_named_roots(self) -> tuple[str, ...]:
+        """The module paths under which ``named_parameters`` lists only some parameters: the vision tower's and the
+        audio encoder's (the first two parts of its Linears' paths)."""
+        audio = {".".join(lin.path.split(".")[:2]) for lin in self._audio_tower[0]}
+        return (self.tower_path, *sorted(audio - {self.tower_path}))
+
     def last_linear(self) -> str | None:
         """The path of the Linear that holds the model's last parameter when the output embedding is tied (and so
         has no weight of its own): the row's last Linear piece where the row is registered last
@@ -851,7 +885,7 @@ class Vision:
         row per ``merge_factor`` patches."""
         return tuple((f"{self.row.path}.{p.name}", self._width(p.d_in), p.kind == "linear")
                      for p in self._built_pieces(self.row.pieces)
-                     if p.kind in ("linear", "matrix", "conv") and "audio" not in p.d_in)
+                     if p.kind in ("linear", "matrix", "embedding", "conv") and "audio" not in p.d_in)
 
     @property
     def merge_factor(self) -> int:
@@ -921,7 +955,7 @@ class Vision:
         if p.kind in ("rmsnorm", "layernorm"):
             return d_in * (2 if p.kind == "layernorm" else 1)
         d_out = self._width(p.d_out)
-        if p.kind in ("matrix", "conv"):
+        if p.kind in ("matrix", "embedding", "conv"):
             return d_in * d_out + (d_out if p.bias is True else 0)
         return d_in * d_out * p.taps + (d_out if self._bias(p) else 0)  # linear (taps 1), conv1d
 

@@ -90,7 +90,7 @@ def idle_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
     if not arch.multimodal and not arch.mtp_layers:
         return NO_SPLIT
     memo = arch.memos.setdefault("idle_split", {})
-    key = (setup.adapter, setup.lora_r, _targets_key(setup), bool(setup.unfrozen_parameters), setup.freeze_mm_modules,
+    key = (setup.adapter, setup.lora_r, _targets_key(setup), setup.unfrozen_parameters, setup.freeze_mm_modules,
            setup.images is None)
     if key not in memo:
         memo[key] = _mtp_split(arch, setup, _multimodal_split(arch, setup))
@@ -106,20 +106,29 @@ def _multimodal_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
     runs no tower or projector, and MllamaTextModel skips its cross-attention layers without
     ``cross_attention_states`` (transformers 5.14.1 - 5.24), so every part that is not frozen is idle (measured on
     small models of each multimodal type, one text-only step: tests/test_oracle_ddp.py). With ``processor_type``
-    every part is taken to be fed."""
+    every part is taken to be fed. Under ``unfrozen_parameters`` (no adapter) a part's base parameters are those the
+    patterns name (``unfrozen_names``; a tower's unnamed norms and embeddings are left out)."""
     vision = arch.vision_part
     if vision is None:
         return NO_SPLIT
     full = not setup.adapter and not setup.unfrozen_parameters
+    unfrozen = () if setup.adapter else setup.unfrozen_parameters
     r = setup.lora_r if setup.adapter else 0
     loose = {path: params for path, params in vision.projector_parts() if not mm_frozen(path)}
-    covered_base = arch.extra_parameters - vision.fixed_params - sum(loose.values()) if full else 0
+    if unfrozen:
+        named = [(name, n) for name, n in vision.named_parameters() if is_unfrozen(name, unfrozen)]
+        loose_base = sum(n for name, n in named if name.startswith(tuple(f"{path}." for path in loose)))
+        covered_base = sum(n for _, n in named) - loose_base
+    else:
+        loose_base = sum(loose.values()) if full else 0
+        covered_base = arch.extra_parameters - vision.fixed_params - loose_base if full else 0
     # the adapters outside the decoder (memoized) are the tower's, the projector's and the patch convolution's
     loose_adapter = r * sum(lin.d_in + lin.d_out for path, lin in _vision_modules(arch)
                             if path in loose and targeted(path, lin, setup)) if r and loose else 0
     covered_adapter = r * _adapted_outside_width(arch, setup) - loose_adapter if r else 0
     cross = cross_attention_layers(arch)
-    cross_base = sum(numel for layer in cross for _, numel in _layer_parameters(arch, layer)) if full else 0
+    cross_base = sum(numel for layer in cross for name, numel in _layer_parameters(arch, layer)
+                     if full or is_unfrozen(f"{_layer_prefix(arch, layer)}.{name}", unfrozen))
     targets = lora_targets(arch, setup) if r else {}
     cross_adapter = sum(r * (lin.d_in + lin.d_out) * lin.count for layer in cross for lin in targets.get(layer, ()))
     frozen = setup.freeze_mm_modules
@@ -130,7 +139,7 @@ def _multimodal_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
     tower = "the audio tower and its projector" if arch.hears_audio else "the vision tower and its projector"
     parts = [(tower, 0, 0) if frozen else (tower, covered_base, covered_adapter)]
     if loose:
-        parts.append((f"the projector `{vision.row.path}`", sum(loose.values()) if full else 0, loose_adapter))
+        parts.append((f"the projector `{vision.row.path}`", loose_base, loose_adapter))
     parts.append((f"the {len(cross)} cross-attention decoder layers", cross_base, cross_adapter))
     idle = [(label, base, adapter) for label, base, adapter in parts if base or adapter]
     return replace(split, idle_base=sum(base for _, base, _ in idle), idle_adapter=sum(a for _, _, a in idle),
@@ -143,13 +152,16 @@ def _mtp_split(arch: Architecture, setup: TrainSetup, split: IdleSplit) -> IdleS
     builds them in ``MiMoModel.__init__`` and inherits Qwen2Model's forward, which never runs them, so their weights
     (full fine-tune) or the adapters on their targeted Linears (``_mtp_modules``) get no gradient, images or not
     (shown with transformers' Qwen2 forward under the layers as modeling_mimo.py assembles them:
-    tests/test_coverage_remote.py). ``freeze_mm_modules`` does not name them. Under ``unfrozen_parameters`` they are
-    not judged, as the multimodal parts are not."""
-    if not arch.mtp_layers or setup.unfrozen_parameters:
+    tests/test_coverage_remote.py). ``freeze_mm_modules`` does not name them. Under ``unfrozen_parameters`` (no
+    adapter) their base parameters are those the patterns name; with an adapter as well they are not judged."""
+    if not arch.mtp_layers or (setup.unfrozen_parameters and setup.adapter):
         return split
     r = setup.lora_r if setup.adapter else 0
     adapter = r * sum(lin.d_in + lin.d_out for path, lin in _mtp_modules(arch) if targeted(path, lin, setup))
-    base = 0 if setup.adapter else arch.mtp_params
+    if setup.unfrozen_parameters:
+        base = sum(n for name, n in _mtp_parameters(arch) if is_unfrozen(name, setup.unfrozen_parameters))
+    else:
+        base = 0 if setup.adapter else arch.mtp_params
     if not (base or adapter):
         return split
     count = f"{arch.mtp_layers} multi-token-prediction layers" if arch.mtp_layers > 1 else "multi-token-prediction layer"
@@ -668,20 +680,39 @@ def is_unfrozen(name: str, patterns: tuple[str, ...]) -> bool:
     return any(c.match(name) for c in _unfrozen_regexes(patterns))
 
 
+def unfrozen_names(arch: Architecture) -> tuple[tuple[str, int], ...]:
+    """(parameter name, numel) that ``unfrozen_parameters`` patterns are matched against: the decoder's
+    (``named_parameters``) and the vision or audio tower's and projector's that axlint names
+    (``Vision.named_parameters``); once per architecture."""
+    cached = arch.memos.get("unfrozen_names")
+    if cached is None:
+        tower = arch.vision_part.named_parameters() if arch.vision_part else ()
+        cached = arch.memos["unfrozen_names"] = (*named_parameters(arch), *tower)
+    return cached
+
+
 def unfrozen_params(arch: Architecture, patterns: tuple[str, ...]) -> int:
-    """Params whose name matches one of Axolotl's ``unfrozen_parameters`` patterns (``is_unfrozen``); once per
-    architecture and patterns."""
+    """Params whose name matches one of Axolotl's ``unfrozen_parameters`` patterns (``is_unfrozen``,
+    ``unfrozen_names``); once per architecture and patterns."""
     memo = arch.memos.setdefault("unfrozen_params", {})
     if patterns not in memo:
-        memo[patterns] = sum(n for name, n in named_parameters(arch) if is_unfrozen(name, patterns))
+        memo[patterns] = sum(n for name, n in unfrozen_names(arch) if is_unfrozen(name, patterns))
     return memo[patterns]
 
 
+UNFROZEN_LITERAL_END = re.compile(r"[*+?\[\](){}|^$\\]")
+"""Where the literal start of an ``unfrozen_parameters`` pattern ends: its first regular-expression character (a dot
+is a literal dot in Axolotl's reading, ``unfrozen_regex``)."""
+
+
 def unmatched_unfrozen(arch: Architecture, patterns: tuple[str, ...]) -> list[str]:
-    """The ``unfrozen_parameters`` entries that match no parameter of the model (a pattern that does not compile
-    is left to the schema rules)."""
-    names = [name for name, _ in named_parameters(arch)]
-    return [p for p in patterns if (c := unfrozen_regex(p)) is not None and not any(c.match(n) for n in names)]
+    """The ``unfrozen_parameters`` entries that match no parameter of the model (``unfrozen_names``). A pattern
+    whose literal start lies inside a tower whose parameters axlint names only partly (``Vision.partly_named_roots``)
+    is not judged; a pattern that does not compile is left to the schema rules."""
+    names = [name for name, _ in unfrozen_names(arch)]
+    roots = tuple(f"{root}." for root in arch.vision_part.partly_named_roots()) if arch.vision_part else ()
+    return [p for p in patterns if (c := unfrozen_regex(p)) is not None and not any(c.match(n) for n in names)
+            and not (roots and UNFROZEN_LITERAL_END.split(p, maxsplit=1)[0].startswith(roots))]
 
 
 def unmatched_lora_targets(arch: Architecture, targets: tuple[str, ...]) -> list[str]:
@@ -861,7 +892,7 @@ def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
         return Trainable(lora_params(arch, setup) + target_parameter_lora_params(arch, setup) - mm.frozen_adapter,
                          saved, untrained_expert_adapter_params(arch, setup), idle_adapter)
     if setup.unfrozen_parameters:
-        return Trainable(0, unfrozen_params(arch, setup.unfrozen_parameters))
+        return Trainable(0, unfrozen_params(arch, setup.unfrozen_parameters) - mm.frozen_base, idle_base=idle_base)
     return Trainable(0, arch.total_params - mm.fixed - mm.frozen_base, idle_base=idle_base)
 
 
