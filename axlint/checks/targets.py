@@ -1,5 +1,6 @@
 """What a run trains, checked against the model's real module and parameter names: LoRA targets and unfrozen
-parameter patterns that match nothing (MEM011), and the targets PEFT rewrites on a MoE model (AX225, AX226)."""
+parameter patterns that match nothing (MEM011) or do not compile (AX242), and the targets PEFT rewrites on a MoE
+model (AX225, AX226)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
@@ -238,3 +239,19 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                               f"{', '.join(arch.layout.attention_names + arch.layout.mlp_names[:1])}`) and set "
                               "`lora_target_linear: false`"}
         yield hit
+
+
+@register_check("ax_unfrozen_pattern_invalid", args=("entry", "error"))
+def unfrozen_pattern_invalid(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Each `unfrozen_parameters` pattern that Axolotl's ``LayerNamePattern`` cannot compile
+    (``params.unfrozen_pattern_error``), at its list item; any model."""
+    from axlint.memory.params import unfrozen_pattern_error
+
+    if run.axolotl is None:
+        return
+    for entry in run.facts.unfrozen_parameters:
+        error = unfrozen_pattern_error(entry)
+        if error is not None:
+            hit = _where(run, "unfrozen_parameters", entry)
+            hit.args = {"entry": entry, "error": error}
+            yield hit

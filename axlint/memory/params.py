@@ -661,13 +661,25 @@ def names_checked(arch: Architecture) -> bool:
 def unfrozen_regex(pattern: str) -> re.Pattern[str] | None:
     """Axolotl's reading of one ``unfrozen_parameters`` entry (0.18.0 ``utils/freeze.py``, ``LayerNamePattern``): a
     trailing ``[a:b]`` index range is cut off, every ``.`` not followed by ``+`` is a literal dot, and the rest is
-    matched with ``re.match`` (anchored at the start). None when it does not compile."""
+    matched with ``re.match`` (anchored at the start). None when it does not compile (``unfrozen_pattern_error``)."""
+    compiled = _compile_unfrozen(pattern)
+    return compiled if isinstance(compiled, re.Pattern) else None
+
+
+def unfrozen_pattern_error(pattern: str) -> str | None:
+    """The ``re.error`` that Axolotl's ``LayerNamePattern`` raises for ``pattern`` (``unfrozen_regex``'s reading),
+    e.g. "missing ), unterminated subpattern at position 0"; None when it compiles."""
+    compiled = _compile_unfrozen(pattern)
+    return None if isinstance(compiled, re.Pattern) else str(compiled)
+
+
+def _compile_unfrozen(pattern: str) -> re.Pattern[str] | re.error:
     ranged = re.match(r"^(.+)\[([0-9]*)(?::([0-9]*))?\]$", pattern)
     name = ranged.group(1) if ranged else pattern
     try:
         return re.compile(re.sub(r"\.(?!\+)", "\\.", name))
-    except re.error:
-        return None
+    except re.error as exc:
+        return exc
 
 
 @functools.cache
@@ -708,7 +720,7 @@ is a literal dot in Axolotl's reading, ``unfrozen_regex``)."""
 def unmatched_unfrozen(arch: Architecture, patterns: tuple[str, ...]) -> list[str]:
     """The ``unfrozen_parameters`` entries that match no parameter of the model (``unfrozen_names``). A pattern
     whose literal start lies inside a tower whose parameters axlint names only partly (``Vision.partly_named_roots``)
-    is not judged; a pattern that does not compile is left to the schema rules."""
+    is not judged; a pattern that does not compile is AX242's (``unfrozen_pattern_error``)."""
     names = [name for name, _ in unfrozen_names(arch)]
     roots = tuple(f"{root}." for root in arch.vision_part.partly_named_roots()) if arch.vision_part else ()
     return [p for p in patterns if (c := unfrozen_regex(p)) is not None and not any(c.match(n) for n in names)
