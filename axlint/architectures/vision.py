@@ -781,29 +781,14 @@ class Vision:
 
     def named_parameters(self) -> tuple[tuple[str, int], ...]:
         """(parameter name, numel) of what axlint lays out at its module path: each ``nn.Linear``'s weight and bias
-        (``linears``: the tower's, the projector's, the audio encoder's) and each other piece's (a norm's weight and
-        a LayerNorm's bias, a matrix, a convolution's weight and bias). The tower's own norms, patch embedding and
-        position table, and the audio encoder's other parameters, have no name here (``partly_named_roots``)."""
-        out: list[tuple[str, int]] = []
-        for lin in self.linears():
-            out.append((f"{lin.path}.weight", lin.d_in * lin.d_out))
-            if lin.bias:
-                out.append((f"{lin.path}.bias", lin.d_out))
-        for path, piece in self._pieces():
-            if piece.kind == "linear":
-                continue
-            name, d_in = f"{path}.{piece.name}", self._width(piece.d_in)
-            if piece.kind in ("matrix", "embedding"):
-                out.append((name if piece.kind == "matrix" else f"{name}.weight", d_in * self._width(piece.d_out)))
-                continue
-            if piece.kind in ("rmsnorm", "layernorm"):
-                out.append((f"{name}.weight", d_in))
-                bias = piece.kind == "layernorm"
-            else:  # conv, conv1d
-                out.append((f"{name}.weight", d_in * self._width(piece.d_out) * piece.taps))
-                bias = piece.bias is True if piece.kind == "conv" else self._bias(piece)
-            if bias:
-                out.append((f"{name}.bias", d_in if piece.kind == "layernorm" else self._width(piece.d_out)))
+        (``linears``: the tower's, the projector's, the audio encoder's) and each other piece's tensors
+        (``_piece_tensors``). The tower's own norms, patch embedding and position table, and the audio encoder's
+        other parameters, have no name here (``partly_named_roots``)."""
+        out = [(f"{lin.path}.{tensor}", numel) for lin in self.linears()
+               for tensor, numel in (("weight", lin.d_in * lin.d_out), ("bias", lin.d_out if lin.bias else 0))
+               if numel]
+        out += [(f"{path}.{piece.name}{suffix}", numel) for path, piece in self._pieces() if piece.kind != "linear"
+                for suffix, numel in self._piece_tensors(piece)]
         return tuple(out)
 
     def partly_named_roots(self) -> tuple[str, ...]:
@@ -949,15 +934,22 @@ class Vision:
         return tuple((f"{self.row.path}.{p.name}", self._piece_params(p)) for p in self._built_pieces(self.row.pieces))
 
     def _piece_params(self, p: Piece) -> int:
-        """The parameters of one piece: a norm's weight (and a LayerNorm's bias), a Linear's, matrix's or
-        convolution's weight and bias."""
+        """The parameters of one piece (``_piece_tensors``)."""
+        return sum(numel for _, numel in self._piece_tensors(p))
+
+    def _piece_tensors(self, p: Piece) -> tuple[tuple[str, int], ...]:
+        """(name suffix, numel) of one piece's tensors: a norm's ``.weight`` (and a LayerNorm's ``.bias``), a bare
+        matrix (no suffix), an embedding's ``.weight``, a Linear's, convolution's or Conv1d's ``.weight`` and
+        ``.bias``."""
         d_in = self._width(p.d_in)
         if p.kind in ("rmsnorm", "layernorm"):
-            return d_in * (2 if p.kind == "layernorm" else 1)
+            return ((".weight", d_in),) + (((".bias", d_in),) if p.kind == "layernorm" else ())
         d_out = self._width(p.d_out)
         if p.kind in ("matrix", "embedding", "conv"):
-            return d_in * d_out + (d_out if p.bias is True else 0)
-        return d_in * d_out * p.taps + (d_out if self._bias(p) else 0)  # linear (taps 1), conv1d
+            weight, bias = d_in * d_out, d_out if p.bias is True else 0
+        else:  # linear (taps 1), conv1d
+            weight, bias = d_in * d_out * p.taps, d_out if self._bias(p) else 0
+        return (("" if p.kind == "matrix" else ".weight", weight),) + (((".bias", bias),) if bias else ())
 
 
 def vision_of(config: Mapping[str, Any], text_hidden: int) -> Vision | None:
