@@ -35,6 +35,15 @@ def test_computed_parameter_count_matches_published(entry):
     assert arch.total_params == pytest.approx(entry["published_parameters"], rel=0.005)
 
 
+def test_the_norm_a_kbit_load_passes_on_is_there_exactly_when_the_load_converts_a_layer_linear():
+    """``kbit_layer_norm`` reads the family (``linear_subclass``) in O(1); it must agree with the layers' sizes."""
+    for entry in CATALOG:
+        arch = Architecture.from_config(entry["id"], "catalog", entry["config"])
+        assert (arch.kbit_layer_norm is None) == (arch.quantizable_params == 0), entry["id"]
+        assert arch.kbit_layer_norm in (None, arch.layout.norm)
+    assert resolve_architecture("tiiuae/falcon-7b").kbit_layer_norm is None
+
+
 @pytest.mark.parametrize("model_id, params", [
     ("meta-llama/Llama-3.1-8B", 8_030_261_248),
     ("Qwen/Qwen2.5-7B", 7_615_616_512),

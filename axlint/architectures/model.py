@@ -846,9 +846,10 @@ class Architecture:
     @property
     def kbit_layer_norm(self) -> str | None:
         """The norm kind (``Family.norm``) whose output the layers' Linears read under a bitsandbytes 4/8-bit load;
-        None where that load converts none of them (``quantizable_params`` 0: Falcon's), so that no bitsandbytes
-        layer passes the norm's dtype on (``facts.fp32_source``)."""
-        return self.layout.norm if self.quantizable_params else None
+        None where that load converts none of them (their class is a subclass, ``Family.linear_subclass``: Falcon's,
+        whose ``quantizable_params`` is 0), so that no bitsandbytes layer passes the norm's dtype on
+        (``facts.fp32_source``). Read from the family, not from the layers' sizes, since every check asks it."""
+        return None if self.layout.linear_subclass else self.layout.norm
 
     @cached_property
     def unconverted_linear_params(self) -> int:
