@@ -35,8 +35,8 @@ Stored over a micro batch of T tokens at the start of backward:
 Backward of one layer adds its gradient temporaries T·(2h + 6I) and, with checkpointing, its recomputed T·A.
 
 An fp32 residual stream (``TrainSetup.residual_fp32``: fp32 embeddings, or an MLP activation or LayerNorm that CUDA's
-autocast makes fp32 in a 4/8-bit run, ``TrainSetup.mlp_fp32``, whose plain MLP then keeps and differentiates fp32
-tensors, ``plain_mlp_bytes``) in a half-precision model (each add of a bf16 sublayer output to it stays fp32): the layer
+autocast makes fp32 in a 4/8-bit run, ``TrainSetup.mlp_fp32``, whose MLP then keeps and differentiates fp32
+tensors, ``plain_mlp_bytes`` and ``gated_mlp_scale``) in a half-precision model (each add of a bf16 sublayer output to it stays fp32): the layer
 inputs kept by checkpointing are 4h, the output gradient between layers 4h, a residual norm keeps a 4-byte input
 and normalised product, and every Linear reading a norm's fp32 output keeps its own half-precision copy (autocast
 casts per call; a half-precision output is shared).
@@ -186,6 +186,13 @@ def expert_scale(setup: TrainSetup) -> float:
     return setup.unquantized_bytes / setup.param_bytes
 
 
+def gated_mlp_scale(setup: TrainSetup) -> float:
+    """How much larger a gated MLP's tensors are than in the model's half precision: 2 when CUDA's autocast and the
+    4/8-bit layers make the MLP fp32 (``TrainSetup.mlp_fp32``): the gate and up projections read the fp32 stream and
+    return fp32, so the activation, the product and their gradients are fp32 too; else 1."""
+    return C.FP32 / setup.param_bytes if setup.mlp_fp32 else 1
+
+
 def plain_mlp_bytes(arch: Architecture, setup: TrainSetup, backward: bool = False) -> float:
     """Bytes per intermediate unit a gate-less MLP keeps (the up projection's output 2, or xIELU's Python form 7, 9
     when its alphas train, ``base_trains``) or, ``backward``, holds while its backward runs (4; xIELU 9, or 7).
@@ -206,7 +213,7 @@ def plain_mlp_bytes(arch: Architecture, setup: TrainSetup, backward: bool = Fals
 
 
 def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
-    """Gated 6I (Liger GLU 4I; Axolotl's LoRA MLP kernel 4I, ``fused_mlp``), plain 2I (xIELU 7I or 9I, ``plain_mlp_bytes``); MoE: router 4E + per choice 38 + (4I + 2I + 2h)·``expert_scale``, trained
+    """Gated 6I (Liger GLU 4I; Axolotl's LoRA MLP kernel 4I, ``fused_mlp``; each × ``gated_mlp_scale``), plain 2I (xIELU 7I or 9I, ``plain_mlp_bytes``); MoE: router 4E + per choice 38 + (4I + 2I + 2h)·``expert_scale``, trained
     experts + (2h + 2I)·``expert_scale`` (so are experts under a ``lora_target_parameters`` adapter: PEFT's
     ParamWrapper runs them on W + BA, a weight that needs a gradient, so the grouped matmuls keep their inputs), plus
     the shared experts as a gated MLP (Qwen2-MoE's sigmoid gate keeps the shared output 2h); 0 in a layer without an
@@ -217,6 +224,7 @@ def mlp_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     if not arch.gated_mlp:
         return plain_mlp_bytes(arch, setup) * arch.layer_intermediate_size(layer)
     dense = C.MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated  # the layer's dense MLP at ``mlp``
+    gated, dense = gated * gated_mlp_scale(setup), dense * gated_mlp_scale(setup)
     if not arch.is_moe_layer(layer):
         return dense * arch.layer_intermediate_size(layer)
     h, i, k = arch.hidden_size, arch.moe_intermediate_size, arch.experts_per_token
@@ -385,7 +393,8 @@ def stored_activation_bytes(arch: Architecture, setup: TrainSetup, tokens: int, 
 
 def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int) -> float:
     """Gradient temporaries of one layer's backward: output grad 2h + at its MLP gated 6I (Liger GLU 2I: its kernel
-    writes the gate and up gradients over the saved inputs; Axolotl's LoRA MLP kernel 2I; plain 4I, xIELU 9I or 7I, ``plain_mlp_bytes``; MoE per
+    writes the gate and up gradients over the saved inputs; Axolotl's LoRA MLP kernel 2I; each × ``gated_mlp_scale``;
+    plain 4I, xIELU 9I or 7I, ``plain_mlp_bytes``; MoE per
     choice (6·I_moe + 2h)·``expert_scale``, + the shared experts' gated 6I / 2I; none without an MLP) + its other
     mixers' ``backward_per_token``. A tiled
     MLP (``tiled``) recomputes one tile at a time: its temporaries and ``mlp_part_bytes`` ÷ tiles, beside the
@@ -394,6 +403,7 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
     mixers = sum(shape.backward_per_token for shape in arch.mixer_shapes(layer))
     gated = C.BACKWARD_MLP_GATED_LIGER if setup.liger_glu else C.BACKWARD_MLP_GATED
     dense = C.BACKWARD_MLP_GATED_LORA_KERNEL if fused_mlp(arch, setup, layer) else gated  # the dense MLP at ``mlp``
+    gated, dense = gated * gated_mlp_scale(setup), dense * gated_mlp_scale(setup)
     if arch.layer_plan(layer).mlp is None:
         mlp = 0.0
     elif not arch.gated_mlp:
