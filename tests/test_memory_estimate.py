@@ -312,6 +312,27 @@ def test_hf_loss_leaves_its_bf16_logits_block_cached(loss, unreused):
     assert e.peak_reserved == pytest.approx(e.peak_allocated + e.components["allocator_slack"])
 
 
+MISTRAL = resolve_architecture("mistralai/Mistral-7B-v0.1")
+MISTRAL_QLORA = {**BASE, "base_model": "mistralai/Mistral-7B-v0.1", "adapter": "qlora", "load_in_4bit": True,
+                 "lora_r": 64, "lora_dropout": 0.1, "lora_target_linear": True, "gradient_checkpointing": True,
+                 "micro_batch_size": 8, "lora_qkv_kernel": False, "lora_o_kernel": False, "lora_mlp_kernel": False}
+
+
+def test_bitsandbytes_before_0_43_2_kept_the_4bit_layers_inputs():
+    """``MatMul4Bit`` kept its input beside the packed weight until bitsandbytes 0.43.1 (``ctx.tensors = (A, B)``):
+    with dropout, where no adapter keeps the input itself, each input group the base layers read is kept once more,
+    the attention and MLP inputs 2h each and the down projection's 2I (the attention output is the kernel's own)."""
+    from axlint.memory.activations import layer_bytes_per_token
+
+    today = _setup(MISTRAL_QLORA, arch=MISTRAL)
+    old = today.with_changes(nf4_keeps_input=True)
+    assert not today.base_keeps_input and old.base_keeps_input
+    h, i = MISTRAL.hidden_size, MISTRAL.intermediate_size
+    assert layer_bytes_per_token(MISTRAL, old, 0) - layer_bytes_per_token(MISTRAL, today, 0) == 2 * (2 * h + i)
+    assert _setup({**MISTRAL_QLORA, "adapter": "lora", "load_in_4bit": False, "load_in_8bit": True},
+                  arch=MISTRAL).base_keeps_input  # the 8-bit matmul still keeps it
+
+
 @pytest.mark.parametrize("key", ["quantize_moe_experts", "llama4_linearized_experts"])
 def test_a_4bit_load_leaves_fused_experts_unquantized_unless_axolotl_quantizes_them(key):
     """transformers 5 stores routed experts as 3-D parameters (MixtralExperts), which bitsandbytes' replacement of

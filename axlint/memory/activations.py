@@ -273,10 +273,10 @@ def _input_groups(arch: Architecture, layer: int) -> tuple[tuple[int, tuple[Line
 
 
 def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear, ...], kept: bool,
-                setup: TrainSetup, trains: bool, int8_base: bool, fp32_input: bool = False,
+                setup: TrainSetup, trains: bool, base_kept: bool, fp32_input: bool = False,
                 fused: dict[Linear, str] | None = None) -> float:
-    """One input tensor: kept once (2·width) when a trained weight (``trains``), an 8-bit bitsandbytes base layer
-    (``int8_base``), an adapter in the activation dtype or a fused LoRA kernel reads it (``kept``: the attention
+    """One input tensor: kept once (2·width) when a trained weight (``trains``), a bitsandbytes base layer that keeps
+    its input (``base_kept``: ``TrainSetup.base_keeps_input``), an adapter in the activation dtype or a fused LoRA kernel reads it (``kept``: the attention
     kernel keeps it anyway), once per such reader when the tensor is fp32 (``fp32_input``: autocast makes each its
     own half copy); per adapted PEFT reader its own copy 2·width (fp32 adapters under autocast) or, with dropout, a
     dropped copy 2·width + a mask 1·width, and its lora_A output 2r. Readers in ``fused`` (``lora_kernel_linears``)
@@ -290,7 +290,7 @@ def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear
     mine = [lin for lin in consumers if lin in adapted and lin not in fused]
     copies, dropout = adapter_input_copies(setup), setup.lora_dropout > 0
     dropped = (C.LORA_DROPPED_COPY_BYTES + C.LORA_DROPOUT_MASK_BYTES) * width if dropout else 0
-    shared_reader = trains or int8_base or (mine and not copies and not dropout) or kernels
+    shared_reader = trains or base_kept or (mine and not copies and not dropout) or kernels
     # an fp32 norm output comes with a full fine-tune (no adapter): each of its readers keeps its own half copy
     readers = len(consumers) if fp32_input else 1
     once = 0 if kept or not shared_reader else C.LINEAR_INPUT_BYTES * width * readers
@@ -314,7 +314,7 @@ def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tupl
     from_norm = 1 if arch.norms_per_layer == 1 else 2
     fused = lora_kernel_linears(arch, setup, layer, adapted)
     return sum(group_bytes(width, consumers, adapted, kept_by_attention(arch, setup, consumers), setup,
-                           base_trains(setup), setup.quantization == "int8",
+                           base_trains(setup), setup.base_keeps_input,
                            fp32_input=setup.residual_fp32 and index < from_norm, fused=fused)
                for index, (width, consumers) in enumerate(input_groups(arch, layer))
                if consumers and (only is None or set(consumers) <= only))

@@ -106,6 +106,8 @@ class TrainSetup:
     # Python form transformers falls back to, which keeps more (``activations.plain_mlp_bytes``)
     fp32_source: str | None = None  # why CUDA's autocast and the 4/8-bit layers make this run's hidden states fp32
     # (``facts.fp32_source``: the MLP activation's name, or "layernorm"; ``mlp_fp32``, ``residual_fp32``)
+    nf4_keeps_input: bool = False  # bitsandbytes before 0.43.2: the 4-bit matmul kept its input for backward
+    # (``ctx.tensors = (A, B)``, 0.41.0 to 0.43.1 ``autograd/_functions.py`` ``MatMul4Bit``); since, only the weight
     inner_expert_adapters_untrained: bool = True  # PEFT 0.19-0.20 (Axolotl 0.18.0 pins 0.19.1): on experts stored
     # quantized, only the outermost ParamWrapper's adapter trains (``params.untrained_expert_adapter_params``);
     # False: PEFT 0.18, which trains them all
@@ -173,6 +175,13 @@ class TrainSetup:
         31.15 estimated). An 8-bit run is counted so too, the larger of the two cases ``facts.KBIT_KEEPS_INPUT_DTYPE``
         describes."""
         return self.fp32_source is not None and not (self.fp32_source == "xielu" and self.xielu_cuda)
+
+    @cached_property
+    def base_keeps_input(self) -> bool:
+        """The bitsandbytes base layers keep their input for backward: 8-bit ``MatMul8bitLt`` does
+        (``ctx.tensors = (CAt, subA, A)``), 4-bit ``MatMul4Bit`` keeps only the packed weight since bitsandbytes 0.43.2
+        (0.49.1 ``autograd/_functions.py``) and kept its input before (``nf4_keeps_input``)."""
+        return self.quantization == "int8" or (self.quantization == "nf4" and self.nf4_keeps_input)
 
     @cached_property
     def residual_fp32(self) -> bool:

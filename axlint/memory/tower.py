@@ -108,7 +108,7 @@ def layer_bytes_per_token(vision: Vision, setup: TrainSetup, span: int, trains: 
     plain = C.MLP_PLAIN_QUICK_GELU if vision.activation == "quick_gelu" else C.MLP_PLAIN
     total += (C.MLP_GATED if t.mlp == "gated" else plain) * i
     groups = [(h, tuple(attention), False), (hq, (out,), not eager), (h, tuple(mlp_in), False), (i, (down,), False)]
-    total += sum(group_bytes(width, readers, adapted, kept, setup, trains, False) for width, readers, kept in groups)
+    total += sum(group_bytes(width, readers, adapted, kept, setup, trains, setup.base_keeps_input) for width, readers, kept in groups)
     return total * setup.param_bytes / C.BF16
 
 

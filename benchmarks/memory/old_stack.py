@@ -2,7 +2,7 @@
 older stack: the calibration test and the published-measurements benchmark estimate today's stack and add what the
 older loss kept (``shifted_logits_extra``), or estimate the run as the older transformers / PEFT / Liger loaded,
 adapted and trained the model (``peft_before_0_19``, ``linear_experts``, ``liger_in_place_weight_grad``,
-``xielu_cuda``) where the source ran them."""
+``xielu_cuda``, ``bnb_before_0_43_2``) where the source ran them."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -80,6 +80,14 @@ def xielu_cuda(setup: TrainSetup, facts: RunFacts | None = None) -> TrainSetup:
     """A run with the optional XIELU CUDA package installed, which Axolotl's Apertus README recommends "for reduced
     VRAM": its kernel keeps only the activation's input (``TrainSetup.xielu_cuda``)."""
     return setup.with_changes(xielu_cuda=True)
+
+
+def bnb_before_0_43_2(setup: TrainSetup, facts: RunFacts | None = None) -> TrainSetup:
+    """A run on bitsandbytes before 0.43.2 (2024-07-23), whose 4-bit matmul kept its input for backward beside the
+    packed weight (``MatMul4Bit.forward``: ``ctx.tensors = (A, B)`` in 0.41.0 to 0.43.1, ``(None, B)`` since), as
+    the 8-bit one still does (``TrainSetup.nf4_keeps_input``). Every measurement published before that release ran
+    such a bitsandbytes."""
+    return setup.with_changes(nf4_keeps_input=True)
 
 
 def sharded_load(setup: TrainSetup) -> TrainSetup:

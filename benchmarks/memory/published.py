@@ -11,7 +11,8 @@ the fit call; on PEFT before 0.19 the LoRA targets are not converted for transfo
 adapter on experts stored quantized trains (``old_stack.peft_before_0_19``); on transformers 4 with per-expert ``nn.Linear`` experts those are quantized and
 wrapped as modules (``old_stack.linear_experts``); on Liger before 0.6.2 its fused linear cross-entropy adds the
 lm_head gradient in place (``old_stack.liger_in_place_weight_grad``); with the optional XIELU CUDA package xIELU keeps
-only its input (``old_stack.xielu_cuda``). A row may name several stacks. A row whose model reached the GPUs already sharded (``loader:
+only its input (``old_stack.xielu_cuda``); on bitsandbytes before 0.43.2 the 4-bit matmul keeps its input
+(``old_stack.bnb_before_0_43_2``). A row may name several stacks. A row whose model reached the GPUs already sharded (``loader:
 sharded``: Answer.AI's own training script, or transformers 4, which moved each quantized weight to the CPU or the
 meta device under FSDP's cpu_ram_efficient_loading) is estimated without the whole-model load of today's Axolotl
 (``old_stack.sharded_load``); one whose script ran PEFT's kbit preparation with nothing casting back (``loader:
@@ -44,6 +45,7 @@ from axlint.memory.estimate import estimate_setup  # noqa: E402
 from axlint.memory.overhead import resident_bytes  # noqa: E402
 from axlint.memory.setup import read_setup  # noqa: E402
 from benchmarks.memory.old_stack import (  # noqa: E402
+    bnb_before_0_43_2,
     kbit_prepared_script,
     outside_axolotl,
     liger_in_place_weight_grad,
@@ -64,7 +66,8 @@ SETS = ("calibration", "check")
 SUMMARY_BEGIN, SUMMARY_END = "<!-- summary:begin -->", "<!-- summary:end -->"
 OLD_LOSS = "transformers<4.49"
 SETUP_STACKS = {"peft<0.19": peft_before_0_19, "transformers<5 linear experts": linear_experts,
-                "liger<0.6.2": liger_in_place_weight_grad, "xielu-cuda": xielu_cuda}
+                "liger<0.6.2": liger_in_place_weight_grad, "xielu-cuda": xielu_cuda,
+                "bitsandbytes<0.43.2": bnb_before_0_43_2}
 """Stacks that differ in what is loaded and adapted: the row's TrainSetup is changed before it is estimated."""
 STACKS = (OLD_LOSS, *SETUP_STACKS)
 LOADERS = {"sharded": sharded_load, "peft-kbit": kbit_prepared_script}
@@ -279,7 +282,8 @@ def render(results: list[Result]) -> str:
         "with per-expert `nn.Linear` experts (`transformers<5 linear experts`) those are quantized by a 4/8-bit "
         "load and wrapped by module targets; on Liger before 0.6.2 (`liger<0.6.2`) its fused linear cross-entropy "
         "adds the lm_head gradient in place; with the XIELU CUDA package (`xielu-cuda`) xIELU keeps only its "
-        "input; a row whose model reached the GPUs already sharded (`loader: sharded`: "
+        "input; on bitsandbytes before 0.43.2 (`bitsandbytes<0.43.2`) the 4-bit matmul keeps its input for "
+        "backward; a row whose model reached the GPUs already sharded (`loader: sharded`: "
         "Answer.AI's script, or transformers 4 under cpu_ram_efficient_loading or ZeRO-3) has no whole-model load; "
         "a row whose script ran PEFT's kbit preparation with nothing casting back (`loader: peft-kbit`) trains "
         "with fp32 embeddings, norms and residual stream (benchmarks/memory/old_stack.py).",
