@@ -39,8 +39,9 @@ Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
 
   peak_allocated = max(max(P_fwd_bwd, P_step) less the states of a paged optimizer, P_load) (bitsandbytes
   allocates paged states as CUDA managed memory, outside PyTorch's allocator, and pages them out to CPU RAM under
-  pressure); reserved = allocated × (1 + slack) + the loss's cached-unreused block when the peak is the loss moment
-  (overhead.loss_unreused_bytes); device = reserved + context + paged states.
+  pressure); reserved = the largest over the moments of their allocated × (1 + slack), + the loss's cached-unreused
+  block at the loss moment (overhead.loss_unreused_bytes): the cache keeps what an earlier moment reserved, so a
+  later moment with more allocated and no such block does not lower it; device = reserved + context + paged states.
   required = allocated × (1 + fragmentation) + context (overhead.resident_bytes): what must be resident, since
   the caching allocator frees its cache and retries before it raises. The run fits when required ≤ GPU memory.
 The reported components are those of the moment that sets the peak; they sum to peak_device_gib.
@@ -214,18 +215,26 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     persistent_g = persistent_gradients(setup, g)
     g_acc = g if setup.gradient_accumulation_steps > 1 else persistent_g
     tower = tower_work(model, setup)
-    fwd = _backward_moment(arch, setup, layers, t.adapter, g,
-                           embedding_gradient_bytes(arch, setup, spec) * gradient_share(s), g_acc, tower)
-    fwd.update({"weights": w, "optimizer_states": o, "master_weights": m, "sharding_buffers": buffers})
+    fixed = {"weights": w, "optimizer_states": o, "master_weights": m, "sharding_buffers": buffers}
+    moments = [{**moment, **fixed} for moment in _backward_moments(
+        arch, setup, layers, t.adapter, g, embedding_gradient_bytes(arch, setup, spec) * gradient_share(s), g_acc,
+        tower)]
+    fwd = max(moments, key=lambda moment: sum(moment.values()))
     step = {"weights": w, "gradients": step_grads, "optimizer_states": step_opt, "master_weights": m,
             "activations": 0.0, "logits": 0.0, "sharding_buffers": step_buffer_bytes(arch, setup, buffers)}
     p_fwd, p_step = sum(fwd.values()), sum(step.values())
     phase, comps = ("forward-backward", fwd) if p_fwd >= p_step else ("optimizer-step", step)
     paged = o if spec.paged else 0.0
     allocated = max(p_fwd, p_step) - paged
-    slack = allocator_slack_bytes(allocated, expandable_segments)
-    if phase == "forward-backward" and comps["logits"] > 0:
-        slack += loss_unreused_bytes(arch, setup, setup.tokens)
+    unreused = loss_unreused_bytes(arch, setup, setup.tokens)
+
+    def reserved(moment: dict[str, float]) -> float:
+        """What the caching allocator holds at ``moment``: its allocated bytes with the slack, and the loss's
+        cached-unreused block while the logits are alive."""
+        held = sum(moment.values()) - paged
+        return held + allocator_slack_bytes(held, expandable_segments) + (unreused if moment["logits"] > 0 else 0.0)
+
+    slack = max(map(reserved, (*moments, step))) - allocated  # the cache keeps what an earlier moment reserved
     p_load = load_peak_bytes(arch, setup, w_all)
     if p_load > allocated:  # the step's reserved stays the peak reserved when it is the larger
         slack = max(load_slack_bytes(p_load), allocated + slack - p_load)
@@ -290,10 +299,11 @@ def persistent_gradients(setup: TrainSetup, g: float) -> float:
     return g if s.kind is ShardingKind.DEEPSPEED and s.stage == 3 and not s.offload_optimizer else 0.0
 
 
-def _backward_moment(arch: Architecture, setup: TrainSetup, layers: list[float], adapter_params: int, g: float,
-                     embedding_g: float, g_acc: float, tower: TowerWork | None = None) -> dict[str, float]:
-    """gradients / activations / logits at the largest of the start and the end of backward (module docstring) and,
-    with images, the vision tower's forward; ``layers``: A of every layer; ``embedding_g``: the embedding's share of
+def _backward_moments(arch: Architecture, setup: TrainSetup, layers: list[float], adapter_params: int, g: float,
+                      embedding_g: float, g_acc: float, tower: TowerWork | None = None) -> list[dict[str, float]]:
+    """gradients / activations / logits at each moment of the forward and backward (module docstring): the loss at
+    the start of backward, the first layer's backward, the end of backward and, with images, the vision tower's
+    forward; ``layers``: A of every layer; ``embedding_g``: the embedding's share of
     ``g`` when it trains; ``g_acc``: the gradients already allocated when backward starts (earlier micro batches', or
     ``persistent_gradients``); ``tower``: the images' work in the tower (``memory.tower``): its stored activations
     live from the start of backward to its own backward, which comes after layer 0's, and a frozen tower's forward
@@ -306,8 +316,8 @@ def _backward_moment(arch: Architecture, setup: TrainSetup, layers: list[float],
     logits = logits_bytes(arch, setup, tokens)
     first = layer_backward_bytes(arch, setup, tokens, layers, recompute=setup.gradient_checkpointing) + weight_copies
     waiting = embedding_g if arch.tie_word_embeddings else 0.0  # a tied lm_head's gradient, in the engine's buffer
-    start = ({"gradients": g_acc, "activations": stored, "logits": logits} if logits >= first + waiting
-             else {"gradients": g_acc + waiting, "activations": stored + first, "logits": 0.0})
+    loss = {"gradients": g_acc, "activations": stored, "logits": logits}
+    first_layer = {"gradients": g_acc + waiting, "activations": stored + first, "logits": 0.0}
     last = layer_backward_bytes(arch, setup, tokens, layers, recompute=True) + weight_copies \
         + (tower.stored if tower else 0.0)
     last = max(last, tower.backward if tower else 0.0)
@@ -318,7 +328,7 @@ def _backward_moment(arch: Architecture, setup: TrainSetup, layers: list[float],
         end = {"gradients": g - embedding_g, "activations": last, "logits": 0.0} if last > embedding_g \
             else {"gradients": g, "activations": 0.0, "logits": 0.0}
     forward = {"gradients": g_acc, "activations": tower.forward if tower else 0.0, "logits": 0.0}
-    return max((start, end, forward), key=lambda moment: sum(moment.values()))
+    return [loss, first_layer, end, forward]
 
 
 def estimate_memory(facts: RunFacts, arch: Architecture, hw: Hardware, *,
