@@ -907,6 +907,14 @@ FP32_SOURCE_CAUSES: Mapping[str, str] = {
 }
 """What a rule tells the user of each ``fp32_source``."""
 
+FP32_MLP_INPUT_CAUSES: Mapping[str, str] = {
+    **FP32_SOURCE_CAUSES,
+    FP32_AUTOCAST_NORM: "the LayerNorm before its MLP (`nn.LayerNorm`, whose `layer_norm` CUDA's autocast runs in "
+                        "fp32) returns fp32",
+}
+"""What a rule tells the user of each ``fp32_source`` about the MLP's input: a LayerNorm's output is the MLP's
+input itself; an activation's makes the residual stream, and with it the MLP's normalised input, fp32."""
+
 KBIT_KEEPS_INPUT_DTYPE = frozenset({"nf4", "int8"})
 """bitsandbytes loads whose Linears return their output in their input's dtype: 4-bit ``Linear4bit``
 (``matmul_4bit(...).to(inp_dtype)``) and 8-bit ``Linear8bitLt`` (``int8_scaled_mm(..., dtype=A.dtype)``; bitsandbytes
@@ -952,21 +960,29 @@ def fp32_layer_inputs(facts: RunFacts, model_type: str | None, hidden_act: objec
     return fp32_source(facts, model_type, hidden_act, norm, "nf4")
 
 
-def lora_qkv_dtype_error(facts: RunFacts, model_type: str | None, hidden_act: object,
-                         norm: str | None) -> str | None:
-    """The error that stops a QLoRA run at its first step when Axolotl's fused LoRA QKV kernel gets fp32 hidden
-    states (``fp32_layer_inputs``): ``LoRA_QKV`` (Axolotl 0.18.0 and 0.19.0 ``kernels/lora.py`` ``matmul_lora``)
-    casts the adapters to its input's dtype and adds them in place into the half-precision base product. Measured
-    on an H200 (Axolotl 0.18.0, torch 2.11.0, bitsandbytes 0.49.1): the QLoRA examples of Arcee AFM-4.5B, Apertus 8B
-    and StarCoder2-3B stop there, and Arcee's in fp16 too. None when the kernel does not run or the run stops
-    earlier (``lora_attention_rewrite_error``, ``lora_kernel_layers_error``)."""
-    if (not fp32_layer_inputs(facts, model_type, hidden_act, norm) or facts.head != "lm"
-            or "qkv" not in fused_lora_kernels(facts, model_type or "")):
+def lora_kernel_dtype_error(facts: RunFacts, model_type: str | None, hidden_act: object,
+                            norm: str | None) -> str | None:
+    """The error that stops a QLoRA run at its first step when one of Axolotl's fused LoRA kernels gets fp32 hidden
+    states (``fp32_layer_inputs``): ``matmul_lora`` (Axolotl 0.18.0 and 0.19.0 ``kernels/lora.py``), which the QKV
+    and MLP kernels run, casts the adapters to its input's dtype and adds them in place into the half-precision
+    base product. Measured on an H200 (Axolotl 0.18.0, torch 2.11.0, bitsandbytes 0.49.1): the QLoRA examples of
+    Arcee AFM-4.5B, Apertus 8B and StarCoder2-3B stop there in the QKV kernel, and Arcee's in fp16 too. None for
+    half-precision inputs, a reward model, or a run that stops earlier (``lora_attention_rewrite_error``,
+    ``lora_kernel_layers_error``). Which kernel runs is the caller's question (``lora_qkv_dtype_error``)."""
+    if not fp32_layer_inputs(facts, model_type, hidden_act, norm) or facts.head != "lm":
         return None
     if lora_attention_rewrite_error(facts, model_type) or lora_kernel_layers_error(facts, model_type):
         return None
     half = "BFloat16" if facts.bf16.value else "Half"
     return f"RuntimeError: self and mat2 must have the same dtype, but got {half} and Float"
+
+
+def lora_qkv_dtype_error(facts: RunFacts, model_type: str | None, hidden_act: object,
+                         norm: str | None) -> str | None:
+    """``lora_kernel_dtype_error`` where Axolotl's fused LoRA QKV kernel runs (``fused_lora_kernels``)."""
+    if "qkv" not in fused_lora_kernels(facts, model_type or ""):
+        return None
+    return lora_kernel_dtype_error(facts, model_type, hidden_act, norm)
 
 
 SDPA_VARLEN_MAX_HEAD_DIM = 256

@@ -135,3 +135,41 @@ def test_the_estimate_counts_the_kernels_of_a_run_that_starts(model, config, ker
     setup = read_setup(facts({"base_model": model, "adapter": "lora", "lora_target_linear": True, **config}, None,
                              arch, H100), arch)
     assert setup.lora_kernels == kernels
+
+
+STABLELM_QLORA = {"base_model": "stabilityai/stablelm-2-1_6b", "adapter": "qlora", "load_in_4bit": True, "bf16": True,
+                  "lora_target_linear": True}
+
+
+@pytest.mark.parametrize("config, kernels", [
+    ({"lora_mlp_kernel": True}, ()),
+    ({"lora_mlp_kernel": True, "lora_o_kernel": True}, ()),      # and the O kernel's attention rewrite fails (AX233)
+    ({"lora_mlp_kernel": True, "bf16": False}, ("mlp",)),        # fp32 training: no autocast, the kernel runs
+])
+def test_an_mlp_kernel_that_gets_fp32_hidden_states_is_not_counted(config, kernels) -> None:
+    """StableLM's LayerNorm hands its MLP fp32 hidden states under a 4-bit load and autocast, and a written MLP kernel
+    stops the run (AX243): the estimate is of the run with the fix, without it."""
+    arch = resolve_architecture(STABLELM_QLORA["base_model"])
+    assert read_setup(facts({**STABLELM_QLORA, **config}, None, arch, H100), arch).lora_kernels == kernels
+
+
+@pytest.mark.parametrize("config, advice", [
+    ({"base_model": "allenai/Olmo-3-7B-Instruct-SFT", "adapter": "qlora", "load_in_4bit": True, "bf16": True,
+      "lora_target_linear": True}, True),                    # RMSNorm, a gated MLP: the kernel would run
+    (STABLELM_QLORA, False),                                   # the kernel would get fp32 hidden states (AX243)
+    ({**STABLELM_QLORA, "adapter": "lora", "load_in_4bit": False}, True),   # a 16-bit LoRA: bf16 hidden states
+    ({"base_model": "microsoft/phi-2", "adapter": "lora", "bf16": True, "lora_target_linear": True}, False),  # no gate
+    ({"base_model": "allenai/Olmo-3-7B-Instruct-SFT", "adapter": "lora", "bf16": True,
+      "lora_target_modules": ["q_proj", "v_proj"]}, False),  # no adapter on the MLP: the kernel patches nothing
+])
+def test_ax233_suggests_the_mlp_kernel_only_where_it_would_run(tmp_path, config, advice) -> None:
+    import yaml
+
+    from axlint.cli import cli
+    from click.testing import CliRunner
+
+    path = tmp_path / "c.yml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    out = CliRunner().invoke(cli, ["check", "--select", "AX233", str(path)]).stdout
+    assert "AX233" in out
+    assert ("add `lora_mlp_kernel: true` to keep the MLP kernel" in out) is advice

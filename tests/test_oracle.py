@@ -72,6 +72,9 @@ KERNEL_PATCH_STAGE: dict[tuple[str, str], str] = {
     ("AX238", ""): "`validate_config` accepts packed sdpa for a QLoRA whose MLP activation CUDA's autocast makes "
                    "fp32; the run stops at its first training step, where PyTorch's variable-length attention gets "
                    "fp32 queries (tests/test_oracle_lora_qkv_dtype.py; measured on an H200)",
+    ("AX243", ""): "`validate_config` accepts a written `lora_mlp_kernel: true` on a QLoRA whose LayerNorm CUDA's "
+                   "autocast runs in fp32; the run stops at its first training step, where the MLP kernel gets fp32 "
+                   "hidden states (tests/test_oracle_lora_qkv_dtype.py)",
 }
 """Errors of the rules whose launch failure is in Axolotl's kernel patching or kernels, after start-up
 validation."""

@@ -10,6 +10,7 @@ from axlint.edits import set_value
 from axlint.facts import (
     DEFAULT_EMBEDDING_LAYERS,
     EMBEDDING_LAYERS,
+    FP32_MLP_INPUT_CAUSES,
     FP32_SOURCE_CAUSES,
     LORA_KERNEL_FLAGS,
     LORA_KERNEL_LAYERS_NOT_FOUND,
@@ -17,6 +18,7 @@ from axlint.facts import (
     embedding_layers,
     fp32_layer_inputs,
     lora_attention_rewrite_error,
+    lora_kernel_dtype_error,
     lora_kernel_layers_error,
     lora_qkv_dtype_error,
     sdpa_varlen_dtype_error,
@@ -169,10 +171,22 @@ def check_lora_kernel_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         return
     error = lora_attention_rewrite_error(run.facts, arch.model_type)
     if error is not None:
-        mlp = ("" if arch.model_type in LORA_KERNEL_LAYERS_NOT_FOUND else
-               " (add `lora_mlp_kernel: true` to keep the MLP kernel)")
+        keeps_mlp = (arch.model_type not in LORA_KERNEL_LAYERS_NOT_FOUND and _mlp_kernel_runs(run, arch)
+                     and not fp32_layer_inputs(run.facts, arch.model_type, arch.config.get("hidden_act"),
+                                               arch.kbit_layer_norm))
+        mlp = " (add `lora_mlp_kernel: true` to keep the MLP kernel)" if keeps_mlp else ""
         yield from _kernel_hits(run, ("lora_qkv_kernel", "lora_o_kernel"), model_type=arch.model_type, error=error,
                                 mlp=mlp)
+
+
+def _mlp_kernel_runs(run: TrainingRun, arch: Architecture) -> bool:
+    """Axolotl's LoRA MLP kernel, turned on, runs this run's MLP in some layer (``activations.fused_mlp``: a dense
+    gated MLP of SiLU or GELU whose gate, up and down projections all carry an adapter)."""
+    from axlint.memory.activations import fused_mlp
+    from axlint.memory.setup import read_setup
+
+    setup = read_setup(run.facts, arch).with_changes(lora_kernels=("mlp",))
+    return any(fused_mlp(arch, setup, layers[0]) for layers in arch.kind_layers)
 
 
 @register_check("ax_lora_kernel_layers", args=("model_type", "error", "how"), fix=FixAvailability.ALWAYS)
@@ -205,6 +219,22 @@ def check_lora_qkv_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         source = fp32_layer_inputs(run.facts, arch.model_type, hidden_act, norm)
         yield from _kernel_hits(run, ("lora_qkv_kernel",), model_type=arch.model_type, error=error,
                                 cause=FP32_SOURCE_CAUSES[str(source)])
+
+
+@register_check("ax_lora_mlp_fp32_hidden", args=("model_type", "cause", "error", "how"), fix=FixAvailability.ALWAYS)
+def check_lora_mlp_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A written `lora_mlp_kernel: true` on a QLoRA whose MLP reads fp32 hidden states
+    (``facts.lora_kernel_dtype_error``) where the kernel runs the model's MLP (``_mlp_kernel_runs``). The kernels
+    Axolotl turns on by itself are AX237's, whose fix turns them all off."""
+    arch = _judged_arch(run)
+    if arch is None or lax_bool(run.raw.get("lora_mlp_kernel")) is not True:
+        return
+    hidden_act, norm = arch.config.get("hidden_act"), arch.kbit_layer_norm
+    error = lora_kernel_dtype_error(run.facts, arch.model_type, hidden_act, norm)
+    if error is not None and _mlp_kernel_runs(run, arch):
+        source = fp32_layer_inputs(run.facts, arch.model_type, hidden_act, norm)
+        yield from _kernel_hits(run, ("lora_mlp_kernel",), auto=False, model_type=arch.model_type, error=error,
+                                cause=FP32_MLP_INPUT_CAUSES[str(source)])
 
 
 @register_check("ax_sdpa_varlen_fp32_hidden", args=("model_type", "cause", "error"), fix=FixAvailability.ALWAYS)

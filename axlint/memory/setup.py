@@ -23,8 +23,8 @@ from axlint.facts import (
     kbit_prepared,
     keeps_fp32_embeddings,
     lora_attention_rewrite_error,
+    lora_kernel_dtype_error,
     lora_kernel_layers_error,
-    lora_qkv_dtype_error,
 )
 from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
@@ -392,12 +392,15 @@ def lora_kernels(facts: RunFacts, arch: Architecture) -> tuple[str, ...]:
     find, ``facts.lora_kernel_layers_error``, AX235; a QKV kernel that gets fp32 hidden states stops at the first
     step, ``facts.lora_qkv_dtype_error``, AX237): the estimate is of the run with the rules' fixes, which turn
     those kernels off (where the attention alone fails and ``lora_mlp_kernel: true`` is written, the fixed run keeps
-    the MLP kernel and needs less than estimated). A written MLP kernel alone on such a model is counted."""
+    the MLP kernel and needs less than estimated). A written MLP kernel alone on such a model is counted, unless its
+    input is fp32 (``facts.lora_kernel_dtype_error``, AX243), whose fix turns it off."""
+    kernels = fused_lora_kernels(facts, arch.model_type)
+    fp32_error = lora_kernel_dtype_error(facts, arch.model_type, arch.config.get("hidden_act"), arch.kbit_layer_norm)
     stops = (lora_attention_rewrite_error(facts, arch.model_type) or lora_kernel_layers_error(facts, arch.model_type)
-             or lora_qkv_dtype_error(facts, arch.model_type, arch.config.get("hidden_act"), arch.kbit_layer_norm))
+             or (fp32_error and "qkv" in kernels))
     if facts.head != "lm" or stops:
         return ()
-    return fused_lora_kernels(facts, arch.model_type)
+    return tuple(kernel for kernel in kernels if kernel != "mlp") if fp32_error else kernels
 
 
 def _fp32_notes(setup: TrainSetup, arch: Architecture) -> list[str]:

@@ -1,4 +1,4 @@
-"""Run inside the oracle venv: what Axolotl 0.18.0's fused LoRA QKV kernel and bitsandbytes' 4-bit Linear do with
+"""Run inside the oracle venv: what Axolotl 0.18.0's fused LoRA QKV and MLP kernels and bitsandbytes' 4-bit Linear do with
 fp32 hidden states in a bf16 run, on the CPU. Prints one JSON object:
 
 * ``linear4bit``: {input dtype: output dtype} of a ``bnb.nn.Linear4bit`` (NF4, bf16 compute dtype) for bf16 and fp32
@@ -8,6 +8,8 @@ fp32 hidden states in a bf16 run, on the CPU. Prints one JSON object:
   whose q/k/v PEFT 0.19.1 wrapped with LoRA, under bf16 autocast: PEFT keeps the adapters of a bf16 base in fp32
   (``autocast_adapter_dtype``), the kernel casts them to the input's dtype and adds them in place into the base
   product, which autocast made bf16.
+
+* ``mlp``: the same of ``apply_lora_mlp_swiglu`` on a Llama MLP whose gate, up and down projections PEFT wrapped.
 
 * ``varlen``: for each case of ``VARLEN_CASES`` (an Axolotl config and a model config), whether Axolotl's
   ``PatchManager._apply_sdpa_varlen_patch`` patches sdpa with PyTorch's variable-length attention (``varlen_attn``,
@@ -65,6 +67,42 @@ def qkv() -> dict[str, str]:
     return out
 
 
+def mlp() -> dict[str, str]:
+    """{input dtype: "" or the error raised} of ``apply_lora_mlp_swiglu`` on a Llama MLP whose gate, up and down
+    projections PEFT wrapped with LoRA, under bf16 autocast: its gate and up projections go through ``matmul_lora``,
+    as the QKV kernel's do. Its SwiGLU is a Triton kernel, which a PyTorch function of the same result stands in
+    for (only the bf16 input reaches it)."""
+    import torch
+    from benchmarks.memory.triton_standin import install
+
+    install()
+    from axolotl.kernels import lora
+    from peft import LoraConfig, get_peft_model
+    from transformers import LlamaConfig
+    from transformers.models.llama.modeling_llama import LlamaMLP
+
+    lora.swiglu_forward = lambda gate, up: torch.nn.functional.silu(gate) * up
+    config = LlamaConfig(hidden_size=64, intermediate_size=128)
+
+    class Layer(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.mlp = LlamaMLP(config)
+
+    model = get_peft_model(Layer().to(torch.bfloat16),
+                           LoraConfig(r=8, target_modules=["gate_proj", "up_proj", "down_proj"]))
+    block = model.base_model.model.mlp
+    out = {}
+    for dtype in (torch.bfloat16, torch.float32):
+        try:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                lora.apply_lora_mlp_swiglu(block, torch.randn(1, 8, 64, dtype=dtype))
+            out[str(dtype).removeprefix("torch.")] = ""
+        except RuntimeError as exc:
+            out[str(dtype).removeprefix("torch.")] = f"RuntimeError: {exc}".splitlines()[0]
+    return out
+
+
 VARLEN_CASES = {
     "sdpa packed": ({"attn_implementation": "sdpa", "sample_packing": True}, {"head_dim": 128}),
     "sdpa packed, sdpa_varlen false": ({"attn_implementation": "sdpa", "sample_packing": True, "sdpa_varlen": False},
@@ -107,4 +145,4 @@ def varlen() -> dict[str, bool]:
 
 
 if __name__ == "__main__":
-    print(json.dumps({"linear4bit": linear4bit(), "qkv": qkv(), "varlen": varlen()}))
+    print(json.dumps({"linear4bit": linear4bit(), "qkv": qkv(), "mlp": mlp(), "varlen": varlen()}))
