@@ -14,7 +14,7 @@ from axlint.architectures import resolve_architecture
 from axlint.facts import resolve_facts
 from axlint.memory.setup import read_setup
 from benchmarks.memory import published as bench
-from benchmarks.memory.old_stack import linear_experts, unconverted_targets
+from benchmarks.memory.old_stack import LOGITS_DTYPE_BYTES, held_output_logits, linear_experts, unconverted_targets
 
 ROWS = bench.load_rows()
 REQUIRED = ("id", "source", "quote", "model", "hardware", "metric", "measured_gib", "outcome", "set")
@@ -46,6 +46,7 @@ def test_row_is_well_formed(row):
     assert isinstance(row.get("stack", ""), (str, list))
     assert set(bench.row_stacks(row)) <= set(bench.STACKS)
     assert row.get("loader") in (None, *bench.LOADERS)
+    assert row.get("held_logits") in (None, *LOGITS_DTYPE_BYTES)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: r["id"])
@@ -53,6 +54,17 @@ def test_model_resolves_and_estimate_runs(row):
     assert resolve_architecture(row["model"]) is not None, row["model"]
     e = bench.estimate_row(row)
     assert e.peak_device > 0 and e.peak_reserved >= e.peak_allocated > 0
+
+
+def test_a_loop_that_keeps_the_output_holds_its_logits_at_every_figure():
+    # Answer.AI's train.py keeps `output` through backward: transformers 4.38's fp32 logits, 4·T·V, 2 × 2048 tokens
+    row = next(r for r in ROWS if r["id"] == "aai-yi34b-qlora-bs2-2048")
+    held, dropped = bench.Result(row, bench.estimate_row(row)), bench.Result({**row, "held_logits": None},
+                                                                              bench.estimate_row(row))
+    extra = 4 * 2 * 2048 * resolve_architecture(row["model"]).vocab_size
+    assert held.held_logits_bytes == extra and dropped.held_logits_bytes == 0
+    assert (held.estimate_gib - dropped.estimate_gib) * bench.GIB == pytest.approx(extra)
+    assert held_output_logits(resolve_architecture(row["model"]), 4096, "bf16") == extra / 2
 
 
 def test_a_sharded_loader_row_has_no_load_peak():

@@ -36,6 +36,18 @@ def shifted_logits_extra(arch: Any, batch: int, tokens: int) -> float:
     return 4 * tokens * arch.vocab_size
 
 
+LOGITS_DTYPE_BYTES = {"fp32": 4, "bf16": 2}
+
+
+def held_output_logits(arch: Any, tokens: int, dtype: str) -> float:
+    """Allocated bytes a training loop adds when it keeps the model's output, logits included, through backward and
+    the optimizer step until the next forward returns (Answer.AI's train.py: ``output = model(..., labels=...)``,
+    ``loss = output.loss``, ``loss.backward()``): T·V logits in the dtype the model returned them, fp32 under
+    transformers before 4.46 (``LlamaForCausalLM.forward``: ``logits = logits.float()`` before the loss), bf16 since,
+    where the HF Trainer lets them go before backward and the estimate counts none."""
+    return LOGITS_DTYPE_BYTES[dtype] * tokens * arch.vocab_size
+
+
 def unconverted_targets(setup: TrainSetup, facts: RunFacts) -> TrainSetup:
     """The LoRA targets of PEFT before 0.19, which had no transformers-5 MoE conversion (PEFT 0.19.0, 2026-04-14,
     added ``utils/transformers_weight_conversion.py``; 0.18.1 has none; axlint models the conversion in

@@ -12,7 +12,9 @@ adapter on experts stored quantized trains (``old_stack.peft_before_0_19``); on 
 wrapped as modules (``old_stack.linear_experts``); on Liger before 0.6.2 its fused linear cross-entropy adds the
 lm_head gradient in place (``old_stack.liger_in_place_weight_grad``); with the optional XIELU CUDA package xIELU keeps
 only its input (``old_stack.xielu_cuda``); on bitsandbytes before 0.43.2 the 4-bit matmul keeps its input
-(``old_stack.bnb_before_0_43_2``). A row may name several stacks. A row whose model reached the GPUs already sharded (``loader:
+(``old_stack.bnb_before_0_43_2``). A row may name several stacks. A row whose own training loop keeps the model's
+output through backward (``held_logits``: the logits' dtype) gets those logits at every figure
+(``old_stack.held_output_logits``). A row whose model reached the GPUs already sharded (``loader:
 sharded``: Answer.AI's own training script, or transformers 4, which moved each quantized weight to the CPU or the
 meta device under FSDP's cpu_ram_efficient_loading) is estimated without the whole-model load of today's Axolotl
 (``old_stack.sharded_load``); one whose script ran PEFT's kbit preparation with nothing casting back (``loader:
@@ -46,6 +48,7 @@ from axlint.memory.overhead import resident_bytes  # noqa: E402
 from axlint.memory.setup import read_setup  # noqa: E402
 from benchmarks.memory.old_stack import (  # noqa: E402
     bnb_before_0_43_2,
+    held_output_logits,
     kbit_prepared_script,
     outside_axolotl,
     liger_in_place_weight_grad,
@@ -89,14 +92,25 @@ class Result:
         return shifted_logits_extra(e.arch, e.setup.micro_batch_size, e.setup.tokens)
 
     @property
+    def held_logits_bytes(self) -> float:
+        """The logits a row's own training loop keeps alive through backward (``held_logits``: their dtype)."""
+        dtype = self.row.get("held_logits")
+        return held_output_logits(self.estimate.arch, self.estimate.setup.tokens, dtype) if dtype else 0.0
+
+    @property
+    def extra_bytes(self) -> float:
+        """What the row's older stack or script holds beyond the estimate of today's, at every figure."""
+        return self.old_loss_bytes + self.held_logits_bytes
+
+    @property
     def fits(self) -> bool:
         e = self.estimate
-        return resident_bytes(e.peak_allocated + self.old_loss_bytes, e.components["cuda_context"]) <= e.capacity
+        return resident_bytes(e.peak_allocated + self.extra_bytes, e.components["cuda_context"]) <= e.capacity
 
     @property
     def estimate_gib(self) -> float | None:
         attr = METRICS.get(self.row["metric"])
-        return (getattr(self.estimate, attr) + self.old_loss_bytes) / GIB if attr else None
+        return (getattr(self.estimate, attr) + self.extra_bytes) / GIB if attr else None
 
     @property
     def error(self) -> float | None:
@@ -283,7 +297,8 @@ def render(results: list[Result]) -> str:
         "load and wrapped by module targets; on Liger before 0.6.2 (`liger<0.6.2`) its fused linear cross-entropy "
         "adds the lm_head gradient in place; with the XIELU CUDA package (`xielu-cuda`) xIELU keeps only its "
         "input; on bitsandbytes before 0.43.2 (`bitsandbytes<0.43.2`) the 4-bit matmul keeps its input for "
-        "backward; a row whose model reached the GPUs already sharded (`loader: sharded`: "
+        "backward; a row whose own training loop keeps the model's output through backward (`held_logits`, "
+        "Answer.AI's script) holds its logits at every figure; a row whose model reached the GPUs already sharded (`loader: sharded`: "
         "Answer.AI's script, or transformers 4 under cpu_ram_efficient_loading or ZeRO-3) has no whole-model load; "
         "a row whose script ran PEFT's kbit preparation with nothing casting back (`loader: peft-kbit`) trains "
         "with fp32 embeddings, norms and residual stream (benchmarks/memory/old_stack.py).",
