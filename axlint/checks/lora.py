@@ -171,9 +171,10 @@ def check_lora_kernel_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         return
     error = lora_attention_rewrite_error(run.facts, arch.model_type)
     if error is not None:
-        keeps_mlp = (arch.model_type not in LORA_KERNEL_LAYERS_NOT_FOUND and _mlp_kernel_runs(run, arch)
+        keeps_mlp = (arch.model_type not in LORA_KERNEL_LAYERS_NOT_FOUND
                      and not fp32_layer_inputs(run.facts, arch.model_type, arch.config.get("hidden_act"),
-                                               arch.kbit_layer_norm))
+                                               arch.kbit_layer_norm)
+                     and _mlp_kernel_runs(run, arch))
         mlp = " (add `lora_mlp_kernel: true` to keep the MLP kernel)" if keeps_mlp else ""
         yield from _kernel_hits(run, ("lora_qkv_kernel", "lora_o_kernel"), model_type=arch.model_type, error=error,
                                 mlp=mlp)
@@ -185,7 +186,9 @@ def _mlp_kernel_runs(run: TrainingRun, arch: Architecture) -> bool:
     from axlint.memory.activations import fused_mlp
     from axlint.memory.setup import read_setup
 
-    setup = read_setup(run.facts, arch).with_changes(lora_kernels=("mlp",))
+    memory = run.memory  # its estimate's setup is the run's, read once for every memory rule
+    setup = memory.estimate.setup if memory is not None else read_setup(run.facts, arch)
+    setup = setup.with_changes(lora_kernels=("mlp",))
     return any(fused_mlp(arch, setup, layers[0]) for layers in arch.kind_layers)
 
 
