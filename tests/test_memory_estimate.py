@@ -333,6 +333,24 @@ def test_bitsandbytes_before_0_43_2_kept_the_4bit_layers_inputs():
                   arch=MISTRAL).base_keeps_input  # the 8-bit matmul still keeps it
 
 
+def test_peft_before_0_12_trained_the_adapters_of_a_bf16_base_in_bf16():
+    """PEFT 0.10 cast each LoRA layer to its base weight's dtype (``LoraLayer.update_layer``), so a bf16 base trains
+    bf16 adapters: W, G and AdamW's two states at 2 bytes instead of 4, and no fp32 copy of any adapted input."""
+    from axlint.memory.activations import adapter_input_copies
+    from axlint.memory.estimate import estimate_setup
+    from axlint.memory.params import trainable
+
+    today = _setup({"adapter": "lora", "lora_r": 16, "lora_target_linear": True, "lora_mlp_kernel": False})
+    old = today.with_changes(adapters_in_load_dtype=True)
+    assert (today.adapter_bytes, old.adapter_bytes) == (4, 2)
+    assert adapter_input_copies(today) and not adapter_input_copies(old)
+    t = trainable(L8B, today)
+    new, before = estimate_setup(old, L8B, H100), estimate_setup(today, L8B, H100)
+    assert before.components["optimizer_states"] - new.components["optimizer_states"] == 2 * 2 * t.trained_adapter
+    assert before.components["weights"] - new.components["weights"] == 2 * t.adapter
+    assert new.components["activations"] < before.components["activations"]
+
+
 def test_the_peak_reserved_is_the_largest_any_moment_reserved():
     """The caching allocator keeps what it reserved: when the first layer's backward allocates more than the loss
     moment but reserves less (the loss leaves its cached-unreused block, 2·T·V), the peak reserved is the loss

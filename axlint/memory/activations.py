@@ -131,9 +131,10 @@ def adapter_input_copies(setup: TrainSetup) -> bool:
     PEFT keeps adapters in fp32 (autocast_adapter_dtype) and casts x to the adapter dtype before lora_A
     (peft/tuners/lora/layer.py Linear.forward, ``_cast_input_dtype``); under autocast lora_A casts it back to bf16
     and saves that copy. Not so under DeepSpeed (the engine casts adapters to bf16: no cast, x is shared), with a
-    bitsandbytes base (peft/tuners/lora/bnb.py skips the cast when autocast is on) or in fp32 training."""
+    bitsandbytes base (peft/tuners/lora/bnb.py skips the cast when autocast is on), in fp32 training, or with adapters
+    an older PEFT cast to the base's dtype (``TrainSetup.adapters_in_load_dtype``: x is already in it)."""
     return (bool(setup.adapter) and setup.quantization is None and setup.sharding.kind != "deepspeed"
-            and setup.param_bytes == C.BF16)
+            and setup.param_bytes == C.BF16 and not setup.adapters_in_load_dtype)
 
 
 def norm_bytes(arch: Architecture, setup: TrainSetup, width: int, trains: bool, residual: bool = False) -> float:

@@ -106,6 +106,8 @@ class TrainSetup:
     # Python form transformers falls back to, which keeps more (``activations.plain_mlp_bytes``)
     fp32_source: str | None = None  # why CUDA's autocast and the 4/8-bit layers make this run's hidden states fp32
     # (``facts.fp32_source``: the MLP activation's name, or "layernorm"; ``mlp_fp32``, ``residual_fp32``)
+    adapters_in_load_dtype: bool = False  # PEFT before 0.12 cast each LoRA layer to its base weight's dtype when that
+    # is a float (0.10.0 ``LoraLayer.update_layer``: ``self.to(weight.device, dtype=weight.dtype)``): ``adapter_bytes``
     nf4_keeps_input: bool = False  # bitsandbytes before 0.43.2: the 4-bit matmul kept its input for backward
     # (``ctx.tensors = (A, B)``, 0.41.0 to 0.43.1 ``autograd/_functions.py`` ``MatMul4Bit``); since, only the weight
     inner_expert_adapters_untrained: bool = True  # PEFT 0.19-0.20 (Axolotl 0.18.0 pins 0.19.1): on experts stored
@@ -175,6 +177,13 @@ class TrainSetup:
         31.15 estimated). An 8-bit run is counted so too, the larger of the two cases ``facts.KBIT_KEEPS_INPUT_DTYPE``
         describes."""
         return self.fp32_source is not None and not (self.fp32_source == "xielu" and self.xielu_cuda)
+
+    @cached_property
+    def adapter_bytes(self) -> int:
+        """Bytes per element of the LoRA adapters, their gradients and their unquantized optimizer states: fp32, where
+        PEFT keeps the adapters of a half-precision base (``autocast_adapter_dtype``, PEFT 0.12 on), or the load dtype
+        where an older PEFT cast them to the base weight's (``adapters_in_load_dtype``)."""
+        return self.param_bytes if self.adapters_in_load_dtype else C.FP32
 
     @cached_property
     def base_keeps_input(self) -> bool:

@@ -3,7 +3,8 @@
 Bytes per trainable parameter (mixed-precision AdamW as counted in the ZeRO paper, Rajbhandari et al. 2020):
   pure bf16 (HF Trainer on a bf16-loaded model, Axolotl's default): W 2, G 2, AdamW states 2×2 = 8 B
   DeepSpeed mixed precision: W 2, G 2, fp32 master 4, AdamW states 2×4 = 16 B
-  LoRA adapters (PEFT autocast_adapter_dtype, fp32): W 4, G 4, AdamW 2×4 = 16 B
+  LoRA adapters (PEFT autocast_adapter_dtype, fp32): W 4, G 4, AdamW 2×4 = 16 B; PEFT before 0.12 cast them to a
+  half-precision base's dtype (``TrainSetup.adapter_bytes``): 8 B
   FSDP1 full fine-tune with bf16/fp16 on: W 4, G 4, AdamW 2×4 = 16 B (accelerate upcasts the flat params to fp32,
   see ``trainable_base_bytes``)
   Axolotl's fp32 embeddings (``TrainSetup.embeddings_fp32``): the embedding and untied lm_head at 4 B in W, and in G
@@ -239,7 +240,7 @@ def weight_bytes(arch: Architecture, setup: TrainSetup, t: Trainable) -> float:
     experts = arch.expert_params * (setup.unquantized_bytes - setup.param_bytes)
     unconverted = arch.unconverted_linear_params * (setup.unquantized_bytes - setup.param_bytes) \
         if setup.quantization and stored is None else 0
-    return base + t.adapter * C.FP32 + copies + upcast + embeddings + experts + unconverted
+    return base + t.adapter * setup.adapter_bytes + copies + upcast + embeddings + experts + unconverted
 
 
 def quantized_params(arch: Architecture, setup: TrainSetup) -> int:
@@ -285,11 +286,11 @@ def expert_trainable_fraction(arch: Architecture, setup: TrainSetup) -> float:
 
 
 def gradient_bytes(arch: Architecture, setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
-    """G = trainable base params × load dtype + adapters × 4, + the trained fp32 embeddings' extra (4 − b)·U_trained
+    """G = trainable base params × load dtype + adapters × ``adapter_bytes`` (4), + the trained fp32 embeddings' extra (4 − b)·U_trained
     (``params.upcast_trained``); ≈ 0 when the update is fused into backward."""
     if spec.fused_backward:
         return 0.0
-    return (t.trained_base * trainable_base_bytes(setup) + t.trained_adapter * C.FP32
+    return (t.trained_base * trainable_base_bytes(setup) + t.trained_adapter * setup.adapter_bytes
             + upcast_trained(arch, setup) * (C.FP32 - setup.param_bytes))
 
 
@@ -314,20 +315,22 @@ def master_weight_bytes(setup: TrainSetup, t: Trainable) -> float:
 
 def optimizer_state_bytes(arch: Architecture, setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
     """O = states × state bytes × trainable. Unquantized states take the param dtype (bf16 2, adapters 4, trained
-    fp32 embeddings 4: ``params.upcast_trained``); under DeepSpeed they live on the fp32 master (4)."""
+    fp32 embeddings 4: ``params.upcast_trained``); under DeepSpeed they live on the fp32 master (4).
+    The adapters' take ``TrainSetup.adapter_bytes``."""
     if setup.sharding.kind is ShardingKind.DEEPSPEED and (setup.sharding.ds_optimizer or setup.sharding.offload_optimizer):
         return 2 * C.FP32 * t.trained  # FusedAdam / DeepSpeedCPUAdam (zero_force_ds_cpu_optimizer)
     if spec.state_bytes is not None:
         return spec.states * spec.state_bytes * t.trained
     base_bytes = C.FP32 if setup.sharding.kind is ShardingKind.DEEPSPEED else trainable_base_bytes(setup)
-    return spec.states * (base_bytes * t.trained_base + C.FP32 * t.trained_adapter + _upcast_extra(arch, setup))
+    return spec.states * (base_bytes * t.trained_base + setup.adapter_bytes * t.trained_adapter
+                          + _upcast_extra(arch, setup))
 
 
 def optimizer_temp_bytes(arch: Architecture, setup: TrainSetup, t: Trainable, spec: OptimizerSpec) -> float:
     """Step-time temporaries of a torch foreach optimizer: one state-sized tensor list (sqrt(exp_avg_sq))."""
     if not spec.foreach_temp or setup.sharding.kind is ShardingKind.DEEPSPEED:
         return 0.0
-    return C.FOREACH_TEMP_STATES * (trainable_base_bytes(setup) * t.trained_base + C.FP32 * t.trained_adapter
+    return C.FOREACH_TEMP_STATES * (trainable_base_bytes(setup) * t.trained_base + setup.adapter_bytes * t.trained_adapter
                                     + _upcast_extra(arch, setup))
 
 

@@ -2,7 +2,7 @@
 older stack: the calibration test and the published-measurements benchmark estimate today's stack and add what the
 older loss kept (``shifted_logits_extra``), or estimate the run as the older transformers / PEFT / Liger loaded,
 adapted and trained the model (``peft_before_0_19``, ``linear_experts``, ``liger_in_place_weight_grad``,
-``xielu_cuda``, ``bnb_before_0_43_2``) where the source ran them."""
+``xielu_cuda``, ``bnb_before_0_43_2``, ``peft_before_0_12``) where the source ran them."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -92,6 +92,15 @@ def xielu_cuda(setup: TrainSetup, facts: RunFacts | None = None) -> TrainSetup:
     """A run with the optional XIELU CUDA package installed, which Axolotl's Apertus README recommends "for reduced
     VRAM": its kernel keeps only the activation's input (``TrainSetup.xielu_cuda``)."""
     return setup.with_changes(xielu_cuda=True)
+
+
+def peft_before_0_12(setup: TrainSetup, facts: RunFacts | None = None) -> TrainSetup:
+    """A run on PEFT before 0.12 (2024-07), which cast each LoRA layer to its base weight's dtype when that is a float
+    (0.10.0 ``tuners/lora/layer.py`` ``LoraLayer.update_layer``: ``self.to(weight.device, dtype=weight.dtype)``;
+    0.12.0 added ``autocast_adapter_dtype``, which keeps them fp32): on a bf16 base, or on 4-bit weights stored in
+    bf16 (``bnb_4bit_quant_storage``), the adapters, their gradients and AdamW's states are bf16, and PEFT casts no
+    input to fp32 (``TrainSetup.adapters_in_load_dtype``). For a row whose base weight is a float only."""
+    return setup.with_changes(adapters_in_load_dtype=True)
 
 
 def bnb_before_0_43_2(setup: TrainSetup, facts: RunFacts | None = None) -> TrainSetup:

@@ -12,7 +12,8 @@ adapter on experts stored quantized trains (``old_stack.peft_before_0_19``); on 
 wrapped as modules (``old_stack.linear_experts``); on Liger before 0.6.2 its fused linear cross-entropy adds the
 lm_head gradient in place (``old_stack.liger_in_place_weight_grad``); with the optional XIELU CUDA package xIELU keeps
 only its input (``old_stack.xielu_cuda``); on bitsandbytes before 0.43.2 the 4-bit matmul keeps its input
-(``old_stack.bnb_before_0_43_2``). A row may name several stacks. A row whose own training loop keeps the model's
+(``old_stack.bnb_before_0_43_2``); on PEFT before 0.12 the adapters of a bf16 base are bf16 (``old_stack.peft_before_0_12``).
+A row may name several stacks. A row whose own training loop keeps the model's
 output through backward (``held_logits``: the logits' dtype) gets those logits at every figure
 (``old_stack.held_output_logits``). A row whose model reached the GPUs already sharded (``loader:
 sharded``: Answer.AI's own training script, or transformers 4, which moved each quantized weight to the CPU or the
@@ -50,6 +51,7 @@ from benchmarks.memory.old_stack import (  # noqa: E402
     bnb_before_0_43_2,
     held_output_logits,
     kbit_prepared_script,
+    peft_before_0_12,
     outside_axolotl,
     liger_in_place_weight_grad,
     linear_experts,
@@ -70,7 +72,7 @@ SUMMARY_BEGIN, SUMMARY_END = "<!-- summary:begin -->", "<!-- summary:end -->"
 OLD_LOSS = "transformers<4.49"
 SETUP_STACKS = {"peft<0.19": peft_before_0_19, "transformers<5 linear experts": linear_experts,
                 "liger<0.6.2": liger_in_place_weight_grad, "xielu-cuda": xielu_cuda,
-                "bitsandbytes<0.43.2": bnb_before_0_43_2}
+                "bitsandbytes<0.43.2": bnb_before_0_43_2, "peft<0.12": peft_before_0_12}
 """Stacks that differ in what is loaded and adapted: the row's TrainSetup is changed before it is estimated."""
 STACKS = (OLD_LOSS, *SETUP_STACKS)
 LOADERS = {"sharded": sharded_load, "peft-kbit": kbit_prepared_script}
@@ -297,7 +299,7 @@ def render(results: list[Result]) -> str:
         "load and wrapped by module targets; on Liger before 0.6.2 (`liger<0.6.2`) its fused linear cross-entropy "
         "adds the lm_head gradient in place; with the XIELU CUDA package (`xielu-cuda`) xIELU keeps only its "
         "input; on bitsandbytes before 0.43.2 (`bitsandbytes<0.43.2`) the 4-bit matmul keeps its input for "
-        "backward; a row whose own training loop keeps the model's output through backward (`held_logits`, "
+        "backward; on PEFT before 0.12 (`peft<0.12`) the adapters of a bf16 base train in bf16; a row whose own training loop keeps the model's output through backward (`held_logits`, "
         "Answer.AI's script) holds its logits at every figure; a row whose model reached the GPUs already sharded (`loader: sharded`: "
         "Answer.AI's script, or transformers 4 under cpu_ram_efficient_loading or ZeRO-3) has no whole-model load; "
         "a row whose script ran PEFT's kbit preparation with nothing casting back (`loader: peft-kbit`) trains "
