@@ -851,6 +851,12 @@ class Architecture:
         (``facts.fp32_source``). Read from the family, not from the layers' sizes, since every check asks it."""
         return None if self.layout.linear_subclass else self.layout.norm
 
+    @property
+    def autocast_dtype_facts(self) -> tuple[str, object, str | None]:
+        """What ``facts.fp32_source`` and the checks built on it read of the model, in their argument order: its
+        type, its MLP activation (config.json ``hidden_act``) and ``kbit_layer_norm``."""
+        return self.model_type, self.config.get("hidden_act"), self.kbit_layer_norm
+
     @cached_property
     def unconverted_linear_params(self) -> int:
         """Weights of the decoder layers' Linears that a bitsandbytes load leaves in the load dtype because their class

@@ -172,9 +172,7 @@ def check_lora_kernel_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     error = lora_attention_rewrite_error(run.facts, arch.model_type)
     if error is not None:
         keeps_mlp = (arch.model_type not in LORA_KERNEL_LAYERS_NOT_FOUND
-                     and not fp32_layer_inputs(run.facts, arch.model_type, arch.config.get("hidden_act"),
-                                               arch.kbit_layer_norm)
-                     and _mlp_kernel_runs(run, arch))
+                     and not fp32_layer_inputs(run.facts, *arch.autocast_dtype_facts) and _mlp_kernel_runs(run, arch))
         mlp = " (add `lora_mlp_kernel: true` to keep the MLP kernel)" if keeps_mlp else ""
         yield from _kernel_hits(run, ("lora_qkv_kernel", "lora_o_kernel"), model_type=arch.model_type, error=error,
                                 mlp=mlp)
@@ -182,13 +180,12 @@ def check_lora_kernel_attention(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 def _mlp_kernel_runs(run: TrainingRun, arch: Architecture) -> bool:
     """Axolotl's LoRA MLP kernel, turned on, runs this run's MLP in some layer (``activations.fused_mlp``: a dense
-    gated MLP of SiLU or GELU whose gate, up and down projections all carry an adapter)."""
+    gated MLP of SiLU or GELU whose gate, up and down projections all carry an adapter). The run's setup is its
+    memory estimate's, read once for every memory rule (an Axolotl run whose model resolves has one)."""
     from axlint.memory.activations import fused_mlp
-    from axlint.memory.setup import read_setup
 
-    memory = run.memory  # its estimate's setup is the run's, read once for every memory rule
-    setup = memory.estimate.setup if memory is not None else read_setup(run.facts, arch)
-    setup = setup.with_changes(lora_kernels=("mlp",))
+    assert run.memory is not None
+    setup = run.memory.estimate.setup.with_changes(lora_kernels=("mlp",))
     return any(fused_mlp(arch, setup, layers[0]) for layers in arch.kind_layers)
 
 
@@ -216,10 +213,9 @@ def check_lora_qkv_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     arch = _judged_arch(run)
     if arch is None:
         return
-    hidden_act, norm = arch.config.get("hidden_act"), arch.kbit_layer_norm
-    error = lora_qkv_dtype_error(run.facts, arch.model_type, hidden_act, norm)
+    error = lora_qkv_dtype_error(run.facts, *arch.autocast_dtype_facts)
     if error is not None:
-        source = fp32_layer_inputs(run.facts, arch.model_type, hidden_act, norm)
+        source = fp32_layer_inputs(run.facts, *arch.autocast_dtype_facts)
         yield from _kernel_hits(run, ("lora_qkv_kernel",), model_type=arch.model_type, error=error,
                                 cause=FP32_SOURCE_CAUSES[str(source)])
 
@@ -232,10 +228,9 @@ def check_lora_mlp_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     arch = _judged_arch(run)
     if arch is None or lax_bool(run.raw.get("lora_mlp_kernel")) is not True:
         return
-    hidden_act, norm = arch.config.get("hidden_act"), arch.kbit_layer_norm
-    error = lora_kernel_dtype_error(run.facts, arch.model_type, hidden_act, norm)
+    error = lora_kernel_dtype_error(run.facts, *arch.autocast_dtype_facts)
     if error is not None and _mlp_kernel_runs(run, arch):
-        source = fp32_layer_inputs(run.facts, arch.model_type, hidden_act, norm)
+        source = fp32_layer_inputs(run.facts, *arch.autocast_dtype_facts)
         yield from _kernel_hits(run, ("lora_mlp_kernel",), auto=False, model_type=arch.model_type, error=error,
                                 cause=FP32_MLP_INPUT_CAUSES[str(source)])
 
@@ -249,8 +244,7 @@ def check_sdpa_varlen_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]
     arch, doc = _judged_arch(run), run.axolotl
     if arch is None or doc is None or run.axolotl_from(SDPA_VARLEN_FP32_FALLBACK_SINCE):
         return
-    hidden_act, norm = arch.config.get("hidden_act"), arch.kbit_layer_norm
-    error = sdpa_varlen_dtype_error(run.facts, arch.model_type, arch.config, norm)
+    error = sdpa_varlen_dtype_error(run.facts, arch.model_type, arch.config, arch.kbit_layer_norm)
     if error is None:
         return
     written = run.facts.sdpa_varlen is True
@@ -258,7 +252,7 @@ def check_sdpa_varlen_fp32_hidden(run: TrainingRun, rule: Rule) -> Iterator[Hit]
     fix = Fix(doc.path, tuple(set_value(doc, ("sdpa_varlen",), False)), Applicability.SAFE,
               "set `sdpa_varlen: false`" if written else "write `sdpa_varlen: false`")
     yield ax_hit(run, key, "value", fix=fix, model_type=arch.model_type, error=error,
-                 cause=FP32_SOURCE_CAUSES[str(fp32_layer_inputs(run.facts, arch.model_type, hidden_act, norm))])
+                 cause=FP32_SOURCE_CAUSES[str(fp32_layer_inputs(run.facts, *arch.autocast_dtype_facts))])
 
 
 @register_check("ax_lora_kernel_classifier", args=("head", "how"), fix=FixAvailability.ALWAYS)

@@ -388,8 +388,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         freeze_mm_modules=facts.freeze_mm_modules,
         cut_cross_entropy=facts.loss.value is LossKernel.CCE,
         model_load=facts.model_load,
-        fp32_source=fp32_source(facts, arch.model_type, arch.config.get("hidden_act"), arch.kbit_layer_norm,
-                                quantization),
+        fp32_source=fp32_source(facts, *arch.autocast_dtype_facts, quantization),
     )
     return replace(setup, assumptions=tuple(notes + _fp32_notes(setup, arch)))
 
@@ -404,7 +403,7 @@ def lora_kernels(facts: RunFacts, arch: Architecture) -> tuple[str, ...]:
     the MLP kernel and needs less than estimated). A written MLP kernel alone on such a model is counted, unless its
     input is fp32 (``facts.lora_kernel_dtype_error``, AX243), whose fix turns it off."""
     kernels = fused_lora_kernels(facts, arch.model_type)
-    fp32_error = lora_kernel_dtype_error(facts, arch.model_type, arch.config.get("hidden_act"), arch.kbit_layer_norm)
+    fp32_error = lora_kernel_dtype_error(facts, *arch.autocast_dtype_facts)
     stops = (lora_attention_rewrite_error(facts, arch.model_type) or lora_kernel_layers_error(facts, arch.model_type)
              or (fp32_error and "qkv" in kernels))
     if facts.head != "lm" or stops:

@@ -23,6 +23,7 @@ benchmarks/memory/triton_standin.py takes its place.
 from __future__ import annotations
 
 import json
+from typing import Any, Callable
 
 
 def linear4bit() -> dict[str, str]:
@@ -35,6 +36,22 @@ def linear4bit() -> dict[str, str]:
     layer = layer.to("cpu")
     return {str(dtype).removeprefix("torch."): str(layer(torch.randn(4, 64, dtype=dtype)).dtype).removeprefix("torch.")
             for dtype in (torch.bfloat16, torch.float32)}
+
+
+def _by_input_dtype(call: Callable[[Any], Any]) -> dict[str, str]:
+    """{input dtype: "" or the first line of the RuntimeError raised} of ``call`` on a bf16 and an fp32 input of
+    shape (1, 8, 64), under bf16 autocast on the CPU."""
+    import torch
+
+    out = {}
+    for dtype in (torch.bfloat16, torch.float32):
+        try:
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                call(torch.randn(1, 8, 64, dtype=dtype))
+            out[str(dtype).removeprefix("torch.")] = ""
+        except RuntimeError as exc:
+            out[str(dtype).removeprefix("torch.")] = f"RuntimeError: {exc}".splitlines()[0]
+    return out
 
 
 def qkv() -> dict[str, str]:
@@ -56,15 +73,7 @@ def qkv() -> dict[str, str]:
 
     model = get_peft_model(Layer().to(torch.bfloat16), LoraConfig(r=8, target_modules=["q_proj", "k_proj", "v_proj"]))
     attn = model.base_model.model.self_attn
-    out = {}
-    for dtype in (torch.bfloat16, torch.float32):
-        try:
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                apply_lora_qkv(attn, torch.randn(1, 8, 64, dtype=dtype))
-            out[str(dtype).removeprefix("torch.")] = ""
-        except RuntimeError as exc:
-            out[str(dtype).removeprefix("torch.")] = f"RuntimeError: {exc}".splitlines()[0]
-    return out
+    return _by_input_dtype(lambda x: apply_lora_qkv(attn, x))
 
 
 def mlp() -> dict[str, str]:
@@ -92,15 +101,7 @@ def mlp() -> dict[str, str]:
     model = get_peft_model(Layer().to(torch.bfloat16),
                            LoraConfig(r=8, target_modules=["gate_proj", "up_proj", "down_proj"]))
     block = model.base_model.model.mlp
-    out = {}
-    for dtype in (torch.bfloat16, torch.float32):
-        try:
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                lora.apply_lora_mlp_swiglu(block, torch.randn(1, 8, 64, dtype=dtype))
-            out[str(dtype).removeprefix("torch.")] = ""
-        except RuntimeError as exc:
-            out[str(dtype).removeprefix("torch.")] = f"RuntimeError: {exc}".splitlines()[0]
-    return out
+    return _by_input_dtype(lambda x: lora.apply_lora_mlp_swiglu(block, x))
 
 
 VARLEN_CASES = {
