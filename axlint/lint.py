@@ -236,6 +236,10 @@ def job_count(requested: int, files: int) -> int:
     return min(requested or len(os.sched_getaffinity(0)), most)
 
 
+class WorkerDied(Exception):
+    """A process of a parallel lint stopped before it returned its files' results (killed by the system)."""
+
+
 _FORKED_OPTIONS: LintOptions | None = None
 """The options of the parallel lint under way, which its forked processes inherit (rules hold compiled checks that
 are not pickled)."""
@@ -252,16 +256,21 @@ def _lint_each(paths: list[Path], options: LintOptions) -> Iterator[LintResult]:
         return
     global _FORKED_OPTIONS
     import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     yield _without_runs(lint_text(paths[0], None, options))
     rest = paths[1:]
     size = -(-len(rest) // (jobs * CHUNKS_PER_JOB))
     chunks = [rest[i:i + size] for i in range(0, len(rest), size)]
     _FORKED_OPTIONS = options
-    try:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
-            for chunk in pool.imap(_lint_chunk, chunks):
+    try:  # an executor, not a Pool: a process that dies (the OOM killer) fails the lint instead of hanging it
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("fork")) as pool:
+            for chunk in pool.map(_lint_chunk, chunks):
                 yield from chunk
+    except BrokenProcessPool:
+        raise WorkerDied(f"a process checking {len(paths)} files in parallel stopped before it finished (killed by "
+                         "the system: out of memory?); check them again with `-j 1`") from None
     finally:
         _FORKED_OPTIONS = None
 

@@ -101,3 +101,22 @@ def test_jobs_must_be_a_count() -> None:
     result = CliRunner().invoke(cli, ["check", "-j", "-1", str(CORPUS[0])])
     assert result.exit_code == 2
     assert "-j" in result.output and "-1" in result.output
+
+
+def test_a_process_that_dies_is_exit_2_with_a_message(files: list[Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forked process killed mid-lint (the OOM killer) fails the check instead of hanging it."""
+    import axlint.lint
+
+    parent, real = os.getpid(), axlint.lint.lint_text
+
+    def dies_in_a_worker(*args, **kwargs):
+        if os.getpid() != parent:
+            os._exit(9)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(axlint.lint, "lint_text", dies_in_a_worker)
+    result = CliRunner().invoke(cli, ["check", "-j", "2", *map(str, files)])
+    assert result.exit_code == 2
+    assert f"a process checking {len(files)} files in parallel stopped before it finished" in result.output
+    assert "-j 1" in result.output
+    assert "Traceback" not in result.output

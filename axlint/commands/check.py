@@ -20,7 +20,7 @@ from axlint.commands.common import (
     selection_options,
 )
 from axlint.diagnostics import Diagnostic, Severity
-from axlint.lint import LintOptions, LintResult, lint_paths, lint_text
+from axlint.lint import LintOptions, LintResult, WorkerDied, lint_paths, lint_text
 from axlint.report import (
     FORMATS,
     RENDERERS,
@@ -78,6 +78,8 @@ def check(paths: tuple[Path, ...], select, ignore, extend_select, rules_dirs, se
             result.merge(lint_text(stdin_filename or Path("stdin.yml"), read_stdin(), options))
         if files:
             result.merge(lint_paths(files, options))
+    except WorkerDied as exc:
+        raise UsageError(str(exc)) from None
     except Exception as exc:
         if upstream is not None:
             from axlint.upstream.validators import UpstreamError
