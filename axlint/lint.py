@@ -186,7 +186,8 @@ def _strip_path(error: DocumentError) -> DocumentError:
 def lint_paths(paths: list[Path], options: LintOptions) -> LintResult:
     """Lint several files; a DeepSpeed file reached from two configs is reported once per finding. A finding there
     that differs between the configs (a memory figure of each run) is reported once per config, each naming the
-    config it is about. The result is the same whatever `options.jobs` is."""
+    config it is about; findings of one config at one place (a rule's several hits on one key) are its own and name
+    no config. The result is the same whatever `options.jobs` is."""
     total = LintResult()
     seen: set[tuple] = set()
     reached_from: dict[tuple, list[tuple[Diagnostic, Path]]] = {}
@@ -203,8 +204,8 @@ def lint_paths(paths: list[Path], options: LintOptions) -> LintResult:
                 seen.add(key)
                 reached_from.setdefault(key[:3], []).append((diag, path))
     for found in reached_from.values():
-        if len(found) == 1:
-            total.diagnostics.append(found[0][0])
+        if len({config for _, config in found}) == 1:  # one config's findings, however many at this place
+            total.diagnostics.extend(diag for diag, _ in found)
         else:
             total.diagnostics.extend(replace(diag, message=f"{diag.message} (for {config})") for diag, config in found)
     total.diagnostics.sort(key=Diagnostic.sort_key)

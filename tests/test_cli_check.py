@@ -250,6 +250,28 @@ def test_a_deepspeed_file_reached_by_two_paths_is_reported_once(project):
     assert (code, out.count("ds.json:1:36: AX001")) == (1, 1), out
 
 
+def test_findings_of_one_config_at_one_place_name_no_config(project):
+    """One rule's several findings on one key (one per target a regex brings) differ in their message: they are
+    the config's own, not a shared file's findings for two configs, and are printed as they are."""
+    (project / "glm.yml").write_text("base_model: Mapika/GLM-5.2-NVFP4\nadapter: lora\n"
+                                     "lora_target_modules: 'model.layers.[\\d]+.mlp.(gate_proj|up_proj|down_proj)'\n")
+    code, out, _ = invoke("check", "glm.yml", "--select", "AX226", "--output-format", "concise", "-q")
+    lines = out.splitlines()
+    assert [line.split(" ", 1)[0] for line in lines] == ["glm.yml:3:22:"] * 3, out
+    assert ["`down_proj`" in lines[0], "`gate_proj`" in lines[1], "`up_proj`" in lines[2]] == [True] * 3
+    assert "(for " not in out
+
+
+def test_a_shared_deepspeed_finding_that_differs_names_each_config(project):
+    (project / "ds.json").write_text('{"train_micro_batch_size_per_gpu": 4}')
+    for name, mbs in (("a.yml", 2), ("b.yml", 8)):
+        (project / name).write_text(f"base_model: x\ndeepspeed: ds.json\nmicro_batch_size: {mbs}\n")
+    code, out, _ = invoke("check", "a.yml", "b.yml", "--select", "DS101", "--output-format", "concise", "-q")
+    lines = out.splitlines()
+    assert len(lines) == 2 and all(line.startswith("ds.json:1:36: DS101") for line in lines), out
+    assert "(for a.yml) [*]" in lines[0] and "(for b.yml) [*]" in lines[1]
+
+
 def test_deepspeed_json_checked_on_its_own(project):
     code, out, _ = invoke("check", "ds_zero3.json", "--select", "DS", "--output-format", "json")
     assert code in (0, 1)
