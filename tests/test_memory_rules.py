@@ -68,6 +68,21 @@ def test_build_run_assumes_80gb_cards_one_or_eight(tmp_path, text, count):
     assert run.world_size == count and run.world_size_assumed
 
 
+def test_the_summary_lists_the_assumed_gpus_by_count():
+    from axlint.lint import RunScope
+    from axlint.report import assumed_hardware
+
+    labels = ["16×H100-80GB", "1×H100-80GB", "8×H100-80GB", "2×H100-80GB"]
+    scopes = [RunScope(label, None) for label in labels]
+    assert assumed_hardware(scopes, load_rules()) == ["1×H100-80GB", "2×H100-80GB", "8×H100-80GB", "16×H100-80GB"]
+
+
+def test_mem007_on_one_gpu_names_no_data_parallelism():
+    """Mistral Medium 3.5 QLoRA on one H100: the run has no sharding to raise, and ZeRO-3 offload fits."""
+    diags = lint(CORPUS_ROOT / "examples/mistral-medium-3_5/qlora-text.yml", select=("MEM007",))
+    assert [d.message.split(" does not fit")[0] for d in diags] == ["one GPU without ZeRO or FSDP"]
+
+
 def test_given_hardware_is_not_assumed(tmp_path):
     run = build_run(load_document(write(tmp_path, "base_model: x\n")), hardware=parse_hardware("2x24GiB"))
     assert (run.hardware.count, run.hardware.memory_gib, run.world_size, run.hardware.assumed) == (2, 24.0, 2, False)

@@ -72,7 +72,14 @@ def assumed_hardware(scopes: "Iterable[RunScope]", rules: list[Rule]) -> list[st
     rule ran."""
     if not any(r.pack == "memory" for r in rules):
         return []
-    return sorted({scope.assumed_hardware for scope in scopes if scope.assumed_hardware is not None})
+    return sorted({scope.assumed_hardware for scope in scopes if scope.assumed_hardware is not None},
+                  key=_by_gpu_count)
+
+
+def _by_gpu_count(label: str) -> tuple[int, str]:
+    """A hardware label ("8×H100-80GB") in the order of its GPU count, then of its name: 2× before 16×."""
+    count, _, name = label.partition("×")
+    return (int(count), name) if count.isdigit() else (0, label)
 
 
 def schema_versions(scopes: "Iterable[RunScope]", rules: list[Rule]) -> list[str]:
