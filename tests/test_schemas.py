@@ -152,3 +152,24 @@ def test_deprecation_from_probe_outcomes():
     assert moved["replacement"] == "new_key" and "refused" not in moved
     silent = gen.deprecation({"key": "old_key", "changed": [], "kept": True}, {"type": "string"}, props, "1.0")
     assert silent is None
+
+
+def test_a_pydantic_deprecation_message_names_what_to_use_without_a_rename():
+    gen = _tool("gen_axolotl_schema")
+    props = {"fsdp": {}, "fsdp_config": {}}
+    message = "Configuring FSDP using `fsdp` is deprecated. Please use `fsdp_config` instead."
+    marked = gen.deprecation({"key": "fsdp"}, {"deprecated": True, "x-deprecated-message": message}, props, "1.0")
+    assert marked == {"replacement": None,
+                      "note": "marked deprecated in Axolotl 1.0, which points to `fsdp_config` instead"}
+    nested = gen.deprecation({"key": "old"}, {"deprecated": True, "x-deprecated-message": "Use `fsdp_config.x`."},
+                             props, "1.0")
+    assert nested["note"].endswith("points to `fsdp_config.x` instead") and nested["replacement"] is None
+    unnamed = gen.deprecation({"key": "old"}, {"deprecated": True, "x-deprecated-message": "Use `elsewhere`."},
+                              props, "1.0")
+    assert unnamed["note"] == "marked deprecated in Axolotl 1.0"
+
+
+def test_the_bundled_schema_says_where_fsdp_went():
+    properties = _schema("axolotl", "0.19.0")["properties"]
+    assert properties["fsdp"]["x-axlint-deprecated"] == {
+        "replacement": None, "note": "marked deprecated in Axolotl 0.19.0, which points to `fsdp_config` instead"}

@@ -5,7 +5,8 @@ library, pydantic and the package being read; axlint itself is not importable th
 object):
 
 - axolotl: `version`, `extra` (the config model's `extra` setting), `config` (AxolotlInputConfig's JSON Schema;
-  `x-owner` marks fields declared among the deprecated parameters, `x-downstream-enum` lists the values of
+  `x-owner` marks fields declared among the deprecated parameters, `x-deprecated-message` keeps the text of a
+  field's pydantic `deprecated=`, `x-downstream-enum` lists the values of
   `optimizer` / `lr_scheduler` that transformers accepts), `plugins` (one entry per plugin class: its dotted path
   and its argument model's schema), `probes` (what `validate_config` does with each candidate key: raise, warn,
   rename; candidates are the deprecated fields and every key-like string literal in Axolotl's config modules that
@@ -299,6 +300,18 @@ def deprecated_fields(model: type[BaseModel]) -> set[str]:
             for name in getattr(cls, "__annotations__", {})}
 
 
+def deprecation_messages(model: type[BaseModel]) -> dict[str, str]:
+    """Field name -> the text of its pydantic `deprecated=` (a string, or a `Deprecated` with a `message`), for
+    the fields that give one; the JSON Schema keeps only `deprecated: true`."""
+    found = {}
+    for name, info in model.model_fields.items():
+        deprecated = getattr(info, "deprecated", None)
+        message = deprecated if isinstance(deprecated, str) else getattr(deprecated, "message", None)
+        if isinstance(message, str) and message.strip():
+            found[name] = message.strip()
+    return found
+
+
 def compared_strings(sources: list[Path], attributes: set[str]) -> dict[str, set[str]]:
     """String constants the source compares `<x>.<attribute>` with (`==`, `in [...]`), by attribute."""
     found: dict[str, set[str]] = {a: set() for a in attributes}
@@ -388,6 +401,9 @@ def dump_axolotl() -> dict:
     config = model_schema(AxolotlInputConfig)
     for key in deprecated_fields(AxolotlInputConfig) & set(config["properties"]):
         config["properties"][key]["x-owner"] = "Deprecated"
+    for key, message in deprecation_messages(AxolotlInputConfig).items():
+        if key in config["properties"]:
+            config["properties"][key]["x-deprecated-message"] = message
     sources = sorted((root / "utils" / "schemas").rglob("*.py")) + sorted((root / "utils" / "config").rglob("*.py"))
     candidates = probe_candidates(config, sources)
     for key, enum in downstream_values(root).items():

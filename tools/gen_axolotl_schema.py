@@ -126,7 +126,19 @@ def deprecation(probe: dict, prop: dict | None, properties: dict, version: str) 
         return {"replacement": mentioned[0] if len(mentioned) == 1 else None,
                 "note": f"Axolotl {version} warns when it is set"}
     if prop is not None and (prop.get("deprecated") or prop.get("x-owner")):
-        return {"replacement": None, "note": f"marked deprecated in Axolotl {version}"}
+        pointed = _pointed_to(key, prop.get("x-deprecated-message", ""), properties)
+        return {"replacement": None, "note": f"marked deprecated in Axolotl {version}"
+                + (f", which points to `{pointed}` instead" if pointed else "")}
+    return None
+
+
+def _pointed_to(key: str, message: str, properties: dict) -> str | None:
+    """The config key (or `parent.child` path) that a field's deprecation message names in backquotes, other than
+    the field itself; None when it names none of them. Only named: the value may not carry over as it is (`fsdp`'s
+    list of words is not an `fsdp_config` mapping), so it is no rename."""
+    for name in re.findall(r"`([a-z][a-z0-9_.]*)`", message):
+        if name != key and name.split(".", 1)[0] in properties:
+            return name
     return None
 
 
