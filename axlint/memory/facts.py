@@ -221,8 +221,8 @@ def feeds_images(config: Mapping[str, Any], arch: "Architecture") -> dict[str, s
         return {key: f"feeds images to the {tower} tower, and config.json gives no vision_soft_tokens_per_image (nor "
                      "vision_config's num_soft_tokens) to bound its tokens per image: the tower's activations are "
                      "not sized"}
-    return {key: f"feeds images to the {tower} tower, whose tokens per image follow its processor's tiling (the "
-                 "processor's settings, which config.json does not give): the tower's activations are not sized"}
+    return {key: f"feeds images to the {tower} tower, whose tokens per image follow its processor's tiling, which "
+                 "config.json does not give: the tower's activations are not sized"}
 
 
 def layout_problem(config: Mapping[str, Any], sharding: "Sharding") -> dict[str, str]:
