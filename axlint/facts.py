@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import enum
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, Mapping, TypeVar
 
@@ -174,6 +175,21 @@ class Lora:
     target_linear: bool = False
     modules_to_save: tuple[str, ...] = ()
     target_parameters: tuple[str, ...] = ()  # lora_target_parameters: PEFT target_parameters (3-D expert weights)
+
+    @property
+    def regex_error(self) -> str | None:
+        """Why ``re`` cannot compile a string ``target_modules`` that PEFT reads as a regular expression; None for a
+        list, for an expression that compiles, and under ``target_linear``, where Axolotl 0.18.0's
+        ``_build_peft_lora_config`` (loaders/adapter.py) makes the string one list entry that PEFT matches as a name.
+        PEFT 0.19.1 ``check_target_module_exists`` (tuners/tuners_utils.py) ``re.fullmatch``es the expression
+        against every module path and so raises ``re.error`` while it wraps the model."""
+        if not isinstance(self.target_modules, str) or self.target_linear:
+            return None
+        try:
+            re.compile(self.target_modules)
+        except re.error as exc:
+            return str(exc)
+        return None
 
 
 @dataclass(frozen=True)

@@ -121,6 +121,16 @@ def test_plugins_written_as_a_number_leave_the_memory_fix_out(tmp_path):
     assert diags[0].fix is None
 
 
+def test_a_target_string_that_is_no_regular_expression_is_one_finding(tmp_path):
+    """`lora_target_modules: '['` (fuzz seed 20261128, case 965): the memory rules matched module paths against it
+    and each failed with `re.error`; now it matches nothing there and AX239 says PEFT stops on it."""
+    (tmp_path / "c.yml").write_text(BASE.replace("base_model: x", "base_model: NousResearch/Llama-3.2-1B")
+                                    + "adapter: lora\nlora_target_modules: '['\n")
+    diags = lint_paths([tmp_path / "c.yml"], OPTIONS).diagnostics
+    assert "AX999" not in {d.code for d in diags}
+    assert [(d.code, d.span.line) for d in diags if d.code == "AX239"] == [("AX239", 6)]
+
+
 # ------------------------------------------------------------------------------------------------ output
 
 

@@ -95,3 +95,41 @@ def test_axlint_predicts_which_routers_stop_the_first_step(tmp_path) -> None:
         else:
             assert error == "", (model_type, error)
     assert stopped == {"phimoe", "llama4_text"}
+
+
+def test_axlint_predicts_which_target_strings_stop_the_wrap(tmp_path) -> None:
+    """AX239's own cases that write `lora_target_modules` as a string `re` cannot compile, on a small Llama: PEFT
+    raises `re.error` exactly where AX239 fires (not beside `lora_target_linear`), with the error AX239 prints."""
+    import re
+
+    import yaml
+
+    from axlint.packs import load_rules
+    from tests.rule_cases import findings_for, lint_case, write_case
+
+    rules = load_rules()
+    rule = next(r for r in rules if r.code == "AX239")
+    def compiles(pattern: str) -> bool:
+        try:
+            re.compile(pattern)
+        except re.error:
+            return False
+        return True
+
+    cases = [c for c in rule.tests if isinstance(target := yaml.safe_load(c["config"]).get("lora_target_modules"), str)
+             and not compiles(target)]
+    assert len(cases) >= 3
+    items = []
+    for i, case in enumerate(cases):
+        written = yaml.safe_load(case["config"])
+        lora = {k: written[k] for k in ("lora_target_modules", "lora_target_linear") if k in written}
+        items.append({"id": str(i), "model_type": "llama", "small": SMALL, "lora": lora})
+    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
+    for i, case in enumerate(cases):
+        error = answers[str(i)]["error"]
+        folder = tmp_path / f"case{i}"
+        folder.mkdir()
+        found = findings_for(write_case(folder, case), lint_case(folder, rule, rules, case), "AX239")
+        assert bool(found) == (case["expect"] == "fail") == bool(error), (case["name"], error)
+        if found:
+            assert error.startswith("re.error: ") and f"`{error}`" in found[0].message, (error, found[0].message)

@@ -190,10 +190,22 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     `lora_target_modules` entry, or a name `lora_target_linear` adds (Axolotl's ``find_all_linear_names``,
     ``params.linear_names``), that reaches a module PEFT cannot wrap or, on a Mamba-based model, one it refuses; and
     `lora_target_linear` on a model without an ``nn.Linear`` when nothing else is targeted. On the entry, or on
-    `lora_target_linear` for the names it brought. Not judged where the repository's own code builds the model."""
+    `lora_target_linear` for the names it brought. Not judged where the repository's own code builds the model.
+    Before all of these, whatever the model: a `lora_target_modules` string that is not a regular expression
+    (``facts.Lora.regex_error``), on its value."""
     from axlint.memory.params import linear_names, linear_path_named, linears_inside, refused_lora_targets
 
     arch, facts = run.arch, run.facts
+    if facts.adapter.value in ("lora", "qlora") and (error := facts.lora.regex_error) is not None:
+        hit = Hit(run.axolotl, run.axolotl.span(("lora_target_modules",), "value"), {})
+        hit.args = {"problem": f"the `lora_target_modules` string `{facts.lora.target_modules}` is not a valid Python "
+                               "regular expression",
+                    "stage": "PEFT, which matches a string against every module path with `re.fullmatch`, stops the "
+                             "launch while it wraps the model",
+                    "error": f"re.error: {error}",
+                    "advice": "Fix the expression, or write the targets as a list of module names"}
+        yield hit
+        return
     if not model_names_known(run) or facts.adapter.value not in ("lora", "qlora"):
         return
     written = facts.lora.target_modules if isinstance(facts.lora.target_modules, tuple) else ()

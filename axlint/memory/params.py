@@ -256,7 +256,8 @@ def _named(path: str, targets: tuple[str, ...] | str) -> bool:
     """PEFT's matching of a module path against ``target_modules``: a regex string fullmatches it; a list entry
     equals it or is a ``.``-separated suffix of it."""
     if isinstance(targets, str):
-        return _target_regex(targets).fullmatch(path) is not None
+        compiled = _target_regex(targets)
+        return compiled is not None and compiled.fullmatch(path) is not None
     return any(path == t or path.endswith("." + t) for t in targets)
 
 
@@ -274,11 +275,14 @@ def adapted_patch_conv(arch: Architecture, setup: TrainSetup) -> tuple[str, int]
 
 
 @functools.lru_cache(maxsize=None)
-def _target_regex(pattern: str) -> re.Pattern[str]:
+def _target_regex(pattern: str) -> re.Pattern[str] | None:
     """A regex ``lora_target_modules``, compiled once per process (``targeted``, ``regex_leaf_names``,
-    ``regex_matches_nothing`` match it against every module path of the model); raises ``re.error`` as
-    ``re.compile`` does."""
-    return re.compile(pattern)
+    ``regex_matches_nothing`` match it against every module path of the model); None when it does not compile, so
+    that it matches nothing (PEFT stops the launch on it: ``facts.Lora.regex_error``, AX239)."""
+    try:
+        return re.compile(pattern)
+    except re.error:
+        return None
 
 
 _EXPERT_PROJECTIONS = frozenset({"gate_proj", "up_proj", "down_proj", "w1", "w2", "w3"})
@@ -931,9 +935,8 @@ def regex_leaf_names(arch: Architecture, pattern: str, old_names: Iterable[str])
     it converts: the last names of the module paths the regex fullmatches, and each old expert name (``old_names``)
     whose transformers 4 path, ``<experts>.<old name>``, it would fullmatch. Empty when it does not compile or matches
     nothing (PEFT then keeps the regex)."""
-    try:
-        compiled = _target_regex(pattern)
-    except re.error:
+    compiled = _target_regex(pattern)
+    if compiled is None:
         return ()
     matched = {path.rsplit(".", 1)[-1] for path in module_paths(arch) if compiled.fullmatch(path)}
     containers = {path.rsplit(".", 1)[0] for layer in range(arch.num_layers) for path, _ in expert_parameters(arch, layer)}
@@ -996,10 +999,9 @@ def _prefixes(paths: Iterable[str]) -> set[str]:
 
 
 def regex_matches_nothing(arch: Architecture, pattern: str) -> bool:
-    """A regex ``lora_target_modules`` that fullmatches no module path (one that does not compile is the schema's)."""
-    try:
-        compiled = _target_regex(pattern)
-    except re.error:
+    """A regex ``lora_target_modules`` that fullmatches no module path (one that does not compile is AX239's)."""
+    compiled = _target_regex(pattern)
+    if compiled is None:
         return False
     return not any(compiled.fullmatch(path) for path in module_paths(arch))
 

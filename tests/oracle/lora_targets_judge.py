@@ -7,7 +7,9 @@ PEFT 0.19.1's ``get_peft_model`` raised with those names as ``target_modules``, 
 ``load_lora`` patch for Gemma 4's clippable Linears is applied, as ``load_lora`` applies it. "remote code" for a
 model type transformers does not define, "build" (with a reason) where transformers cannot build the model from its
 config.json alone. {"id", "model_type", "small": <config fields>}: the same with a small model of that type on the
-CPU, trained for one step (``first_step``): what a LoRA layer meets only when it runs.
+CPU, trained for one step (``first_step``): what a LoRA layer meets only when it runs. {"id", "model_type", "small",
+"lora": <lora_target_modules / lora_target_linear>}: what PEFT raised for those settings as Axolotl hands them over
+(``written_targets``).
 
 Axolotl's ``loaders/adapter.py`` imports its telemetry module, which imports ``posthog``; the oracle venv leaves that
 package out, and the judge gives it an empty stand-in (no telemetry is sent either way).
@@ -63,9 +65,33 @@ def first_step(model_type: str, config: dict) -> dict:
     return {"error": "", "names": names}
 
 
+def written_targets(model_type: str, config: dict, lora: dict) -> dict:
+    """A small model of ``config`` given to PEFT with the LoRA settings ``lora`` (``lora_target_modules``,
+    ``lora_target_linear``) as Axolotl 0.18.0's ``_build_peft_lora_config`` turns them into a ``LoraConfig``
+    (a string beside ``lora_target_linear`` becomes one entry of the list): what ``get_peft_model`` raised, or ""."""
+    from axolotl.loaders import adapter
+    from axolotl.utils.dict import DictDefault
+    from peft import get_peft_model
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **config))
+    try:
+        cfg = DictDefault({"lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0, **lora})  # validation's defaults
+        get_peft_model(model, adapter._build_peft_lora_config(model, cfg))
+    except Exception as exc:  # the refusal is the answer
+        return {"error": _first_line(f"{type(exc).__module__}.{type(exc).__name__}: {exc}")}
+    return {"error": ""}
+
+
 def main() -> None:
-    serve(lambda item: first_step(item["model_type"], item["small"]) if "small" in item
-          else linear_targets(item["id"], item["config"]))
+    def answer(item: dict) -> dict:
+        if "lora" in item:
+            return written_targets(item["model_type"], item["small"], item["lora"])
+        if "small" in item:
+            return first_step(item["model_type"], item["small"])
+        return linear_targets(item["id"], item["config"])
+
+    serve(answer)
 
 
 if __name__ == "__main__":
