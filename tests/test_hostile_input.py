@@ -131,6 +131,16 @@ def test_a_target_string_that_is_no_regular_expression_is_one_finding(tmp_path):
     assert [(d.code, d.span.line) for d in diags if d.code == "AX239"] == [("AX239", 6)]
 
 
+def test_a_zero_integer_that_is_not_finite_is_the_schemas(tmp_path):
+    """`max_reuse_distance: .nan` in an inline DeepSpeed mapping (fuzz seed 20261128, case 575): DS119 took it for a
+    fractional value and failed truncating it; AX011 reports it."""
+    (tmp_path / "c.yml").write_text(BASE + "deepspeed:\n  zero_optimization:\n    stage: 3\n"
+                                    "    max_reuse_distance: .nan\n    reduce_bucket_size: -.inf\n")
+    diags = lint_paths([tmp_path / "c.yml"], OPTIONS).diagnostics
+    assert "AX999" not in {d.code for d in diags}
+    assert [(d.code, d.span.line) for d in diags if d.code in ("AX011", "DS119")] == [("AX011", 8), ("AX011", 9)]
+
+
 # ------------------------------------------------------------------------------------------------ output
 
 

@@ -8,6 +8,7 @@ since nothing says a launcher will fill it. tests/test_oracle_deepspeed.py runs 
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Iterator
 
 from axlint.document import KeyPath
@@ -477,7 +478,7 @@ def check_fractional_int(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         if isinstance(conf, dict):
             fields += [((block, k), conf[k]) for k in names if k in conf]
     for sub, value in fields:
-        if isinstance(value, float) and not value.is_integer():
+        if isinstance(value, float) and math.isfinite(value) and not value.is_integer():  # inf / nan: the schema's
             path = ("zero_optimization", *sub)
             fix = ds_fix(run, path, f"truncate `{'.'.join(path)}` to {int(value)}", Applicability.UNSAFE,
                          value=int(value))
