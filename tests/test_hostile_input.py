@@ -141,6 +141,15 @@ def test_a_zero_integer_that_is_not_finite_is_the_schemas(tmp_path):
     assert [(d.code, d.span.line) for d in diags if d.code in ("AX011", "DS119")] == [("AX011", 8), ("AX011", 9)]
 
 
+def test_an_rl_list_under_fsdp2_is_the_schemas(tmp_path):
+    """`rl: [a]` beside `fsdp_version: 2` (fuzz seed 20261129, case 5295): AX230 looked the list up in a set of
+    method names and failed; AX011 reports the list."""
+    (tmp_path / "c.yml").write_text(BASE + "fsdp_version: 2\nrl:\n  - a\n")
+    diags = lint_paths([tmp_path / "c.yml"], OPTIONS).diagnostics
+    assert "AX999" not in {d.code for d in diags}
+    assert ("AX011", 7) in {(d.code, d.span.line) for d in diags}
+
+
 # ------------------------------------------------------------------------------------------------ output
 
 

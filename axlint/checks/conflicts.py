@@ -96,7 +96,8 @@ def _conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
     if raw.get("model_quantization_config") == "Mxfp4Config" and fsdp.get("cpu_ram_efficient_loading") is True:
         yield (("fsdp_config", "cpu_ram_efficient_loading"),  # check_gpt_oss_fsdp_loading
                "FSDP's `cpu_ram_efficient_loading` with `model_quantization_config: Mxfp4Config`")
-    if raw.get("fsdp_version") == 2 and raw.get("rl") in PREFERENCE_RL:  # check_fsdp2_base_model_quant_rl
+    rl = raw.get("rl")
+    if raw.get("fsdp_version") == 2 and isinstance(rl, str) and rl in PREFERENCE_RL:  # check_fsdp2_base_model_quant_rl
         quantized = next((k for k in ("load_in_8bit", "load_in_4bit") if truthy(raw.get(k))), None)
         if quantized is not None:
             yield ((quantized,), f"`{quantized}` with FSDP2 and `rl: {raw['rl']}`; use DeepSpeed or "
