@@ -133,3 +133,30 @@ def test_axlint_predicts_which_target_strings_stop_the_wrap(tmp_path) -> None:
         assert bool(found) == (case["expect"] == "fail") == bool(error), (case["name"], error)
         if found:
             assert error.startswith("re.error: ") and f"`{error}`" in found[0].message, (error, found[0].message)
+
+
+def test_a_target_string_beside_lora_target_linear_is_a_name(tmp_path) -> None:
+    """MEM011's cases with a string beside `lora_target_linear: true`, on a small Llama through Axolotl's own
+    `_build_peft_lora_config`: PEFT adapts every Linear whatever the string says (an expression selects nothing,
+    as MEM011 reports; a name is one of them), so the string never narrows the targets."""
+    import yaml
+
+    from axlint.packs import load_rules
+    from tests.rule_cases import findings_for, lint_case, write_case
+
+    rules = load_rules()
+    rule = next(r for r in rules if r.code == "MEM011")
+    cases = [c for c in rule.tests if (w := yaml.safe_load(c["config"])).get("lora_target_linear")
+             and isinstance(w.get("lora_target_modules"), str)]
+    assert [c["expect"] for c in cases] == ["fail", "pass"]
+    items = [{"id": str(i), "model_type": "llama", "small": SMALL,
+              "lora": {k: yaml.safe_load(c["config"])[k] for k in ("lora_target_modules", "lora_target_linear")}}
+             for i, c in enumerate(cases)]
+    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
+    every = ["down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"]
+    for i, case in enumerate(cases):
+        assert answers[str(i)] == {"id": str(i), "error": "", "adapted": every}, answers[str(i)]
+        folder = tmp_path / f"case{i}"
+        folder.mkdir()
+        found = findings_for(write_case(folder, case), lint_case(folder, rule, rules, case), "MEM011")
+        assert bool(found) == (case["expect"] == "fail"), case["name"]

@@ -8,8 +8,8 @@ PEFT 0.19.1's ``get_peft_model`` raised with those names as ``target_modules``, 
 model type transformers does not define, "build" (with a reason) where transformers cannot build the model from its
 config.json alone. {"id", "model_type", "small": <config fields>}: the same with a small model of that type on the
 CPU, trained for one step (``first_step``): what a LoRA layer meets only when it runs. {"id", "model_type", "small",
-"lora": <lora_target_modules / lora_target_linear>}: what PEFT raised for those settings as Axolotl hands them over
-(``written_targets``).
+"lora": <lora_target_modules / lora_target_linear>}: what PEFT raised for those settings as Axolotl hands them over,
+and which modules got an adapter (``written_targets``).
 
 Axolotl's ``loaders/adapter.py`` imports its telemetry module, which imports ``posthog``; the oracle venv leaves that
 package out, and the judge gives it an empty stand-in (no telemetry is sent either way).
@@ -68,7 +68,8 @@ def first_step(model_type: str, config: dict) -> dict:
 def written_targets(model_type: str, config: dict, lora: dict) -> dict:
     """A small model of ``config`` given to PEFT with the LoRA settings ``lora`` (``lora_target_modules``,
     ``lora_target_linear``) as Axolotl 0.18.0's ``_build_peft_lora_config`` turns them into a ``LoraConfig``
-    (a string beside ``lora_target_linear`` becomes one entry of the list): what ``get_peft_model`` raised, or ""."""
+    (a string beside ``lora_target_linear`` becomes one entry of the list): what ``get_peft_model`` raised, or "",
+    and the last names of the modules that got an adapter."""
     from axolotl.loaders import adapter
     from axolotl.utils.dict import DictDefault
     from peft import get_peft_model
@@ -77,10 +78,11 @@ def written_targets(model_type: str, config: dict, lora: dict) -> dict:
     model = AutoModelForCausalLM.from_config(AutoConfig.for_model(model_type, **config))
     try:
         cfg = DictDefault({"lora_r": 4, "lora_alpha": 8, "lora_dropout": 0.0, **lora})  # validation's defaults
-        get_peft_model(model, adapter._build_peft_lora_config(model, cfg))
+        wrapped = get_peft_model(model, adapter._build_peft_lora_config(model, cfg))
     except Exception as exc:  # the refusal is the answer
-        return {"error": _first_line(f"{type(exc).__module__}.{type(exc).__name__}: {exc}")}
-    return {"error": ""}
+        return {"error": _first_line(f"{type(exc).__module__}.{type(exc).__name__}: {exc}"), "adapted": []}
+    adapted = sorted({name.rsplit(".", 1)[-1] for name, module in wrapped.named_modules() if hasattr(module, "lora_A")})
+    return {"error": "", "adapted": adapted}
 
 
 def main() -> None:
