@@ -172,18 +172,20 @@ class Lora:
     alpha: int = 8
     dropout: float = 0.0
     target_modules: tuple[str, ...] | str = ()
+    """The names PEFT matches (equal, or a `.`-suffix of a module path), or one regular expression (a string) that
+    must match a whole path. Beside ``target_linear`` a written string is one name: Axolotl 0.18.0's
+    ``_build_peft_lora_config`` (loaders/adapter.py) joins it, as a list entry, to every Linear's name."""
     target_linear: bool = False
     modules_to_save: tuple[str, ...] = ()
     target_parameters: tuple[str, ...] = ()  # lora_target_parameters: PEFT target_parameters (3-D expert weights)
 
     @property
     def regex_error(self) -> str | None:
-        """Why ``re`` cannot compile a string ``target_modules`` that PEFT reads as a regular expression; None for a
-        list, for an expression that compiles, and under ``target_linear``, where Axolotl 0.18.0's
-        ``_build_peft_lora_config`` (loaders/adapter.py) makes the string one list entry that PEFT matches as a name.
-        PEFT 0.19.1 ``check_target_module_exists`` (tuners/tuners_utils.py) ``re.fullmatch``es the expression
-        against every module path and so raises ``re.error`` while it wraps the model."""
-        if not isinstance(self.target_modules, str) or self.target_linear:
+        """Why ``re`` cannot compile a string ``target_modules`` that PEFT reads as a regular expression; None for
+        names (a list, or a string beside ``target_linear``) and for an expression that compiles. PEFT 0.19.1
+        ``check_target_module_exists`` (tuners/tuners_utils.py) ``re.fullmatch``es the expression against every
+        module path and so raises ``re.error`` while it wraps the model."""
+        if not isinstance(self.target_modules, str):
             return None
         try:
             re.compile(self.target_modules)
@@ -728,7 +730,8 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
         linearized_experts=_flag(raw, "llama4_linearized_experts"),
         lora=Lora(r=lax_int(raw.get("lora_r")) or 8, alpha=lax_int(raw.get("lora_alpha")) or 8,
                   dropout=lax_float(raw.get("lora_dropout")) or 0.0,
-                  target_modules=targets if isinstance(targets, str) else _strings(targets),
+                  target_modules=targets if isinstance(targets, str) and not _flag(raw, "lora_target_linear")
+                  else _strings(targets),  # beside lora_target_linear Axolotl hands PEFT a string as one name
                   target_linear=_flag(raw, "lora_target_linear"),
                   modules_to_save=_strings(raw.get("lora_modules_to_save")),
                   target_parameters=_strings(raw.get("lora_target_parameters"))),

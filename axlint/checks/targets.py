@@ -35,15 +35,14 @@ def model_names_known(run: TrainingRun) -> bool:
 @register_check("mem_targets_match_nothing", args=("key", "entry", "model", "known", "effect"))
 def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Each `lora_target_modules` name that matches no module of the model (PEFT's list matching: equal, or a
-    `.`-suffix of a module path), a regular expression that matches no module path, one that Axolotl hands PEFT
-    as a name beside `lora_target_linear` (0.18.0 ``_build_peft_lora_config``), and each `unfrozen_parameters` pattern that matches no parameter name (Axolotl's
+    `.`-suffix of a module path; a string beside `lora_target_linear` is one, ``facts.Lora.target_modules``), a
+    regular expression that matches no module path, and each `unfrozen_parameters` pattern that matches no parameter name (Axolotl's
     `LayerNamePattern`; only for model types whose parameter names axlint writes out exactly). Nothing is checked
     when the run trusts remote code and config.json maps the model to the repository's own modelling code: that
     code, not transformers', names the modules (the Axolotl examples for LnL-AI/dbrx-base-converted-v2 target
     q_proj / k_proj / v_proj, where transformers' DBRX has one Wqkv), unless the family's row was read from that
     code (``Family.remote_code``)."""
     from axlint.memory.params import (
-        linear_names,
         names_checked,
         regex_matches_nothing,
         unmatched_lora_targets,
@@ -63,6 +62,10 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         everything = len(missing) == len(targets) and not facts.lora.target_linear
         effect = ("no target is left: PEFT stops the launch with \"Target modules ... not found in the base model\""
                   if everything else "PEFT adapts the other targets and ignores this one without a word")
+        if isinstance(run.raw.get("lora_target_modules"), str):  # a string beside lora_target_linear: one name
+            effect = ("beside `lora_target_linear: true` Axolotl hands PEFT the string as one more module name, not "
+                      "as a regular expression, so it selects nothing and every Linear layer gets an adapter; to "
+                      "adapt only what the expression matches, set `lora_target_linear: false`")
         for entry in missing:
             hit = _where(run, "lora_target_modules", entry)
             hit.args = {"key": "lora_target_modules", "entry": entry, "model": model, "effect": effect,
@@ -79,15 +82,6 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                     "effect": "a string is a regular expression that PEFT matches against every full module path, and "
                               "no path matches it: PEFT stops the launch with \"Target modules ... not found in the "
                               "base model\""}
-        yield hit
-    if (facts.adapter.value in ("lora", "qlora") and isinstance(targets, str) and facts.lora.target_linear
-            and unmatched_lora_targets(arch, (targets,))):
-        hit = _where(run, "lora_target_modules", targets)
-        hit.args = {"key": "lora_target_modules", "entry": targets, "model": model,
-                    "known": ", ".join(linear_names(arch)),
-                    "effect": "beside `lora_target_linear: true` Axolotl hands PEFT the string as one more module "
-                              "name, not as a regular expression, so it selects nothing and every Linear layer gets "
-                              "an adapter; to adapt only what the expression matches, set `lora_target_linear: false`"}
         yield hit
     saved = facts.lora.modules_to_save
     if facts.adapter.value in ("lora", "qlora") and saved and names_known:

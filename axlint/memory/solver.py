@@ -41,7 +41,7 @@ from axlint.memory.estimate import MemoryEstimate, estimate_setup
 from axlint.memory.knobs import Change, Knob, Saver, Step
 from axlint.memory.liger_models import cce_supports, liger_supports
 from axlint.memory.loading import load_remedy
-from axlint.memory.params import linear_names
+from axlint.memory.params import linear_names, unmatched_lora_targets
 from axlint.memory.setup import TrainSetup, read_setup
 
 STOCK_ZERO3 = "deepspeed_configs/zero3_bf16.json"
@@ -135,18 +135,18 @@ def _expert_options(s: TrainSetup, arch: Architecture, lora: Lora) -> list[_Opti
     5 quantizes nn.Linear modules only). Axolotl refuses it beside ``lora_target_linear`` (0.18.0
     utils/schemas/config.py ``check_quantize_moe_experts``), so where the config (``lora``, as written) sets that,
     the option also writes out what ``lora_target_linear`` adds, every Linear's name (``params.linear_names``),
-    into ``lora_target_modules`` and turns ``lora_target_linear`` off: the same modules get adapters. Not offered
-    beside a ``lora_target_modules`` regular expression, which a list cannot be joined to. Its cost in step time is
-    not modelled (1.0)."""
+    into ``lora_target_modules`` and turns ``lora_target_linear`` off: the same modules get adapters. A written
+    name that matches no module (a string Axolotl hands PEFT as a name beside ``lora_target_linear``, which PEFT
+    compares literally: MEM011) is left out of that list, since no module has it. Its cost in step time is not
+    modelled (1.0)."""
     if not s.quantization or not arch.expert_params or s.quantize_experts:
         return [_KEEP]
     if not lora.target_linear:
         return [_KEEP, _Option({"quantize_experts": True}, {"quantize_moe_experts": True},
                                step=Step(Change.QUANTIZE_EXPERTS))]
-    if isinstance(lora.target_modules, str) or isinstance(s.lora_target_modules, str):
-        return [_KEEP]
-    listed = tuple(sorted({*lora.target_modules, *linear_names(arch)}))
-    modules = tuple(sorted({*s.lora_target_modules, *linear_names(arch)}))
+    dead = set(unmatched_lora_targets(arch, lora.target_modules))
+    listed = tuple(sorted({*(t for t in lora.target_modules if t not in dead), *linear_names(arch)}))
+    modules = tuple(sorted({*(t for t in s.lora_target_modules if t not in dead), *linear_names(arch)}))
     return [_KEEP, _Option({"quantize_experts": True, "lora_target_linear": False, "lora_target_modules": modules},
                            {"quantize_moe_experts": True, "lora_target_linear": False,
                             "lora_target_modules": list(listed)},
