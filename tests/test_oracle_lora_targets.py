@@ -160,3 +160,30 @@ def test_a_target_string_beside_lora_target_linear_is_a_name(tmp_path) -> None:
         folder.mkdir()
         found = findings_for(write_case(folder, case), lint_case(folder, rule, rules, case), "MEM011")
         assert bool(found) == (case["expect"] == "fail"), case["name"]
+
+
+def test_a_lora_without_targets_stops_the_wrap(tmp_path) -> None:
+    """AX239's cases of a LoRA with no target and no adapter to load, on a small Llama through Axolotl's own
+    `_build_peft_lora_config`: PEFT finds nothing to adapt and raises the error AX239 prints."""
+    import yaml
+
+    from axlint.packs import load_rules
+    from tests.rule_cases import findings_for, lint_case, write_case
+
+    rules = load_rules()
+    rule = next(r for r in rules if r.code == "AX239")
+    keys = ("lora_target_modules", "lora_target_linear", "lora_target_parameters", "lora_model_dir")
+    cases = [c for c in rule.tests if not any((w := yaml.safe_load(c["config"])).get(k) for k in keys)
+             and w.get("adapter")]
+    assert len(cases) == 2 and all(c["expect"] == "fail" for c in cases)
+    items = [{"id": str(i), "model_type": "llama", "small": SMALL,
+              "lora": {k: v for k, v in yaml.safe_load(c["config"]).items() if k in keys}} for i, c in enumerate(cases)]
+    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
+    for i, case in enumerate(cases):
+        error = answers[str(i)]["error"]
+        assert error.startswith("builtins.ValueError: No `target_modules` passed"), error
+        folder = tmp_path / f"case{i}"
+        folder.mkdir()
+        found = findings_for(write_case(folder, case), lint_case(folder, rule, rules, case), "AX239")
+        assert len(found) == 1 and error.removeprefix("builtins.").startswith(
+            found[0].message.split("with `", 1)[1].split("`. ", 1)[0]), (error, found[0].message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator
 
+from axlint.lax import truthy
 from axlint.rule import Hit, Rule, register_check
 from axlint.run import TrainingRun
 
@@ -197,7 +198,8 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     `lora_target_linear` on a model without an ``nn.Linear`` when nothing else is targeted. On the entry, or on
     `lora_target_linear` for the names it brought. Not judged where the repository's own code builds the model.
     Before all of these, whatever the model: a `lora_target_modules` string that is not a regular expression
-    (``facts.Lora.regex_error``), on its value."""
+    (``facts.Lora.regex_error``), on its value; and a LoRA with no target at all and no `lora_model_dir` to load one
+    from (Axolotl 0.18.0 ``_build_peft_lora_config`` passes `lora_target_modules or []`), on `adapter`."""
     from axlint.memory.params import linear_names, linear_path_named, linears_inside, refused_lora_targets
 
     arch, facts = run.arch, run.facts
@@ -209,6 +211,18 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                              "launch while it wraps the model",
                     "error": f"re.error: {error}",
                     "advice": "Fix the expression, or write the targets as a list of module names"}
+        yield hit
+        return
+    lora = facts.lora
+    if (facts.adapter.value in ("lora", "qlora") and not lora.target_modules and not lora.target_linear
+            and not lora.target_parameters and not truthy(run.raw.get("lora_model_dir"))):
+        hit = Hit(run.axolotl, run.axolotl.span(("adapter",), "value"), {})
+        hit.args = {"problem": f"`adapter: {facts.adapter.value}` with no target: none of `lora_target_modules`, "
+                               "`lora_target_linear` or `lora_target_parameters` is set, and Axolotl hands PEFT an "
+                               "empty list, so PEFT's per-model defaults do not apply",
+                    "stage": _WRAPPING, "error": _NO_TARGETS,
+                    "advice": "Set `lora_target_linear: true` to adapt every Linear layer, or list the layers in "
+                              "`lora_target_modules` (e.g. `[q_proj, k_proj, v_proj, o_proj]`)"}
         yield hit
         return
     if not model_names_known(run) or facts.adapter.value not in ("lora", "qlora"):
