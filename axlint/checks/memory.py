@@ -305,9 +305,10 @@ def zero_stage_too_weak(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         return
     facts, fix_ = found
     sh = facts.estimate.setup.sharding
-    now = f"ZeRO stage {sh.stage}" + (" with optimizer offload" if sh.offload_optimizer else "") \
-        if sh.kind is ShardingKind.DEEPSPEED else f"plain data parallelism over {sh.world} GPUs" if sh.world > 1 \
-        else "one GPU without ZeRO or FSDP"
+    if sh.kind is ShardingKind.DEEPSPEED:
+        now = f"ZeRO stage {sh.stage}" + (" with optimizer offload" if sh.offload_optimizer else "")
+    else:
+        now = f"plain data parallelism over {sh.world} GPUs" if sh.world > 1 else "one GPU without ZeRO or FSDP"
     args = {"now": now, "peak": gib(facts.estimate.required), **gpu_args(facts),
             "change": description(fix_), "new_peak": f"{fix_.peak_gib:.1f} GiB",
             "speed": throughput_text(fix_.relative_throughput)}

@@ -37,8 +37,9 @@ def model_names_known(run: TrainingRun) -> bool:
 def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Each `lora_target_modules` name that matches no module of the model (PEFT's list matching: equal, or a
     `.`-suffix of a module path; a string beside `lora_target_linear` is one, ``facts.Lora.target_modules``), a
-    regular expression that matches no module path, and each `unfrozen_parameters` pattern that matches no parameter name (Axolotl's
-    `LayerNamePattern`; only for model types whose parameter names axlint writes out exactly). Nothing is checked
+    regular expression that matches no module path, each `lora_modules_to_save` name no path ends with, and each
+    `unfrozen_parameters` pattern that matches no parameter name (Axolotl's `LayerNamePattern`; only for model types
+    whose parameter names axlint writes out exactly). Nothing is checked
     when the run trusts remote code and config.json maps the model to the repository's own modelling code: that
     code, not transformers', names the modules (the Axolotl examples for LnL-AI/dbrx-base-converted-v2 target
     q_proj / k_proj / v_proj, where transformers' DBRX has one Wqkv), unless the family's row was read from that
