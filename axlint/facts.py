@@ -178,6 +178,11 @@ class Lora:
     target_linear: bool = False
     modules_to_save: tuple[str, ...] = ()
     target_parameters: tuple[str, ...] = ()  # lora_target_parameters: PEFT target_parameters (3-D expert weights)
+    layers_to_transform: tuple[int, ...] = ()
+    """``peft_layers_to_transform``: PEFT adapts a targeted module only when its path's layer index is one of these
+    (none: every layer)."""
+    layers_pattern: tuple[str, ...] = ()
+    """``peft_layers_pattern``: the names after which PEFT reads that index (none: the last ``.<name>.<digits>.``)."""
 
     @property
     def regex_error(self) -> str | None:
@@ -734,7 +739,11 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
                   else _strings(targets),  # beside lora_target_linear Axolotl hands PEFT a string as one name
                   target_linear=_flag(raw, "lora_target_linear"),
                   modules_to_save=_strings(raw.get("lora_modules_to_save")),
-                  target_parameters=_strings(raw.get("lora_target_parameters"))),
+                  target_parameters=_strings(raw.get("lora_target_parameters")),
+                  layers_to_transform=tuple(int(i) for i in raw.get("peft_layers_to_transform") or ()
+                                            if is_int(i)) if isinstance(raw.get("peft_layers_to_transform"), list)
+                  else (),
+                  layers_pattern=_strings(raw.get("peft_layers_pattern"))),
         unfrozen_parameters=_strings(raw.get("unfrozen_parameters")),
         optimizer=Fact(optimizer, ("optimizer",), Origin.WRITTEN) if isinstance(optimizer, str) and optimizer
         else Fact("adamw_torch_fused"),

@@ -187,3 +187,25 @@ def test_a_lora_without_targets_stops_the_wrap(tmp_path) -> None:
         found = findings_for(write_case(folder, case), lint_case(folder, rule, rules, case), "AX239")
         assert len(found) == 1 and error.removeprefix("builtins.").startswith(
             found[0].message.split("with `", 1)[1].split("`. ", 1)[0]), (error, found[0].message)
+
+
+def test_axlint_reads_the_layer_indexes_peft_reads(tmp_path) -> None:
+    """`peft_layers_to_transform` on a small Llama through Axolotl's own `_build_peft_lora_config`: PEFT adapts the
+    listed layers that exist, ignores an index past the last layer, and stops the wrap when none exists; axlint's
+    reading of the indexes off the module paths (`params.peft_layer_indexes`) says the same."""
+    from axlint.memory.params import peft_layer_indexes
+
+    arch = Architecture.from_config("test/model", "model-config", {**SMALL, "model_type": "llama"})
+    present = peft_layer_indexes(arch)
+    asks = {"last": [1], "past": [1, 5], "none": [5, 6]}
+    items = [{"id": name, "model_type": "llama", "small": SMALL,
+              "lora": {"lora_target_modules": ["q_proj"], "peft_layers_to_transform": indexes}}
+             for name, indexes in asks.items()]
+    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
+    assert present == {0, 1}
+    for name, indexes in asks.items():
+        kept = [i for i in indexes if i in present]
+        if kept:
+            assert answers[name] == {"id": name, "error": "", "adapted": ["q_proj"]}, answers[name]
+        else:
+            assert answers[name]["error"].startswith("builtins.ValueError: Target modules"), answers[name]

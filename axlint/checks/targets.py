@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from axlint.memory.peft_targets import PeftTargets
 
 
-def _where(run: TrainingRun, key: str, entry: str) -> Hit:
+def _where(run: TrainingRun, key: str, entry: str | int) -> Hit:
     """A hit on the list item that holds `entry` (on the key's value when it is a single string)."""
     doc = run.axolotl
     assert doc is not None
@@ -37,7 +37,8 @@ def model_names_known(run: TrainingRun) -> bool:
 def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """Each `lora_target_modules` name that matches no module of the model (PEFT's list matching: equal, or a
     `.`-suffix of a module path; a string beside `lora_target_linear` is one, ``facts.Lora.target_modules``), a
-    regular expression that matches no module path, each `lora_modules_to_save` name no path ends with, and each
+    regular expression that matches no module path, each `peft_layers_to_transform` index no module path has (PEFT's
+    reading, ``params.peft_layer_indexes``), each `lora_modules_to_save` name no path ends with, and each
     `unfrozen_parameters` pattern that matches no parameter name (Axolotl's `LayerNamePattern`; only for model types
     whose parameter names axlint writes out exactly). Nothing is checked
     when the run trusts remote code and config.json maps the model to the repository's own modelling code: that
@@ -46,6 +47,7 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     code (``Family.remote_code``)."""
     from axlint.memory.params import (
         names_checked,
+        peft_layer_indexes,
         regex_matches_nothing,
         unmatched_lora_targets,
         unmatched_modules_to_save,
@@ -85,6 +87,18 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                               "no path matches it: PEFT stops the launch with \"Target modules ... not found in the "
                               "base model\""}
         yield hit
+    indexes = facts.lora.layers_to_transform
+    present = peft_layer_indexes(arch, facts.lora.layers_pattern) if indexes and names_known else None
+    if facts.adapter.value in ("lora", "qlora") and present:
+        missing = [i for i in indexes if i not in present]
+        effect = ("no layer is left: PEFT stops the launch with \"Target modules ... not found in the base model\""
+                  if len(missing) == len(indexes)
+                  else "PEFT adapts the listed layers that exist and ignores this index without a word")
+        for entry in missing:
+            hit = _where(run, "peft_layers_to_transform", entry)
+            hit.args = {"key": "peft_layers_to_transform", "entry": entry, "model": model, "effect": effect,
+                        "known": f"indexes {min(present)} to {max(present)}"}
+            yield hit
     saved = facts.lora.modules_to_save
     if facts.adapter.value in ("lora", "qlora") and saved and names_known:
         for entry in unmatched_modules_to_save(arch, saved):

@@ -930,6 +930,28 @@ def module_paths(arch: Architecture) -> tuple[str, ...]:
     return cached
 
 
+def peft_layer_indexes(arch: Architecture, patterns: tuple[str, ...] = ()) -> frozenset[int] | None:
+    """The layer indexes PEFT 0.19.1's ``check_target_module_exists`` (tuners/tuners_utils.py) reads off the
+    model's module paths for ``layers_to_transform``: the digits after the last ``.<name>.`` that a dot follows
+    (``.*\\.[^.]*\\.(\\d+)\\.``), or, with ``layers_pattern``, after the first of its names that matches. A
+    ``layers_to_transform`` entry outside them adapts nothing. None when a pattern is no regular expression. Once
+    per architecture and patterns."""
+    memo = arch.memos.setdefault("peft_layer_indexes", {})
+    if patterns not in memo:
+        try:
+            regexes = [re.compile(rf".*\.{p}\.(\d+)\.") for p in patterns] or [re.compile(r".*\.[^.]*\.(\d+)\.")]
+        except re.error:
+            memo[patterns] = None
+            return None
+        found = set()
+        for path in module_paths(arch):
+            match = next((m for r in regexes if (m := r.match(path)) is not None), None)
+            if match is not None:
+                found.add(int(match.group(1)))
+        memo[patterns] = frozenset(found)
+    return memo[patterns]
+
+
 def regex_leaf_names(arch: Architecture, pattern: str, old_names: Iterable[str]) -> tuple[str, ...]:
     """PEFT 0.20 (Axolotl 0.19.0's pin) ``_resolve_string_target_modules`` for a regex ``target_modules`` on a model
     it converts: the last names of the module paths the regex fullmatches, and each old expert name (``old_names``)
