@@ -209,3 +209,31 @@ def test_axlint_reads_the_layer_indexes_peft_reads(tmp_path) -> None:
             assert answers[name] == {"id": name, "error": "", "adapted": ["q_proj"]}, answers[name]
         else:
             assert answers[name]["error"].startswith("builtins.ValueError: Target modules"), answers[name]
+
+
+def test_axlint_predicts_when_the_modules_to_save_leave_nothing_to_adapt(tmp_path) -> None:
+    """AX239's cases with `lora_modules_to_save` (written for a Llama), on a small Llama through Axolotl's own
+    `_build_peft_lora_config`: PEFT stops the wrap exactly where AX239 fires, with the error AX239 prints."""
+    import yaml
+
+    from axlint.packs import load_rules
+    from tests.rule_cases import findings_for, lint_case, write_case
+
+    rules = load_rules()
+    rule = next(r for r in rules if r.code == "AX239")
+    keys = ("lora_target_modules", "lora_target_linear", "lora_modules_to_save")
+    cases = [c for c in rule.tests if "lora_modules_to_save" in (w := yaml.safe_load(c["config"]))
+             and "Llama" in w["base_model"]]
+    assert sorted(c["expect"] for c in cases) == ["fail", "fail", "pass", "pass"]
+    items = [{"id": str(i), "model_type": "llama", "small": SMALL,
+              "lora": {k: v for k, v in yaml.safe_load(c["config"]).items() if k in keys}} for i, c in enumerate(cases)]
+    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
+    for i, case in enumerate(cases):
+        error = answers[str(i)]["error"]
+        folder = tmp_path / f"case{i}"
+        folder.mkdir()
+        found = findings_for(write_case(folder, case), lint_case(folder, rule, rules, case), "AX239")
+        assert bool(found) == bool(error) == (case["expect"] == "fail"), (case["name"], error)
+        if found:
+            assert error.startswith("builtins.ValueError: No modules were targeted for adaptation"), error
+            assert "`ValueError: No modules were targeted for adaptation`" in found[0].message

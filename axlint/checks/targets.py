@@ -198,6 +198,7 @@ _ADVICE = {
 """What to write instead, where it does not depend on the module."""
 _NOT_SUPPORTED = "ValueError: Target module ... is not supported"
 _NO_TARGETS = "ValueError: No `target_modules` passed but also no `target_parameters` found"
+_NONE_LEFT = "ValueError: No modules were targeted for adaptation"
 
 
 _WRAPPING = "PEFT stops the launch while it wraps the model"
@@ -214,8 +215,15 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     `lora_target_linear` for the names it brought. Not judged where the repository's own code builds the model.
     Before all of these, whatever the model: a `lora_target_modules` string that is not a regular expression
     (``facts.Lora.regex_error``), on its value; and a LoRA with no target at all and no `lora_model_dir` to load one
-    from (Axolotl 0.18.0 ``_build_peft_lora_config`` passes `lora_target_modules or []`), on `adapter`."""
-    from axlint.memory.params import linear_names, linear_path_named, linears_inside, refused_lora_targets
+    from (Axolotl 0.18.0 ``_build_peft_lora_config`` passes `lora_target_modules or []`), on `adapter`. After them,
+    `lora_modules_to_save` that holds every module the targets reach (``params.saved_over_targets``), on that key."""
+    from axlint.memory.params import (
+        linear_names,
+        linear_path_named,
+        linears_inside,
+        refused_lora_targets,
+        saved_over_targets,
+    )
 
     arch, facts = run.arch, run.facts
     if facts.adapter.value in ("lora", "qlora") and (error := facts.lora.regex_error) is not None:
@@ -284,6 +292,17 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                     "advice": "List the layers in `lora_target_modules` (e.g. `"
                               f"{', '.join(arch.layout.attention_names + arch.layout.mlp_names[:1])}`) and set "
                               "`lora_target_linear: false`"}
+        yield hit
+        return
+    saved = facts.lora.modules_to_save
+    if saved and not facts.lora.target_parameters and saved_over_targets(arch, facts.lora.target_modules,
+                                                                          facts.lora.target_linear, saved):
+        hit = Hit(run.axolotl, run.axolotl.span(("lora_modules_to_save",), "value"), {})
+        hit.args = {"problem": f"`lora_modules_to_save` ({', '.join(saved)}) holds every module the LoRA targets "
+                               "reach, and PEFT copies a module it saves whole instead of adapting it",
+                    "stage": _WRAPPING, "error": _NONE_LEFT,
+                    "advice": "Keep the modules to train whole (embed_tokens, lm_head) out of the LoRA targets, or "
+                              "the targets out of `lora_modules_to_save`"}
         yield hit
 
 

@@ -537,6 +537,25 @@ def unmatched_modules_to_save(arch: Architecture, entries: tuple[str, ...]) -> l
     return [e for e in entries if not any(p.endswith(e) for p in paths)]
 
 
+def saved_over_targets(arch: Architecture, targets: tuple[str, ...] | str, target_linear: bool,
+                       saved: tuple[str, ...]) -> bool:
+    """Whether ``lora_modules_to_save`` takes every module the LoRA targets reach out of PEFT's hands: PEFT 0.19.1
+    (``check_target_module_exists``) skips a module whose path ``re.match``es ``(^|.*\\.)<name>($|\\..*)`` for a
+    name to save (it copies that module whole instead), so when the targets reach at least one module and every
+    one is skipped, the wrap finds nothing to adapt. The targets are matched as PEFT matches them: a regex string
+    fullmatches a module path, a name equals it or ends it after a dot; ``target_linear`` adds every Linear's name
+    (``linear_names``)."""
+    names = (*((targets,) if isinstance(targets, str) else targets), *(linear_names(arch) if target_linear else ()))
+    regex = _target_regex(targets) if isinstance(targets, str) else None
+    reached = [p for p in module_paths(arch)
+               if (regex is not None and regex.fullmatch(p)) or any(p == t or p.endswith("." + t) for t in names)]
+    try:
+        skips = [re.compile(rf"(^|.*\.){name}($|\..*)") for name in saved]
+    except re.error:
+        return False
+    return bool(reached) and all(any(skip.match(p) for skip in skips) for p in reached)
+
+
 def named_parameters(arch: Architecture) -> tuple[tuple[str, int], ...]:
     """(HF parameter name, numel) for the decoder, in the family's module paths (``families.Family``): what
     ``unfrozen_parameters`` regexes are matched against. The MLP's routed experts are listed as Linears, which
