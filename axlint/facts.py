@@ -416,6 +416,14 @@ def _flag(raw: Mapping[str, Any], key: str) -> bool:
     return bool(lax_bool(raw.get(key)))
 
 
+def _layer_indexes(value: Any) -> tuple[int, ...]:
+    """``peft_layers_to_transform`` as pydantic's ``list[int]`` reads it in lax mode: ints, bools (``true`` is 1)
+    and whole floats; a fractional float is refused there (AX011) and left out here."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(int(v) for v in value if isinstance(v, int) or (isinstance(v, float) and v.is_integer()))
+
+
 def _strings(value: Any) -> tuple[str, ...]:
     if isinstance(value, str):
         return (value,)
@@ -740,9 +748,7 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
                   target_linear=_flag(raw, "lora_target_linear"),
                   modules_to_save=_strings(raw.get("lora_modules_to_save")),
                   target_parameters=_strings(raw.get("lora_target_parameters")),
-                  layers_to_transform=tuple(int(i) for i in raw.get("peft_layers_to_transform") or ()
-                                            if is_int(i)) if isinstance(raw.get("peft_layers_to_transform"), list)
-                  else (),
+                  layers_to_transform=_layer_indexes(raw.get("peft_layers_to_transform")),
                   layers_pattern=_strings(raw.get("peft_layers_pattern"))),
         unfrozen_parameters=_strings(raw.get("unfrozen_parameters")),
         optimizer=Fact(optimizer, ("optimizer",), Origin.WRITTEN) if isinstance(optimizer, str) and optimizer

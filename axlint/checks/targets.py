@@ -295,8 +295,8 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield hit
         return
     saved = facts.lora.modules_to_save
-    if saved and not facts.lora.target_parameters and saved_over_targets(arch, facts.lora.target_modules,
-                                                                          facts.lora.target_linear, saved):
+    if (isinstance(run.raw.get("lora_modules_to_save"), list) and saved and not facts.lora.target_parameters
+            and saved_over_targets(arch, facts.lora.target_modules, facts.lora.target_linear, saved)):
         hit = Hit(run.axolotl, run.axolotl.span(("lora_modules_to_save",), "value"), {})
         hit.args = {"problem": f"`lora_modules_to_save` ({', '.join(saved)}) holds every module the LoRA targets "
                                "reach, and PEFT copies a module it saves whole instead of adapting it",
