@@ -60,6 +60,9 @@ CASES: list[tuple[str, str, int | None, dict[str, Any]]] = [
     # peaks at the backward of the tied embedding (lm_head's gradient, the embedding's and their sum)
     ("llama-3.2-1b full ckpt", LLAMA, None, {"gradient_checkpointing": True}),
     ("llama-3.2-1b lora", LLAMA, None, LORA),
+    # peft_layers_to_transform: PEFT adapts two of the 16 layers (dropout on, so each adapter keeps its own input)
+    ("llama-3.2-1b lora layers 0 and 15", LLAMA, None, {**LORA, "lora_dropout": 0.05,
+                                                         "peft_layers_to_transform": [0, 15]}),
     # 8192 tokens: the stored MoE activations then set the peak (at 2048 the end-of-backward gradients do)
     ("qwen3-30b-a3b[4 layers] full s8192", MOE, 4, {"sequence_len": 8192}),
     ("qwen3-30b-a3b[4 layers] lora", MOE, 4, ATTENTION_LORA),
@@ -126,6 +129,17 @@ def compare(case: str) -> tuple[float, float, str]:
 def test_analytic_peak_within_ten_percent_of_simulated(case: str) -> None:
     simulated, analytic, _ = compare(case)
     assert abs(analytic - simulated) / simulated <= TOLERANCE, case
+
+
+def test_peft_layers_to_transform_adapts_the_listed_layers_only() -> None:
+    """`peft_layers_to_transform: [0, 15]` on Llama 3.2 1B: PEFT (the simulation's wrap) adapts two of the 16 layers,
+    and the estimate counts the same adapters: an eighth of those on every layer."""
+    arch = architecture(LLAMA, None)
+    every = facts(config(LLAMA, LORA), None, arch, H100)
+    two = facts(config(LLAMA, {**LORA, "peft_layers_to_transform": [0, 15]}), None, arch, H100)
+    result = simulate(two, arch, H100)
+    assert result.trainable_parameters == estimate_memory(two, arch, H100).trainable_params
+    assert 8 * estimate_memory(two, arch, H100).trainable_params == estimate_memory(every, arch, H100).trainable_params
 
 
 def test_a_layernorm_qlora_s_gated_mlp_is_fp32() -> None:

@@ -219,11 +219,13 @@ def kind_modules(arch: Architecture, kind: int) -> tuple[tuple[str, Linear], ...
 def layer_groups(arch: Architecture, setup: TrainSetup) -> tuple[tuple[int, ...], ...]:
     """Layers of one kind (``Architecture.layer_kinds``) with the same adapters under ``setup``, the groups in the
     order of their first layer: the layers of each kind when the module targets are a list of names (matched in one
-    layer of each kind: ``lora_targets``) and no entry names a layer (a name without an index matches the same
-    modules or parameters after each layer's index); else grouped by their adapters, once per architecture and
-    targets (a regex ``lora_target_modules`` or an entry with an index may single out layers)."""
+    layer of each kind: ``lora_targets``), no entry names a layer (a name without an index matches the same
+    modules or parameters after each layer's index) and ``peft_layers_to_transform`` is not set; else grouped by
+    their adapters, once per architecture and targets (a regex ``lora_target_modules``, an entry with an index or
+    the listed layers may single out layers)."""
     targets = setup.lora_target_modules
-    if not isinstance(targets, str) and not any(map(_has_index, (*targets, *setup.lora_target_parameters))):
+    if (not isinstance(targets, str) and not any(map(_has_index, (*targets, *setup.lora_target_parameters)))
+            and setup.lora_layers is None):
         return arch.kind_layers
     memo = arch.memos.setdefault("layer_groups", {})
     key = (_targets_key(setup), setup.lora_target_parameters, bool(setup.adapter))
@@ -440,18 +442,23 @@ def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linea
     if key not in memo:
         targets = setup.lora_target_modules
         if isinstance(targets, str) or any(_has_index(t) for t in targets):
-            memo[key] = {layer: tuple(lin for name, lin in layer_modules(arch, layer) if targeted(name, lin, setup))
-                         for layer in range(arch.num_layers)}
+            found = {layer: tuple(lin for name, lin in layer_modules(arch, layer) if targeted(name, lin, setup))
+                     for layer in range(arch.num_layers)}
         else:
             by_kind = [tuple(lin for name, lin in layer_modules(arch, layers[0]) if targeted(name, lin, setup))
                        for layers in arch.kind_layers]
-            memo[key] = {layer: by_kind[kind] for layer, kind in enumerate(arch.layer_kinds)}
+            found = {layer: by_kind[kind] for layer, kind in enumerate(arch.layer_kinds)}
+        if setup.lora_layers is not None:  # peft_layers_to_transform: the listed layers only
+            found = {layer: lins if in_lora_layers(f"{_layer_prefix(arch, layer)}.m", setup) else ()
+                     for layer, lins in found.items()}
+        memo[key] = found
     return memo[key]
 
 
 def _targets_key(setup: TrainSetup) -> tuple:
-    """What ``targeted`` reads of a setup: the module targets, ``lora_target_linear``, ``expert_modules``."""
-    return setup.lora_target_modules, setup.lora_target_linear, setup.expert_modules
+    """What ``targeted`` reads of a setup: the module targets, ``lora_target_linear``, ``expert_modules``, and the
+    layers ``peft_layers_to_transform`` keeps."""
+    return setup.lora_target_modules, setup.lora_target_linear, setup.expert_modules, setup.lora_layers
 
 
 def _adapted_outside_width(arch: Architecture, setup: TrainSetup) -> int:
@@ -461,8 +468,9 @@ def _adapted_outside_width(arch: Architecture, setup: TrainSetup) -> int:
     key = _targets_key(setup)
     if key not in memo:
         conv = adapted_patch_conv(arch, setup)
-        memo[key] = sum(lin.d_in + lin.d_out for name, lin in _outside_modules(arch) if targeted(name, lin, setup)) \
-            + (conv[1] if conv else 0)
+        memo[key] = sum(lin.d_in + lin.d_out for name, lin in _outside_modules(arch)
+                        if targeted(name, lin, setup) and in_lora_layers(name, setup)) \
+            + (conv[1] if conv and in_lora_layers(conv[0], setup) else 0)
     return memo[key]
 
 
@@ -949,25 +957,42 @@ def module_paths(arch: Architecture) -> tuple[str, ...]:
     return cached
 
 
+@functools.lru_cache(maxsize=None)
+def _index_regexes(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...] | None:
+    """PEFT 0.19.1's layer-index expressions (``check_target_module_exists``): one per ``layers_pattern`` name, else
+    the last ``.<name>.<digits>.``; None when a name is no regular expression."""
+    try:
+        return tuple(re.compile(rf".*\.{p}\.(\d+)\.") for p in patterns) or (re.compile(r".*\.[^.]*\.(\d+)\."),)
+    except re.error:
+        return None
+
+
+def peft_layer_index(path: str, patterns: tuple[str, ...] = ()) -> int | None:
+    """The layer index PEFT 0.19.1 (tuners/tuners_utils.py ``check_target_module_exists``) reads off a module path
+    for ``layers_to_transform``: the digits after the last ``.<name>.`` that a dot follows, or, with
+    ``layers_pattern``, after the first of its names that matches; None when there is none (PEFT then does not
+    adapt the module) or a name does not compile."""
+    regexes = _index_regexes(patterns) or ()
+    match = next((m for r in regexes if (m := r.match(path)) is not None), None)
+    return int(match.group(1)) if match is not None else None
+
+
+def in_lora_layers(path: str, setup: TrainSetup) -> bool:
+    """Whether ``peft_layers_to_transform`` (``TrainSetup.lora_layers``) lets PEFT adapt the module at ``path``."""
+    if setup.lora_layers is None:
+        return True
+    indexes, patterns = setup.lora_layers
+    return peft_layer_index(path, patterns) in indexes
+
+
 def peft_layer_indexes(arch: Architecture, patterns: tuple[str, ...] = ()) -> frozenset[int] | None:
-    """The layer indexes PEFT 0.19.1's ``check_target_module_exists`` (tuners/tuners_utils.py) reads off the
-    model's module paths for ``layers_to_transform``: the digits after the last ``.<name>.`` that a dot follows
-    (``.*\\.[^.]*\\.(\\d+)\\.``), or, with ``layers_pattern``, after the first of its names that matches. A
-    ``layers_to_transform`` entry outside them adapts nothing. None when a pattern is no regular expression. Once
-    per architecture and patterns."""
+    """The layer indexes PEFT reads off the model's module paths (``peft_layer_index``): a ``layers_to_transform``
+    entry outside them adapts nothing. None when a pattern is no regular expression. Once per architecture and
+    patterns."""
     memo = arch.memos.setdefault("peft_layer_indexes", {})
     if patterns not in memo:
-        try:
-            regexes = [re.compile(rf".*\.{p}\.(\d+)\.") for p in patterns] or [re.compile(r".*\.[^.]*\.(\d+)\.")]
-        except re.error:
-            memo[patterns] = None
-            return None
-        found = set()
-        for path in module_paths(arch):
-            match = next((m for r in regexes if (m := r.match(path)) is not None), None)
-            if match is not None:
-                found.add(int(match.group(1)))
-        memo[patterns] = frozenset(found)
+        found = {peft_layer_index(path, patterns) for path in module_paths(arch)}
+        memo[patterns] = None if _index_regexes(patterns) is None else frozenset(found - {None})
     return memo[patterns]
 
 

@@ -120,6 +120,8 @@ class TrainSetup:
     context_parallel: int = 1        # context_parallel_size: the GPUs one sequence is split over
     mlp_tiles: int = 1               # tiled_mlp: the sequence tiles the MLP runs in (1: not tiled)
     lora_target_parameters: tuple[str, ...] = ()  # PEFT target_parameters: LoRA on 3-D expert weights
+    lora_layers: tuple[tuple[int, ...], tuple[str, ...]] | None = None  # peft_layers_to_transform and the
+    # peft_layers_pattern names PEFT reads a module's layer index after (``params.peft_layer_index``); None: all
     lora_doubled: tuple[str, ...] = ()            # target parameters whose LoRA rank PEFT doubles (fused pairs)
     expert_kernels: tuple[str, ...] = ()          # KernelsPlugin expert paths (scattermoe / sonicmoe) that run the experts
     lora_kernels: tuple[str, ...] = ()            # Axolotl's fused LoRA kernels in place of PEFT's layers: "mlp", "qkv", "o"
@@ -355,6 +357,8 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         lora_dropout=facts.lora.dropout,
         lora_target_modules=targets.modules if targets.moved or resolved_regex else facts.lora.target_modules,
         lora_target_linear=facts.lora.target_linear and not targets.moved,
+        lora_layers=(facts.lora.layers_to_transform, facts.lora.layers_pattern) if facts.lora.layers_to_transform
+        else None,
         modules_to_save=facts.lora.modules_to_save,
         unfrozen_parameters=facts.unfrozen_parameters,
         sequence_len=seq,

@@ -40,6 +40,10 @@ class TrainSpec:
     """Modules PEFT keeps a trainable full copy of (`lora_modules_to_save`, e.g. embed_tokens and lm_head)."""
     lora_target_parameters: list[str] = field(default_factory=list)
     """Parameters PEFT wraps in a LoRA `ParamWrapper` (`lora_target_parameters`, e.g. the experts' 3-D weights)."""
+    lora_layers_to_transform: list[int] = field(default_factory=list)
+    """`peft_layers_to_transform`: PEFT adapts only the modules of these layers (empty: every layer)."""
+    lora_layers_pattern: list[str] = field(default_factory=list)
+    """`peft_layers_pattern`: the names after which PEFT reads a module's layer index (empty: PEFT's own reading)."""
     embeddings_fp32: bool = False
     """Axolotl leaves the input and output embeddings in fp32 (`RunFacts.embeddings_fp32`)."""
     experts_fp32: bool = False
@@ -104,6 +108,8 @@ def train_spec(facts: RunFacts, linear_names: tuple[str, ...] | None = None) -> 
         liger={key: True for key, enabled in zip(LIGER_KEYS, on) if enabled},
         lora_modules_to_save=list(facts.lora.modules_to_save),
         lora_target_parameters=list(facts.lora.target_parameters),
+        lora_layers_to_transform=list(facts.lora.layers_to_transform),
+        lora_layers_pattern=list(facts.lora.layers_pattern),
         embeddings_fp32=facts.embeddings_fp32,
         experts_fp32=facts.experts_fp32,
         quantize_experts=facts.quantize_experts,
