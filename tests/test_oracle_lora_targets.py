@@ -3,8 +3,12 @@ the meta device), the names Axolotl's ``find_all_linear_names`` collects for ``l
 PEFT 0.19.1's ``get_peft_model``, and what PEFT raised (tests/oracle/lora_targets_judge.py). axlint's names
 (``params.linear_names``) must be Axolotl's, and axlint must predict exactly the types PEFT stops on, with the
 error PEFT raises. Small models of the MoE families, trained for one step, show the routers PEFT wraps but cannot
-run."""
+run. The LoRA settings of AX239's and MEM011's own cases (a target string, no target, modules to save that hold
+every target, layer indexes) go to PEFT on a small Llama through Axolotl's own ``_build_peft_lora_config``."""
 from __future__ import annotations
+
+import re
+from typing import Callable
 
 import pytest
 
@@ -97,96 +101,94 @@ def test_axlint_predicts_which_routers_stop_the_first_step(tmp_path) -> None:
     assert stopped == {"phimoe", "llama4_text"}
 
 
-def test_axlint_predicts_which_target_strings_stop_the_wrap(tmp_path) -> None:
-    """AX239's own cases that write `lora_target_modules` as a string `re` cannot compile, on a small Llama: PEFT
-    raises `re.error` exactly where AX239 fires (not beside `lora_target_linear`), with the error AX239 prints."""
-    import re
+LORA_KEYS = ("lora_target_modules", "lora_target_linear", "lora_target_parameters", "lora_modules_to_save",
+             "lora_model_dir")
+"""The LoRA settings of a rule case that the judge hands Axolotl's ``_build_peft_lora_config``."""
 
+
+def _on_a_small_llama(tmp_path, code: str, keep: Callable[[dict], bool]) -> list[tuple[dict, dict, list]]:
+    """(case, PEFT's answer, the rule's findings) for each case of rule `code` whose config `keep` selects: its LoRA
+    settings given to PEFT 0.19.1 on a small Llama through Axolotl 0.18.0's own `_build_peft_lora_config`
+    (lora_targets_judge.py ``written_targets``), and the case linted as the rule's tests lint it."""
     import yaml
 
     from axlint.packs import load_rules
     from tests.rule_cases import findings_for, lint_case, write_case
 
     rules = load_rules()
-    rule = next(r for r in rules if r.code == "AX239")
-    def compiles(pattern: str) -> bool:
-        try:
-            re.compile(pattern)
-        except re.error:
-            return False
-        return True
-
-    cases = [c for c in rule.tests if isinstance(target := yaml.safe_load(c["config"]).get("lora_target_modules"), str)
-             and not compiles(target)]
-    assert len(cases) >= 3
-    items = []
-    for i, case in enumerate(cases):
-        written = yaml.safe_load(case["config"])
-        lora = {k: written[k] for k in ("lora_target_modules", "lora_target_linear") if k in written}
-        items.append({"id": str(i), "model_type": "llama", "small": SMALL, "lora": lora})
+    rule = next(r for r in rules if r.code == code)
+    cases = [c for c in rule.tests if keep(yaml.safe_load(c["config"]))]
+    items = [{"id": str(i), "model_type": "llama", "small": SMALL,
+              "lora": {k: v for k, v in yaml.safe_load(c["config"]).items() if k in LORA_KEYS}}
+             for i, c in enumerate(cases)]
     answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
+    judged = []
     for i, case in enumerate(cases):
-        error = answers[str(i)]["error"]
         folder = tmp_path / f"case{i}"
         folder.mkdir()
-        found = findings_for(write_case(folder, case), lint_case(folder, rule, rules, case), "AX239")
+        judged.append((case, answers[str(i)], findings_for(write_case(folder, case),
+                                                           lint_case(folder, rule, rules, case), code)))
+    return judged
+
+
+def _compiles(pattern: str) -> bool:
+    try:
+        re.compile(pattern)
+    except re.error:
+        return False
+    return True
+
+
+def test_axlint_predicts_which_target_strings_stop_the_wrap(tmp_path) -> None:
+    """AX239's cases that write `lora_target_modules` as a string `re` cannot compile: PEFT raises `re.error` exactly
+    where AX239 fires (not beside `lora_target_linear`), with the error AX239 prints."""
+    judged = _on_a_small_llama(tmp_path, "AX239", lambda w: isinstance(w.get("lora_target_modules"), str)
+                               and not _compiles(w["lora_target_modules"]))
+    assert len(judged) >= 3
+    for case, answer, found in judged:
+        error = answer["error"]
         assert bool(found) == (case["expect"] == "fail") == bool(error), (case["name"], error)
         if found:
             assert error.startswith("re.error: ") and f"`{error}`" in found[0].message, (error, found[0].message)
 
 
 def test_a_target_string_beside_lora_target_linear_is_a_name(tmp_path) -> None:
-    """MEM011's cases with a string beside `lora_target_linear: true`, on a small Llama through Axolotl's own
-    `_build_peft_lora_config`: PEFT adapts every Linear whatever the string says (an expression selects nothing,
-    as MEM011 reports; a name is one of them), so the string never narrows the targets."""
-    import yaml
-
-    from axlint.packs import load_rules
-    from tests.rule_cases import findings_for, lint_case, write_case
-
-    rules = load_rules()
-    rule = next(r for r in rules if r.code == "MEM011")
-    cases = [c for c in rule.tests if (w := yaml.safe_load(c["config"])).get("lora_target_linear")
-             and isinstance(w.get("lora_target_modules"), str)]
-    assert [c["expect"] for c in cases] == ["fail", "pass"]
-    items = [{"id": str(i), "model_type": "llama", "small": SMALL,
-              "lora": {k: yaml.safe_load(c["config"])[k] for k in ("lora_target_modules", "lora_target_linear")}}
-             for i, c in enumerate(cases)]
-    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
+    """MEM011's cases with a string beside `lora_target_linear: true`: PEFT adapts every Linear whatever the string
+    says (an expression selects nothing, as MEM011 reports; a name is one of them), so the string never narrows
+    the targets."""
+    judged = _on_a_small_llama(tmp_path, "MEM011", lambda w: bool(w.get("lora_target_linear"))
+                               and isinstance(w.get("lora_target_modules"), str))
+    assert [case["expect"] for case, _, _ in judged] == ["fail", "pass"]
     every = ["down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"]
-    for i, case in enumerate(cases):
-        assert answers[str(i)] == {"id": str(i), "error": "", "adapted": every}, answers[str(i)]
-        folder = tmp_path / f"case{i}"
-        folder.mkdir()
-        found = findings_for(write_case(folder, case), lint_case(folder, rule, rules, case), "MEM011")
+    for case, answer, found in judged:
+        assert (answer["error"], answer["adapted"]) == ("", every), answer
         assert bool(found) == (case["expect"] == "fail"), case["name"]
 
 
 def test_a_lora_without_targets_stops_the_wrap(tmp_path) -> None:
-    """AX239's cases of a LoRA with no target and no adapter to load, on a small Llama through Axolotl's own
-    `_build_peft_lora_config`: PEFT finds nothing to adapt and raises the error AX239 prints."""
-    import yaml
-
-    from axlint.packs import load_rules
-    from tests.rule_cases import findings_for, lint_case, write_case
-
-    rules = load_rules()
-    rule = next(r for r in rules if r.code == "AX239")
-    keys = ("lora_target_modules", "lora_target_linear", "lora_target_parameters", "lora_model_dir")
-    cases = [c for c in rule.tests if not any((w := yaml.safe_load(c["config"])).get(k) for k in keys)
-             and w.get("adapter")]
-    assert len(cases) == 2 and all(c["expect"] == "fail" for c in cases)
-    items = [{"id": str(i), "model_type": "llama", "small": SMALL,
-              "lora": {k: v for k, v in yaml.safe_load(c["config"]).items() if k in keys}} for i, c in enumerate(cases)]
-    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
-    for i, case in enumerate(cases):
-        error = answers[str(i)]["error"]
+    """AX239's cases of a LoRA with no target and no adapter to load: PEFT finds nothing to adapt and raises the
+    error AX239 prints."""
+    judged = _on_a_small_llama(tmp_path, "AX239", lambda w: bool(w.get("adapter"))
+                               and not any(w.get(k) for k in LORA_KEYS))
+    assert len(judged) == 2 and all(case["expect"] == "fail" for case, _, _ in judged)
+    for case, answer, found in judged:
+        error = answer["error"]
         assert error.startswith("builtins.ValueError: No `target_modules` passed"), error
-        folder = tmp_path / f"case{i}"
-        folder.mkdir()
-        found = findings_for(write_case(folder, case), lint_case(folder, rule, rules, case), "AX239")
         assert len(found) == 1 and error.removeprefix("builtins.").startswith(
             found[0].message.split("with `", 1)[1].split("`. ", 1)[0]), (error, found[0].message)
+
+
+def test_axlint_predicts_when_the_modules_to_save_leave_nothing_to_adapt(tmp_path) -> None:
+    """AX239's cases with `lora_modules_to_save` (written for a Llama): PEFT stops the wrap exactly where AX239
+    fires, with the error AX239 prints."""
+    judged = _on_a_small_llama(tmp_path, "AX239", lambda w: "lora_modules_to_save" in w and "Llama" in w["base_model"])
+    assert sorted(case["expect"] for case, _, _ in judged) == ["fail", "fail", "pass", "pass"]
+    for case, answer, found in judged:
+        error = answer["error"]
+        assert bool(found) == bool(error) == (case["expect"] == "fail"), (case["name"], error)
+        if found:
+            assert error.startswith("builtins.ValueError: No modules were targeted for adaptation"), error
+            assert "`ValueError: No modules were targeted for adaptation`" in found[0].message
 
 
 def test_axlint_reads_the_layer_indexes_peft_reads(tmp_path) -> None:
@@ -209,31 +211,3 @@ def test_axlint_reads_the_layer_indexes_peft_reads(tmp_path) -> None:
             assert answers[name] == {"id": name, "error": "", "adapted": ["q_proj"]}, answers[name]
         else:
             assert answers[name]["error"].startswith("builtins.ValueError: Target modules"), answers[name]
-
-
-def test_axlint_predicts_when_the_modules_to_save_leave_nothing_to_adapt(tmp_path) -> None:
-    """AX239's cases with `lora_modules_to_save` (written for a Llama), on a small Llama through Axolotl's own
-    `_build_peft_lora_config`: PEFT stops the wrap exactly where AX239 fires, with the error AX239 prints."""
-    import yaml
-
-    from axlint.packs import load_rules
-    from tests.rule_cases import findings_for, lint_case, write_case
-
-    rules = load_rules()
-    rule = next(r for r in rules if r.code == "AX239")
-    keys = ("lora_target_modules", "lora_target_linear", "lora_modules_to_save")
-    cases = [c for c in rule.tests if "lora_modules_to_save" in (w := yaml.safe_load(c["config"]))
-             and "Llama" in w["base_model"]]
-    assert sorted(c["expect"] for c in cases) == ["fail", "fail", "pass", "pass"]
-    items = [{"id": str(i), "model_type": "llama", "small": SMALL,
-              "lora": {k: v for k, v in yaml.safe_load(c["config"]).items() if k in keys}} for i, c in enumerate(cases)]
-    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
-    for i, case in enumerate(cases):
-        error = answers[str(i)]["error"]
-        folder = tmp_path / f"case{i}"
-        folder.mkdir()
-        found = findings_for(write_case(folder, case), lint_case(folder, rule, rules, case), "AX239")
-        assert bool(found) == bool(error) == (case["expect"] == "fail"), (case["name"], error)
-        if found:
-            assert error.startswith("builtins.ValueError: No modules were targeted for adaptation"), error
-            assert "`ValueError: No modules were targeted for adaptation`" in found[0].message
