@@ -448,8 +448,9 @@ def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linea
             by_kind = [tuple(lin for name, lin in layer_modules(arch, layers[0]) if targeted(name, lin, setup))
                        for layers in arch.kind_layers]
             found = {layer: by_kind[kind] for layer, kind in enumerate(arch.layer_kinds)}
-        if setup.lora_layers is not None:  # peft_layers_to_transform: the listed layers only
-            found = {layer: lins if in_lora_layers(f"{_layer_prefix(arch, layer)}.m", setup) else ()
+        if setup.lora_layers is not None:  # peft_layers_to_transform: the listed layers only (PEFT reads the index
+            # of a module inside the layer, whose path goes on after a dot)
+            found = {layer: lins if in_lora_layers(f"{_layer_prefix(arch, layer)}.", setup) else ()
                      for layer, lins in found.items()}
         memo[key] = found
     return memo[key]
@@ -550,13 +551,10 @@ def saved_over_targets(arch: Architecture, targets: tuple[str, ...] | str, targe
     """Whether ``lora_modules_to_save`` takes every module the LoRA targets reach out of PEFT's hands: PEFT 0.19.1
     (``check_target_module_exists``) skips a module whose path ``re.match``es ``(^|.*\\.)<name>($|\\..*)`` for a
     name to save (it copies that module whole instead), so when the targets reach at least one module and every
-    one is skipped, the wrap finds nothing to adapt. The targets are matched as PEFT matches them: a regex string
-    fullmatches a module path, a name equals it or ends it after a dot; ``target_linear`` adds every Linear's name
-    (``linear_names``)."""
-    names = (*((targets,) if isinstance(targets, str) else targets), *(linear_names(arch) if target_linear else ()))
-    regex = _target_regex(targets) if isinstance(targets, str) else None
-    reached = [p for p in module_paths(arch)
-               if (regex is not None and regex.fullmatch(p)) or any(p == t or p.endswith("." + t) for t in names)]
+    one is skipped, the wrap finds nothing to adapt. The targets are matched as PEFT matches them (``_named``);
+    ``target_linear`` adds every Linear's name (``linear_names``)."""
+    linear = linear_names(arch) if target_linear else ()
+    reached = [p for p in module_paths(arch) if _named(p, targets) or _named(p, linear)]
     try:
         skips = [re.compile(rf"(^|.*\.){name}($|\..*)") for name in saved]
     except re.error:
