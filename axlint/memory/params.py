@@ -989,8 +989,8 @@ def peft_layer_indexes(arch: Architecture, patterns: tuple[str, ...] = ()) -> fr
     patterns."""
     memo = arch.memos.setdefault("peft_layer_indexes", {})
     if patterns not in memo:
-        found = {peft_layer_index(path, patterns) for path in module_paths(arch)}
-        memo[patterns] = None if _index_regexes(patterns) is None else frozenset(found - {None})
+        memo[patterns] = None if _index_regexes(patterns) is None else frozenset(
+            index for path in module_paths(arch) if (index := peft_layer_index(path, patterns)) is not None)
     return memo[patterns]
 
 
