@@ -18,8 +18,8 @@ garbage held between two collections (the corpus of 252 configs makes ~470 objec
 
 
 def main() -> None:
-    """Set up the process (collector, output streams, PyYAML's unused regexes, dataclass code cache), then run the
-    click group."""
+    """Set up the process (collector, output streams, PyYAML's unused regexes, dataclass code cache), run the click
+    group, and end the process with its exit status without tearing the interpreter down (`exit_now`)."""
     import gc
     import sys
 
@@ -34,8 +34,32 @@ def main() -> None:
     code = codecache.install()  # before the command's modules create their dataclasses
     from axlint.cli import cli
 
+    status: object = None
     try:
         cli(prog_name="axlint")
+    except SystemExit as done:
+        status = done.code
     finally:
         code.save()
-        gc.freeze()  # what is left lives until exit: the interpreter's last collections need not walk it again
+    if status is None or isinstance(status, int):
+        exit_now(status or 0)
+    sys.exit(status)
+
+
+def exit_now(status: int) -> None:
+    """Flush the standard streams and end the process with `status` at once (``os._exit``).
+
+    The interpreter's own shutdown frees every module, class, rule, schema and catalog entry one by one, ~7 ms of a
+    one-config check (a fifth of what axlint adds to the interpreter's start-up); nothing is left to do by then:
+    click has ended the command, the cache files are written and replaced atomically, and the parallel linter's
+    processes are joined. Output that cannot be flushed (a closed pipe) is dropped quietly, as click does."""
+    import os
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
+

@@ -148,6 +148,24 @@ def test_exit_status_seen_by_a_shell(project, args, expected):
     assert "Traceback" not in done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("args", [
+    ("check", ".", "--output-format", "json", "--hardware", "1xH100"),  # printed by click, line by line
+    ("fix", "--unsafe-fixes", "typo.yml"),  # the diff, written to sys.stdout in one piece
+])
+def test_the_console_script_ends_with_its_output_whole(project, args):
+    """The console script ends the process without the interpreter's shutdown: what it printed into a pipe is all
+    there, as the in-process command writes it, and so is the exit status."""
+    for n in range(40):
+        (project / f"copy{n}.yml").write_text(MIXED, encoding="utf-8")
+    (project / "typo.yml").write_text("base_model: x\nlearnin_rate: 0.0002\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # block-buffered, as in a user's shell
+    done = subprocess.run([sys.executable, "-m", "axlint", *args], capture_output=True, text=True, timeout=120,
+                          env={**env, "PYTHONPATH": str(ROOT)})
+    code, out, _ = invoke(*args)
+    assert (done.returncode, done.stdout) == (code, out)
+    assert out.count("\n") > 20 if args[0] == "check" else "+learning_rate: 0.0002\n" in out
+
+
 # ---------------------------------------------------------------------------------------------------- selection
 
 
