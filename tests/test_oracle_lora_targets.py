@@ -4,7 +4,9 @@ PEFT 0.19.1's ``get_peft_model``, and what PEFT raised (tests/oracle/lora_target
 (``params.linear_names``) must be Axolotl's, and axlint must predict exactly the types PEFT stops on, with the
 error PEFT raises. Small models of the MoE families, trained for one step, show the routers PEFT wraps but cannot
 run. The LoRA settings of AX239's and MEM011's own cases (a target string, no target, modules to save that hold
-every target, layer indexes) go to PEFT on a small Llama through Axolotl's own ``_build_peft_lora_config``."""
+every target or end an adapted Linear's name, layer indexes) go to PEFT on a small Llama through Axolotl's own
+``_build_peft_lora_config``, and so do modules to save that take some targets, whose trainable parameters axlint
+must count as PEFT does."""
 from __future__ import annotations
 
 import re
@@ -181,7 +183,8 @@ def test_a_lora_without_targets_stops_the_wrap(tmp_path) -> None:
 def test_axlint_predicts_when_the_modules_to_save_leave_nothing_to_adapt(tmp_path) -> None:
     """AX239's cases with `lora_modules_to_save` (written for a Llama): PEFT stops the wrap exactly where AX239
     fires, with the error AX239 prints."""
-    judged = _on_a_small_llama(tmp_path, "AX239", lambda w: "lora_modules_to_save" in w and "Llama" in w["base_model"])
+    judged = _on_a_small_llama(tmp_path, "AX239", lambda w: "lora_modules_to_save" in w and "Llama" in w["base_model"]
+                               and not _ends_names(w))
     assert sorted(case["expect"] for case, _, _ in judged) == ["fail", "fail", "pass", "pass"]
     for case, answer, found in judged:
         error = answer["error"]
@@ -208,6 +211,61 @@ def test_axlint_reads_the_layer_indexes_peft_reads(tmp_path) -> None:
     for name, indexes in asks.items():
         kept = [i for i in indexes if i in present]
         if kept:
-            assert answers[name] == {"id": name, "error": "", "adapted": ["q_proj"]}, answers[name]
+            assert (answers[name]["error"], answers[name]["adapted"]) == ("", ["q_proj"]), answers[name]
         else:
             assert answers[name]["error"].startswith("builtins.ValueError: Target modules"), answers[name]
+
+
+def test_axlint_predicts_when_a_module_to_save_meets_a_lora_layer(tmp_path) -> None:
+    """AX239's cases with a `lora_modules_to_save` entry that is no whole module name: PEFT adapts the Linears it
+    ends, then refuses to copy one of their LoRA layers exactly where AX239 fires, with the error AX239 prints (the
+    small Llama is not quantized, so its LoRA layer is `lora.layer.Linear`)."""
+    judged = _on_a_small_llama(tmp_path, "AX239", _ends_names)
+    assert sorted(case["expect"] for case, _, _ in judged) == ["fail", "fail", "pass"]
+    refusal = "TypeError: modules_to_save cannot be applied to modules of type"
+    for case, answer, found in judged:
+        error = answer["error"].removeprefix("builtins.")
+        assert bool(found) == bool(error) == (case["expect"] == "fail"), (case["name"], error)
+        if found:
+            assert error.startswith(refusal) and refusal in found[0].message, (error, found[0].message)
+
+
+def _ends_names(written: dict) -> bool:
+    """A case whose `lora_modules_to_save` has an entry that ends Linear names (`proj`, `_proj`, `_head`)."""
+    return any(isinstance(e, str) and e.startswith(("proj", "_")) for e in written.get("lora_modules_to_save") or ())
+
+
+SAVED_SETTINGS = {
+    "targets only": {"lora_target_modules": ["q_proj", "v_proj"]},
+    "a target saved": {"lora_target_modules": ["q_proj", "v_proj"], "lora_modules_to_save": ["q_proj"]},
+    "one layer's target saved": {"lora_target_modules": ["q_proj", "v_proj"],
+                                 "lora_modules_to_save": ["layers.0.self_attn.q_proj"]},
+    "the MLPs saved": {"lora_target_linear": True, "lora_modules_to_save": ["mlp"]},
+    "embeddings and head saved": {"lora_target_linear": True, "lora_modules_to_save": ["embed_tokens", "lm_head"]},
+    "a module no target reaches saved": {"lora_target_modules": ["v_proj"], "lora_modules_to_save": ["o_proj"]},
+}
+"""LoRA settings whose modules to save take some of the targets, all of them or none."""
+
+
+def test_axlint_counts_the_parameters_peft_trains(tmp_path) -> None:
+    """`SAVED_SETTINGS` on a small Llama through Axolotl's own `_build_peft_lora_config`: PEFT trains the adapters
+    of the targets no module to save takes and a full copy of each module to save (`params.kept_whole`,
+    `modules_to_save_params`); axlint's trainable count is PEFT's, and AX244 names the entries that take targets."""
+    from axlint.hardware import parse_hardware
+    from axlint.memory import estimate_memory
+    from axlint.memory.params import saved_targets
+    from tests.resolved import facts
+
+    arch = Architecture.from_config("test/model", "model-config", {**SMALL, "model_type": "llama"})
+    items = [{"id": name, "model_type": "llama", "small": SMALL, "lora": lora} for name, lora in SAVED_SETTINGS.items()]
+    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
+    hw = parse_hardware("1xH100")
+    base = {"base_model": "test/model", "adapter": "lora", "lora_r": 4, "lora_alpha": 8, "sequence_len": 512,
+            "micro_batch_size": 1, "gradient_accumulation_steps": 1, "learning_rate": 2e-4, "bf16": True}
+    for name, lora in SAVED_SETTINGS.items():
+        assert answers[name]["error"] == "", answers[name]
+        estimate = estimate_memory(facts({**base, **lora}, None, arch, hw), arch, hw)
+        assert estimate.trainable_params == answers[name]["trainable"], name
+        taken = [entry for entry, _, _ in saved_targets(arch, estimate.setup)]
+        assert taken == (lora["lora_modules_to_save"] if name in ("a target saved", "one layer's target saved",
+                                                                   "the MLPs saved") else []), name

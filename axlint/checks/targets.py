@@ -216,8 +216,11 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     Before all of these, whatever the model: a `lora_target_modules` string that is not a regular expression
     (``facts.Lora.regex_error``), on its value; and a LoRA with no target at all and no `lora_model_dir` to load one
     from (Axolotl 0.18.0 ``_build_peft_lora_config`` passes `lora_target_modules or []`), on `adapter`. After them,
-    `lora_modules_to_save` that holds every module the targets reach (``params.saved_over_targets``), on that key."""
+    `lora_modules_to_save` that holds every module the targets reach (``params.saved_over_targets``), on that key;
+    then an entry that ends the path of a Linear the LoRA adapts without being its whole name
+    (``params.adapted_but_saved``), on the entry."""
     from axlint.memory.params import (
+        adapted_but_saved,
         linear_names,
         linear_path_named,
         linears_inside,
@@ -303,6 +306,51 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                     "stage": _WRAPPING, "error": _NONE_LEFT,
                     "advice": "Keep the modules to train whole (embed_tokens, lm_head) out of the LoRA targets, or "
                               "the targets out of `lora_modules_to_save`"}
+        yield hit
+        return
+    setup = run.memory.estimate.setup if run.memory is not None else None
+    found = adapted_but_saved(arch, setup) if setup is not None and isinstance(
+        run.raw.get("lora_modules_to_save"), list) and not facts.lora.target_parameters else None
+    if found is not None:
+        entry, path = found
+        hit = _where(run, "lora_modules_to_save", entry)
+        hit.args = {"problem": f"`lora_modules_to_save` entry `{entry}` ends the name of `{path}` without being all "
+                               "of it, so PEFT still adapts that Linear",
+                    "stage": "then it copies every module whose path ends with a name to save, reaches the LoRA layer "
+                             "and stops the launch",
+                    "error": f"TypeError: modules_to_save cannot be applied to modules of type "
+                             f"<class '{_LORA_LAYER.get(facts.quantization.value, _LORA_LAYER[None])}'>",
+                    "advice": f"Write whole module names in `lora_modules_to_save` (`{path.rsplit('.', 1)[-1]}` trains "
+                              "that module whole instead of adapting it), or drop the entry"}
+        yield hit
+
+
+_LORA_LAYER = {None: "peft.tuners.lora.layer.Linear", "nf4": "peft.tuners.lora.bnb.Linear4bit",
+               "int8": "peft.tuners.lora.bnb.Linear8bitLt"}
+"""The class of PEFT 0.19.1's LoRA layer on a Linear, by the base model's quantization (tuners/lora/layer.py,
+tuners/lora/bnb.py)."""
+
+
+@register_check("lora_target_saved_whole", args=("entry", "modules", "size"))
+def target_saved_whole(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A `lora_modules_to_save` entry that takes Linears the LoRA targets reach out of the LoRA
+    (``params.saved_targets``): PEFT trains a full copy of each instead of an adapter. On the entry; not when the
+    entries take every target (AX239: PEFT then stops)."""
+    from axlint.memory.params import saved_over_targets, saved_targets
+
+    facts = run.facts
+    if (not model_names_known(run) or facts.adapter.value not in ("lora", "qlora") or run.memory is None
+            or not isinstance(run.raw.get("lora_modules_to_save"), list) or facts.lora.target_parameters):
+        return
+    arch, saved = run.arch, facts.lora.modules_to_save
+    if not saved or saved_over_targets(arch, facts.lora.target_modules, facts.lora.target_linear, saved):
+        return
+    for entry, modules, params in saved_targets(arch, run.memory.estimate.setup):
+        hit = _where(run, "lora_modules_to_save", entry)
+        size = (f"{params / 1e9:.1f} B" if params >= 1e9 else f"{params / 1e6:.0f} M" if params >= 1e6
+                else f"{params:,}")
+        hit.args = {"entry": entry, "modules": f"{modules} Linear layer{'s' if modules != 1 else ''}",
+                    "size": f"{size} parameters"}
         yield hit
 
 

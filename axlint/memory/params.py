@@ -219,12 +219,13 @@ def kind_modules(arch: Architecture, kind: int) -> tuple[tuple[str, Linear], ...
 def layer_groups(arch: Architecture, setup: TrainSetup) -> tuple[tuple[int, ...], ...]:
     """Layers of one kind (``Architecture.layer_kinds``) with the same adapters under ``setup``, the groups in the
     order of their first layer: the layers of each kind when the module targets are a list of names (matched in one
-    layer of each kind: ``lora_targets``), no entry names a layer (a name without an index matches the same
-    modules or parameters after each layer's index) and ``peft_layers_to_transform`` is not set; else grouped by
-    their adapters, once per architecture and targets (a regex ``lora_target_modules``, an entry with an index or
-    the listed layers may single out layers)."""
+    layer of each kind: ``lora_targets``), no entry of them or of the modules to save names a layer (a name
+    without an index matches the same modules or parameters after each layer's index) and
+    ``peft_layers_to_transform`` is not set; else grouped by their adapters, once per architecture and targets (a
+    regex ``lora_target_modules``, an entry with an index or the listed layers may single out layers)."""
     targets = setup.lora_target_modules
-    if (not isinstance(targets, str) and not any(map(_has_index, (*targets, *setup.lora_target_parameters)))
+    if (not isinstance(targets, str)
+            and not any(map(_has_index, (*targets, *setup.lora_target_parameters, *setup.modules_to_save)))
             and setup.lora_layers is None):
         return arch.kind_layers
     memo = arch.memos.setdefault("layer_groups", {})
@@ -440,12 +441,15 @@ def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linea
     memo = arch.memos.setdefault("lora_targets", {})
     key = _targets_key(setup)
     if key not in memo:
-        targets = setup.lora_target_modules
-        if isinstance(targets, str) or any(_has_index(t) for t in targets):
-            found = {layer: tuple(lin for name, lin in layer_modules(arch, layer) if targeted(name, lin, setup))
+        targets, saved = setup.lora_target_modules, setup.modules_to_save
+
+        def adapted(name: str, lin: Linear) -> bool:
+            return targeted(name, lin, setup) and not kept_whole(name, saved)
+        if isinstance(targets, str) or any(_has_index(t) for t in (*targets, *saved)):
+            found = {layer: tuple(lin for name, lin in layer_modules(arch, layer) if adapted(name, lin))
                      for layer in range(arch.num_layers)}
         else:
-            by_kind = [tuple(lin for name, lin in layer_modules(arch, layers[0]) if targeted(name, lin, setup))
+            by_kind = [tuple(lin for name, lin in layer_modules(arch, layers[0]) if adapted(name, lin))
                        for layers in arch.kind_layers]
             found = {layer: by_kind[kind] for layer, kind in enumerate(arch.layer_kinds)}
         if setup.lora_layers is not None:  # peft_layers_to_transform: the listed layers only (PEFT reads the index
@@ -457,9 +461,10 @@ def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linea
 
 
 def _targets_key(setup: TrainSetup) -> tuple:
-    """What ``targeted`` reads of a setup: the module targets, ``lora_target_linear``, ``expert_modules``, and the
-    layers ``peft_layers_to_transform`` keeps."""
-    return setup.lora_target_modules, setup.lora_target_linear, setup.expert_modules, setup.lora_layers
+    """What ``lora_targets`` reads of a setup: the module targets, ``lora_target_linear``, ``expert_modules``, the
+    layers ``peft_layers_to_transform`` keeps, and the modules to save (``kept_whole``)."""
+    return (setup.lora_target_modules, setup.lora_target_linear, setup.expert_modules, setup.lora_layers,
+            setup.modules_to_save)
 
 
 def _adapted_outside_width(arch: Architecture, setup: TrainSetup) -> int:
@@ -470,8 +475,10 @@ def _adapted_outside_width(arch: Architecture, setup: TrainSetup) -> int:
     if key not in memo:
         conv = adapted_patch_conv(arch, setup)
         memo[key] = sum(lin.d_in + lin.d_out for name, lin in _outside_modules(arch)
-                        if targeted(name, lin, setup) and in_lora_layers(name, setup)) \
-            + (conv[1] if conv and in_lora_layers(conv[0], setup) else 0)
+                        if targeted(name, lin, setup) and in_lora_layers(name, setup)
+                        and not kept_whole(name, setup.modules_to_save)) \
+            + (conv[1] if conv and in_lora_layers(conv[0], setup) and not kept_whole(conv[0], setup.modules_to_save)
+               else 0)
     return memo[key]
 
 
@@ -548,18 +555,75 @@ def unmatched_modules_to_save(arch: Architecture, entries: tuple[str, ...]) -> l
 
 def saved_over_targets(arch: Architecture, targets: tuple[str, ...] | str, target_linear: bool,
                        saved: tuple[str, ...]) -> bool:
-    """Whether ``lora_modules_to_save`` takes every module the LoRA targets reach out of PEFT's hands: PEFT 0.19.1
-    (``check_target_module_exists``) skips a module whose path ``re.match``es ``(^|.*\\.)<name>($|\\..*)`` for a
-    name to save (it copies that module whole instead), so when the targets reach at least one module and every
-    one is skipped, the wrap finds nothing to adapt. The targets are matched as PEFT matches them (``_named``);
-    ``target_linear`` adds every Linear's name (``linear_names``)."""
+    """Whether ``lora_modules_to_save`` takes every module the LoRA targets reach out of PEFT's hands
+    (``kept_whole``), so that the wrap finds nothing to adapt; the targets reach at least one module. The targets
+    are matched as PEFT matches them (``_named``); ``target_linear`` adds every Linear's name (``linear_names``)."""
     linear = linear_names(arch) if target_linear else ()
     reached = [p for p in module_paths(arch) if _named(p, targets) or _named(p, linear)]
+    return bool(reached) and _saved_skips(saved) is not None and all(kept_whole(p, saved) for p in reached)
+
+
+def kept_whole(path: str, saved: tuple[str, ...]) -> bool:
+    """Whether PEFT leaves the module at ``path`` to ``lora_modules_to_save`` instead of adapting it: PEFT 0.19.1
+    (``check_target_module_exists``, tuners/tuners_utils.py) skips a module whose path ``re.match``es
+    ``(^|.*\\.)<entry>($|\\..*)`` for an entry (the entry's whole name, or a module inside it), and the module is
+    then copied whole (``modules_to_save_params``). False when an entry is no regular expression."""
+    skips = _saved_skips(saved) if saved else None
+    return bool(skips) and any(skip.match(path) for skip in skips)
+
+
+def adapted_but_saved(arch: Architecture, setup: TrainSetup) -> tuple[str, str] | None:
+    """(entry, module path) of the first Linear, in the model's order (``_model_linears``), that LoRA adapts
+    (``lora_adapts``) and whose path ends with a ``lora_modules_to_save`` entry that is not one of its whole names
+    (``proj`` of ``q_proj``): PEFT 0.19.1 puts the adapters in first, then matches the modules to save with plain
+    ``str.endswith`` (``_set_trainable``, utils/other.py) and refuses to copy a LoRA layer
+    (``ModulesToSaveWrapper.check_module``: ``TypeError``). None when there is none, or an entry is no regular
+    expression (PEFT stops on that first)."""
+    saved = setup.modules_to_save
+    if not saved or _saved_skips(saved) is None:
+        return None
+    for path, lin in _model_linears(arch):
+        entry = next((e for e in saved if path.endswith(e)), None)
+        if entry is not None and lora_adapts(path, lin, setup):
+            return entry, path
+    return None
+
+
+def saved_targets(arch: Architecture, setup: TrainSetup) -> list[tuple[str, int, int]]:
+    """(entry, modules, parameters) of each ``lora_modules_to_save`` entry that takes Linears the LoRA targets
+    reach out of the LoRA (``kept_whole``): PEFT trains a full copy of each of those modules instead of an adapter
+    (``modules_to_save_params``). Entries that take none are left out."""
+    reached = [(path, lin) for path, lin in _model_linears(arch)
+               if targeted(path, lin, setup) and in_lora_layers(path, setup)]
+    found = []
+    for entry in setup.modules_to_save:
+        taken = [lin for path, lin in reached if kept_whole(path, (entry,))]
+        if taken:
+            found.append((entry, sum(lin.count for lin in taken), sum(lin.params for lin in taken)))
+    return found
+
+
+def lora_adapts(path: str, lin: Linear, setup: TrainSetup) -> bool:
+    """Whether PEFT puts an adapter on the Linear at module ``path``: the targets reach it (``targeted``), the
+    layers of ``peft_layers_to_transform`` hold it, and no module to save takes it (``kept_whole``)."""
+    return targeted(path, lin, setup) and in_lora_layers(path, setup) and not kept_whole(path, setup.modules_to_save)
+
+
+def _model_linears(arch: Architecture) -> Iterator[tuple[str, Linear]]:
+    """(module path, Linear) of every Linear of the model but the output projection: each decoder layer's in turn
+    (``layer_modules``), then those outside the layers (``_outside_modules``)."""
+    for layer in range(arch.num_layers):
+        yield from layer_modules(arch, layer)
+    yield from _outside_modules(arch)
+
+
+@functools.lru_cache(maxsize=None)
+def _saved_skips(saved: tuple[str, ...]) -> tuple[re.Pattern[str], ...] | None:
+    """``kept_whole``'s expressions, compiled once per process; None when an entry does not compile."""
     try:
-        skips = [re.compile(rf"(^|.*\.){name}($|\..*)") for name in saved]
+        return tuple(re.compile(rf"(^|.*\.){name}($|\..*)") for name in saved)
     except re.error:
-        return False
-    return bool(reached) and all(any(skip.match(p) for skip in skips) for p in reached)
+        return None
 
 
 def named_parameters(arch: Architecture) -> tuple[tuple[str, int], ...]:
