@@ -198,6 +198,25 @@ class Lora:
             return str(exc)
         return None
 
+    @property
+    def layers_pattern_error(self) -> tuple[int, str] | None:
+        """(position, why ``re`` cannot compile it) of the first ``layers_pattern`` name that makes no regular
+        expression where PEFT puts it: PEFT 0.19.1 ``check_target_module_exists`` reads the layer index of each
+        targeted module with ``re.match(rf".*\\.{name}\\.(\\d+)\\.", path)``, trying the names in order until one
+        matches, and so raises ``re.error`` on the first such name it reaches. None when every name compiles."""
+        for position, name in enumerate(self.layers_pattern):
+            try:
+                re.compile(layer_index_expression(name))
+            except re.error as exc:
+                return position, str(exc)
+        return None
+
+
+def layer_index_expression(name: str) -> str:
+    """The expression PEFT 0.19.1 (tuners/tuners_utils.py ``check_target_module_exists``) reads a module's layer
+    index with for a ``layers_pattern`` name: the digits between ``.<name>.`` and the next dot."""
+    return rf".*\.{name}\.(\d+)\."
+
 
 @dataclass(frozen=True)
 class ImageFeed:

@@ -104,7 +104,7 @@ def test_axlint_predicts_which_routers_stop_the_first_step(tmp_path) -> None:
 
 
 LORA_KEYS = ("lora_target_modules", "lora_target_linear", "lora_target_parameters", "lora_modules_to_save",
-             "lora_model_dir")
+             "lora_model_dir", "peft_layers_to_transform", "peft_layers_pattern")
 """The LoRA settings of a rule case that the judge hands Axolotl's ``_build_peft_lora_config``."""
 
 
@@ -269,3 +269,29 @@ def test_axlint_counts_the_parameters_peft_trains(tmp_path) -> None:
         taken = [entry for entry, _, _ in saved_targets(arch, estimate.setup)]
         assert taken == (lora["lora_modules_to_save"] if name in ("a target saved", "one layer's target saved",
                                                                    "the MLPs saved") else []), name
+
+
+def test_axlint_predicts_which_layer_settings_stop_the_wrap(tmp_path) -> None:
+    """AX239's cases with `peft_layers_to_transform` or `peft_layers_pattern`: PEFT refuses layer indexes beside a
+    target string, and raises `re.error` on a pattern name it reaches that does not compile, exactly where AX239
+    fires, with the error AX239 prints."""
+    judged = _on_a_small_llama(tmp_path, "AX239", lambda w: "peft_layers_to_transform" in w)
+    assert sorted(case["expect"] for case, _, _ in judged) == ["fail", "fail", "fail", "pass", "pass"]
+    for case, answer, found in judged:
+        error = answer["error"].removeprefix("builtins.")
+        assert bool(found) == bool(error) == (case["expect"] == "fail"), (case["name"], error)
+        if found:
+            assert error.rstrip(".") in found[0].message, (error, found[0].message)
+
+
+def test_a_layers_pattern_that_names_no_layer_list_adapts_nothing(tmp_path) -> None:
+    """MEM011's cases with `peft_layers_pattern`: a name no targeted module's path has before its index gives PEFT
+    no layer index, so alone it leaves nothing to adapt (PEFT stops, as MEM011 says) and beside the model's own it
+    is ignored."""
+    judged = _on_a_small_llama(tmp_path, "MEM011", lambda w: "peft_layers_pattern" in w)
+    assert [case["expect"] for case, _, _ in judged] == ["fail", "fail", "pass"]
+    for case, answer, found in judged:
+        stops = bool(found) and "stops the launch" in found[0].message
+        assert bool(found) == (case["expect"] == "fail"), case["name"]
+        assert answer["error"].startswith("builtins.ValueError: Target modules") == stops, (case["name"], answer)
+        assert answer["adapted"] == ([] if stops else ["q_proj", "v_proj"]), (case["name"], answer)

@@ -49,6 +49,7 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         names_checked,
         peft_layer_indexes,
         regex_matches_nothing,
+        unmatched_layers_patterns,
         unmatched_lora_targets,
         unmatched_modules_to_save,
         unmatched_unfrozen,
@@ -98,6 +99,17 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             hit = _where(run, "peft_layers_to_transform", entry)
             hit.args = {"key": "peft_layers_to_transform", "entry": entry, "model": model, "effect": effect,
                         "known": f"indexes {min(present)} to {max(present)}"}
+            yield hit
+    names = facts.lora.layers_pattern
+    if facts.adapter.value in ("lora", "qlora") and indexes and names and names_known and isinstance(targets, tuple):
+        dead = unmatched_layers_patterns(arch, facts.lora)
+        effect = ("PEFT reads no layer index off any targeted module, adapts nothing and stops the launch with "
+                  "\"Target modules ... not found in the base model\"" if len(dead) == len(names)
+                  else "PEFT reads the layer indexes through the other names and ignores this one without a word")
+        for entry in dead:
+            hit = _where(run, "peft_layers_pattern", entry)
+            hit.args = {"key": "peft_layers_pattern", "entry": entry, "model": model, "effect": effect,
+                        "known": f"their index in `{layer}`"}
             yield hit
     saved = facts.lora.modules_to_save
     if facts.adapter.value in ("lora", "qlora") and saved and names_known:
@@ -219,11 +231,13 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     `lora_modules_to_save` that holds every module the targets reach (``params.saved_over_targets``), on that key;
     then an entry that ends the path of a Linear the LoRA adapts without being its whole name
     (``params.adapted_but_saved``), on the entry."""
+    from axlint.facts import layer_index_expression
     from axlint.memory.params import (
         adapted_but_saved,
         linear_names,
         linear_path_named,
         linears_inside,
+        reaches_layers_pattern,
         refused_lora_targets,
         saved_over_targets,
     )
@@ -240,6 +254,33 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield hit
         return
     lora = facts.lora
+    if (facts.adapter.value in ("lora", "qlora") and isinstance(lora.target_modules, str)
+            and run.raw.get("peft_layers_to_transform") is not None):
+        hit = Hit(run.axolotl, run.axolotl.span(("peft_layers_to_transform",), "value"), {})
+        hit.args = {"problem": "`peft_layers_to_transform` beside a `lora_target_modules` string (a regular "
+                               "expression)",
+                    "stage": "PEFT refuses the pair when Axolotl builds the LoRA config, once the model is loaded",
+                    "error": "ValueError: `layers_to_transform` cannot be used when `target_modules` is a str",
+                    "advice": "Write the targets as a list of module names (e.g. `[q_proj, v_proj]`) to keep the "
+                              "layer selection, or name the layers inside the expression and drop "
+                              "`peft_layers_to_transform`"}
+        yield hit
+        return
+    bad_pattern = lora.layers_pattern_error if lora.layers_to_transform else None
+    if (facts.adapter.value in ("lora", "qlora") and bad_pattern is not None
+            and (bad_pattern[0] == 0 or model_names_known(run) and reaches_layers_pattern(arch, lora, bad_pattern[0]))):
+        position, error = bad_pattern
+        name = lora.layers_pattern[position]
+        hit = _where(run, "peft_layers_pattern", name)
+        hit.args = {"problem": f"the `peft_layers_pattern` name `{name}` does not make a valid Python regular "
+                               f"expression where PEFT puts it (`{layer_index_expression(name)}`)",
+                    "stage": "PEFT, which reads each targeted module's layer index with it, stops the launch while it "
+                             "wraps the model",
+                    "error": f"re.error: {error}",
+                    "advice": "Name the module list that holds the layers (`layers` for most decoders), or drop "
+                              "`peft_layers_pattern` to let PEFT take the last `.<name>.<index>.` of each path"}
+        yield hit
+        return
     if (facts.adapter.value in ("lora", "qlora") and not lora.target_modules and not lora.target_linear
             and not lora.target_parameters and not truthy(run.raw.get("lora_model_dir"))):
         hit = Hit(run.axolotl, run.axolotl.span(("adapter",), "value"), {})

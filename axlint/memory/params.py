@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from axlint.architectures import Architecture, Linear
 from axlint.architectures.families import flag
-from axlint.facts import ShardingKind, embedding_layers
+from axlint.facts import Lora, ShardingKind, embedding_layers, layer_index_expression
 from axlint.memory.freeze import mm_frozen
 from axlint.memory.peft_targets import convert_targets
 
@@ -558,9 +558,35 @@ def saved_over_targets(arch: Architecture, targets: tuple[str, ...] | str, targe
     """Whether ``lora_modules_to_save`` takes every module the LoRA targets reach out of PEFT's hands
     (``kept_whole``), so that the wrap finds nothing to adapt; the targets reach at least one module. The targets
     are matched as PEFT matches them (``_named``); ``target_linear`` adds every Linear's name (``linear_names``)."""
-    linear = linear_names(arch) if target_linear else ()
-    reached = [p for p in module_paths(arch) if _named(p, targets) or _named(p, linear)]
+    reached = reached_paths(arch, targets, target_linear)
     return bool(reached) and _saved_skips(saved) is not None and all(kept_whole(p, saved) for p in reached)
+
+
+def reached_paths(arch: Architecture, targets: tuple[str, ...] | str, target_linear: bool) -> list[str]:
+    """The module paths (``module_paths``) the LoRA targets reach as PEFT matches them (``_named``);
+    ``target_linear`` adds every Linear's name (``linear_names``)."""
+    linear = linear_names(arch) if target_linear else ()
+    return [p for p in module_paths(arch) if _named(p, targets) or _named(p, linear)]
+
+
+def reaches_layers_pattern(arch: Architecture, lora: Lora, position: int) -> bool:
+    """Whether PEFT reads the ``peft_layers_pattern`` name at ``position`` for a module the list targets reach and
+    no module to save takes: one whose path none of the names before it gives a layer index (PEFT 0.19.1 tries
+    them in order and stops at the first that matches, ``peft_layer_index``)."""
+    earlier = _index_regexes(lora.layers_pattern[:position]) if position else ()
+    return None not in earlier and any(
+        not any(r.match(p) for r in earlier if r is not None)
+        for p in reached_paths(arch, lora.target_modules, lora.target_linear) if not kept_whole(p, lora.modules_to_save))
+
+
+def unmatched_layers_patterns(arch: Architecture, lora: Lora) -> list[str]:
+    """The ``peft_layers_pattern`` names from which PEFT reads no layer index on any module the targets reach and no
+    module to save takes (``peft_layer_index``); none when a name is no regular expression."""
+    if None in _index_regexes(lora.layers_pattern):
+        return []
+    paths = [p for p in reached_paths(arch, lora.target_modules, lora.target_linear)
+             if not kept_whole(p, lora.modules_to_save)]
+    return [name for name in lora.layers_pattern if not any(peft_layer_index(p, (name,)) is not None for p in paths)]
 
 
 def kept_whole(path: str, saved: tuple[str, ...]) -> bool:
@@ -1020,11 +1046,16 @@ def module_paths(arch: Architecture) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def _index_regexes(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...] | None:
-    """PEFT 0.19.1's layer-index expressions (``check_target_module_exists``): one per ``layers_pattern`` name, else
-    the last ``.<name>.<digits>.``; None when a name is no regular expression."""
+def _index_regexes(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, ...]:
+    """PEFT 0.19.1's layer-index expressions (``check_target_module_exists``), in PEFT's order: one per
+    ``layers_pattern`` name (``facts.layer_index_expression``; None for a name that is no regular expression), else
+    the last ``.<name>.<digits>.``."""
+    return tuple(_compiled(layer_index_expression(p)) for p in patterns) or (re.compile(r".*\.[^.]*\.(\d+)\."),)
+
+
+def _compiled(expression: str) -> re.Pattern[str] | None:
     try:
-        return tuple(re.compile(rf".*\.{p}\.(\d+)\.") for p in patterns) or (re.compile(r".*\.[^.]*\.(\d+)\."),)
+        return re.compile(expression)
     except re.error:
         return None
 
@@ -1032,11 +1063,13 @@ def _index_regexes(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...] | N
 def peft_layer_index(path: str, patterns: tuple[str, ...] = ()) -> int | None:
     """The layer index PEFT 0.19.1 (tuners/tuners_utils.py ``check_target_module_exists``) reads off a module path
     for ``layers_to_transform``: the digits after the last ``.<name>.`` that a dot follows, or, with
-    ``layers_pattern``, after the first of its names that matches; None when there is none (PEFT then does not
-    adapt the module) or a name does not compile."""
-    regexes = _index_regexes(patterns) or ()
-    match = next((m for r in regexes if (m := r.match(path)) is not None), None)
-    return int(match.group(1)) if match is not None else None
+    ``layers_pattern``, after the first of its names that matches, tried in order; None when there is none (PEFT
+    then does not adapt the module) or a name that does not compile comes first (PEFT raises there: AX239)."""
+    for regex in _index_regexes(patterns):
+        match = regex.match(path) if regex is not None else None
+        if regex is None or match is not None:
+            return int(match.group(1)) if match is not None else None
+    return None
 
 
 def in_lora_layers(path: str, setup: TrainSetup) -> bool:
@@ -1053,7 +1086,7 @@ def peft_layer_indexes(arch: Architecture, patterns: tuple[str, ...] = ()) -> fr
     patterns."""
     memo = arch.memos.setdefault("peft_layer_indexes", {})
     if patterns not in memo:
-        memo[patterns] = None if _index_regexes(patterns) is None else frozenset(
+        memo[patterns] = None if None in _index_regexes(patterns) else frozenset(
             index for path in module_paths(arch) if (index := peft_layer_index(path, patterns)) is not None)
     return memo[patterns]
 
