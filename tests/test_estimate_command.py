@@ -46,7 +46,7 @@ def estimate_json(*args: str) -> tuple[int, dict]:
 def check_contract(data: dict) -> None:
     """Keys and types as DESIGN.md states them, with what decides the fit (required_gib, eval_required_gib)."""
     assert list(data) == ["config", "model", "hardware", "assumptions", "per_gpu", "eval_peak_device_gib",
-                          "eval_required_gib", "cpu_offload_gib", "fits", "headroom_gib"]
+                          "eval_required_gib", "cpu_offload_gib", "fits", "headroom_gib", "verdict"]
     assert isinstance(data["config"], str)
     assert list(data["model"]) == ["id", "source", "parameters"]
     assert isinstance(data["model"]["id"], str) and isinstance(data["model"]["source"], str)
@@ -65,6 +65,8 @@ def check_contract(data: dict) -> None:
     assert all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in numbers)
     assert type(data["fits"]) is bool
     assert data["fits"] == (data["headroom_gib"] >= 0)
+    assert data["verdict"] in ("fits", "does_not_fit", "unknown")
+    assert data["verdict"] == "unknown" or data["verdict"] == ("fits" if data["fits"] else "does_not_fit")
     assert data["headroom_gib"] == pytest.approx(data["hardware"]["memory_gib"] - per_gpu["required_gib"], abs=0.02)
     assert sum(per_gpu["components_gib"].values()) == pytest.approx(per_gpu["peak_device_gib"], abs=0.1)
     assert per_gpu["peak_allocated_gib"] <= per_gpu["peak_reserved_gib"] <= per_gpu["peak_device_gib"]
@@ -364,3 +366,26 @@ def test_a_lower_bound_offers_no_change(project):
     (project / "falcon.yml").write_text(FALCON_QLORA.replace("load_in_4bit: true\nadapter: qlora", "adapter: lora"))
     code, out, _ = invoke("falcon.yml", "--hardware", "1xH100")
     assert code == 0 and "not needed here" in out  # the same run on bf16 weights is sized: the savers it can drop
+
+
+def test_the_verdict_says_no_more_than_the_estimate_covers(project):
+    """A lower bound (the Falcon QLoRA's unquantized layers) says that the run does not fit, never that it fits; an
+    estimate that misses parts either way (`lora_rank_pattern`) gives its number and no verdict; the JSON object
+    carries the same verdict beside `fits`."""
+    (project / "falcon.yml").write_text(FALCON_QLORA)
+    code, out, _ = invoke("falcon.yml", "--hardware", "1x24GB")
+    assert "DOES NOT FIT: at least " in out and "GiB per GPU (at least " in out
+    assert estimate_json("falcon.yml", "--hardware", "1x24GB")[1]["verdict"] == "does_not_fit"
+    code, out, _ = invoke("falcon.yml", "--hardware", "1xH100")
+    assert "AT LEAST " in out and "so whether the run fits is not known" in out and "FITS:" not in out
+    data = estimate_json("falcon.yml", "--hardware", "1xH100")[1]
+    assert (data["fits"], data["verdict"]) == (True, "unknown")
+    (project / "ranks.yml").write_text("base_model: meta-llama/Llama-3.1-8B\nadapter: lora\nlora_target_linear: true\n"
+                                       "sequence_len: 2048\nlora_rank_pattern:\n  q_proj: 64\n")
+    for hardware in ("1xH100", "1x16GB"):
+        code, out, _ = invoke("ranks.yml", "--hardware", hardware)
+        assert "UNKNOWN: the estimate reads " in out and "FITS" not in out, hardware
+        assert "fastest first" not in out and "not needed here" not in out
+        assert estimate_json("ranks.yml", "--hardware", hardware)[1]["verdict"] == "unknown"
+    assert "suggestions: none, as the estimate does not cover all this run does" in out
+    assert estimate_json("llama3-8b-lora.yml", "--hardware", "1xH100")[1]["verdict"] == "fits"

@@ -295,3 +295,36 @@ def test_a_layers_pattern_that_names_no_layer_list_adapts_nothing(tmp_path) -> N
         assert bool(found) == (case["expect"] == "fail"), case["name"]
         assert answer["error"].startswith("builtins.ValueError: Target modules") == stops, (case["name"], answer)
         assert answer["adapted"] == ([] if stops else ["q_proj", "v_proj"]), (case["name"], answer)
+
+
+LEFT_OUT_SETTINGS = {
+    "peft_use_dora: true": {"lora_target_modules": ["q_proj", "v_proj"], "peft_use_dora": True},
+    "peft_layer_replication: [[0, 2], [1, 2]]": {"lora_target_modules": ["q_proj", "v_proj"],
+                                                 "peft_layer_replication": [[0, 2], [1, 2]]},
+    "peft_trainable_token_indices": {"lora_target_modules": ["q_proj", "v_proj"],
+                                     "peft_trainable_token_indices": [3, 4, 5]},
+}
+"""LoRA settings whose work the estimate leaves out (`memory.facts.lora_variants`), by the key MEM010 names."""
+
+
+def test_the_lora_settings_the_estimate_leaves_out_only_add_to_it(tmp_path) -> None:
+    """`LEFT_OUT_SETTINGS` on a small Llama through Axolotl's own `_build_peft_lora_config`: each trains more
+    parameters than the same LoRA without it, which is what axlint counts, so its estimate is a lower bound, as
+    MEM010 says (`left_out`)."""
+    from axlint.hardware import parse_hardware
+    from axlint.memory import estimate_memory
+    from axlint.memory.facts import left_out
+    from tests.resolved import facts
+
+    arch = Architecture.from_config("test/model", "model-config", {**SMALL, "model_type": "llama"})
+    items = [{"id": key, "model_type": "llama", "small": SMALL, "lora": lora} for key, lora in LEFT_OUT_SETTINGS.items()]
+    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
+    hw = parse_hardware("1xH100")
+    base = {"base_model": "test/model", "adapter": "lora", "lora_r": 4, "lora_alpha": 8, "sequence_len": 512,
+            "micro_batch_size": 1, "gradient_accumulation_steps": 1, "learning_rate": 2e-4, "bf16": True}
+    for key, lora in LEFT_OUT_SETTINGS.items():
+        assert answers[key]["error"] == "", answers[key]
+        config = {**base, **lora}
+        counted = estimate_memory(facts(config, None, arch, hw), arch, hw).trainable_params
+        assert answers[key]["trainable"] > counted == 2 * 4 * (64 + 64) + 2 * 4 * (64 + 32), key
+        assert list(left_out(config, arch)) == [key]

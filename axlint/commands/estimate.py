@@ -185,17 +185,18 @@ def _print_estimate(facts: "MemoryFacts", config: str, notes: list[str], fmt: st
     if fmt == "json":
         data = e.to_json(config)
         data["assumptions"] += notes
+        data["verdict"] = facts.verdict(e.fits)
         if simulation is not None:
             data["simulation"] = simulation.to_json()
         click.echo(json.dumps(data, indent=2))
         return
     fits = e.fits and facts.eval_fits
-    sized = not facts.lower_bound  # a change sized from a lower bound could be wrong either way: none is offered
+    sized = facts.coverage == "full"  # a change sized from a partial estimate could be wrong either way: none is offered
     wider = scale_out_text(facts.scale_out, facts.hw) if not fits and not facts.suggestions and sized else ""
     click.echo(render_estimate(e, config, evaluating=facts.evaluating,
                                suggestions=facts.suggestions if not fits and sized else [], notes=notes,
                                unneeded=list(facts.relaxations.values()) if fits and sized else [],
-                               scale_out=wider, lower_bound=not sized), nl=False)
+                               scale_out=wider, coverage=facts.coverage), nl=False)
     if simulation is not None:
         # the analytic column is the estimate of the run the simulation ran (``simulate.simulated_setup``)
         analytic = e if simulation.setup in (None, e.setup) else estimate_setup(simulation.setup, e.arch, e.hw)

@@ -60,6 +60,19 @@ class MemoryFacts:
         return bool(self.unknown) and self.unknown.keys() <= left_out(self.config, self.arch).keys()
 
     @property
+    def coverage(self) -> str:
+        """How far the estimate covers the run: "full", "lower bound" (it leaves out only work that adds to it:
+        an OOM stands, a fit does not) or "partial" (it misses parts either way: neither stands)."""
+        return "full" if not self.unknown else "lower bound" if self.lower_bound else "partial"
+
+    def verdict(self, fits: bool) -> str:
+        """"fits", "does_not_fit" or "unknown": what an estimate that ``fits`` (or not) says of the run, as far as
+        it covers it (``coverage``)."""
+        if self.coverage == "full" or (self.coverage == "lower bound" and not fits):
+            return "fits" if fits else "does_not_fit"
+        return "unknown"
+
+    @property
     def _base(self) -> "MemoryEstimate | None":
         """The estimate the solver starts from: the run's own, when made as the solver makes its estimates."""
         return None if self.expandable_segments else self.estimate
@@ -143,6 +156,10 @@ def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Archite
         found[f"tensor_parallel_size: {sharding.mesh.tp}"] = why
     if sharding.mesh.ep > 1 and sharding.kind is ShardingKind.DEEPSPEED:
         found[f"expert_parallel_size: {sharding.mesh.ep}"] = "splits the experts over GPUs, beside DeepSpeed"
+    if config.get("adapter") in ("lora", "qlora") and isinstance(config.get("lora_rank_pattern"), Mapping) \
+            and config["lora_rank_pattern"]:
+        found["lora_rank_pattern"] = ("gives the modules it matches other LoRA ranks, and the estimate sizes every "
+                                      "adapter at `lora_r`")
     return found | {f"{k}: true": why for k, why in NOT_MODELLED_FLAGS.items() if config.get(k) is True}
 
 
@@ -151,7 +168,37 @@ def left_out(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
     (``feeds_audio``), images fed to a tower whose work on them is not sized (``feeds_images``), a 4/8-bit load that
     quantizes nothing (``unquantized_load``). When nothing else is unknown the estimate is a lower bound
     (``MemoryFacts.lower_bound``): a predicted OOM stands, but neither a fix (``oom_fix_facts``) nor a fit."""
-    return feeds_audio(config, arch) | feeds_images(config, arch) | unquantized_load(config, arch)
+    return (feeds_audio(config, arch) | feeds_images(config, arch) | unquantized_load(config, arch)
+            | lora_variants(config))
+
+
+def lora_variants(config: Mapping[str, Any]) -> dict[str, str]:
+    """`key: value` (or the key) -> why, for the LoRA settings whose work only adds to what the estimate counts: DoRA
+    (``peft_use_dora``: PEFT 0.19.1 gives each adapted Linear a trainable magnitude vector of its output width, and
+    its forward, PEFT's ``DoraLinearLayer`` or Axolotl 0.18.0's fused kernels, merges the adapter into the full
+    weight, dequantized for QLoRA, to take its norms) and PEFT's layer replication (``peft_layer_replication``: the
+    model gets the listed ranges of layers stacked again, sharing their base weights, each with adapters and
+    activations of its own), and PEFT's trainable tokens (``peft_trainable_token_indices``: a trainable copy of the
+    listed embedding rows, written into a full copy of the embedding matrix at each forward by
+    ``TrainableTokensLayer.get_merged_weights``, tuners/trainable_tokens/layer.py, and into one of a tied output
+    projection, whose matmul keeps it for the backward pass). Axolotl 0.18.0 ``loaders/adapter.py`` hands them to
+    ``LoraConfig``."""
+    if config.get("adapter") not in ("lora", "qlora"):
+        return {}
+    found = {}
+    if config.get("peft_use_dora") is True:
+        found["peft_use_dora: true"] = ("adds DoRA's trainable magnitude vectors and, in each adapted layer, the full "
+                                        "weight merged with the adapter to take its norms")
+    if config.get("peft_trainable_token_indices"):
+        found["peft_trainable_token_indices"] = (
+            "trains the listed rows of the embedding, and each forward writes them into a full copy of it (and of "
+            "a tied output projection, which the backward pass keeps)")
+    ranges = config.get("peft_layer_replication")
+    if isinstance(ranges, list) and ranges:
+        found[f"peft_layer_replication: {ranges}"] = (
+            "stacks the listed ranges of layers again, on shared base weights, each copy with its own adapters and "
+            "activations, which are not counted")
+    return found
 
 
 BNB_SKIPPED_LINEARS = {**{t: f.linear_subclass for t, f in FAMILIES.items() if f.linear_subclass},

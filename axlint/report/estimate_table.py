@@ -70,21 +70,29 @@ def _describe_run(e: "MemoryEstimate") -> str:
             f"{checkpointing} · {s.attn_implementation} · {loss} · {s.optimizer}")
 
 
-def _verdict(label: str, peak: float, capacity: float) -> str:
-    gap = capacity - peak
+def _verdict(label: str, peak: float, capacity: float, coverage: str) -> str:
+    """The verdict line of one peak. An estimate that covers the run partly says no more than its number; a lower
+    bound says that the run does not fit, never that it does (``MemoryFacts.coverage``)."""
+    gap, of = capacity - peak, f"{peak / GIB:.2f} of {capacity / GIB:.2f} GiB per GPU"
+    if coverage == "partial":
+        return f"{label}UNKNOWN: the estimate reads {of}, but it does not cover all this run does (see the assumptions)"
+    if gap >= 0 and coverage == "lower bound":
+        return f"{label}AT LEAST {of}: the work the estimate leaves out comes on top (see the assumptions), so " \
+               "whether the run fits is not known"
     if gap >= 0:
-        return f"{label}FITS: {peak / GIB:.2f} of {capacity / GIB:.2f} GiB per GPU, {gap / GIB:.2f} GiB headroom " \
-               f"({gap / capacity * 100:.1f} %)"
-    return f"{label}DOES NOT FIT: {peak / GIB:.2f} GiB > {capacity / GIB:.2f} GiB per GPU ({-gap / GIB:.2f} GiB over)"
+        return f"{label}FITS: {of}, {gap / GIB:.2f} GiB headroom ({gap / capacity * 100:.1f} %)"
+    least = "at least " if coverage == "lower bound" else ""
+    return f"{label}DOES NOT FIT: {least}{peak / GIB:.2f} GiB > {capacity / GIB:.2f} GiB per GPU " \
+           f"({least}{-gap / GIB:.2f} GiB over)"
 
 
 def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, suggestions: list["Suggestion"],
                     notes: list[str], unneeded: list["Suggestion"], scale_out: str = "",
-                    lower_bound: bool = False) -> str:
-    """The breakdown of one estimate: header, a bar per component, peaks, verdicts, assumptions, then the solver's
-    suggestions when the run does not fit (with the CPU RAM an offload needs), or what fits on more GPUs when
-    nothing does here (`scale_out`, already worded), or the memory savers it does not need when it fits. A
-    ``lower_bound`` estimate offers no change: it says why instead."""
+                    coverage: str = "full") -> str:
+    """The breakdown of one estimate: header, a bar per component, peaks, verdicts (as far as the estimate covers
+    the run, ``coverage``), assumptions, then the solver's suggestions when the run does not fit (with the CPU RAM an
+    offload needs), or what fits on more GPUs when nothing does here (`scale_out`, already worded), or the memory
+    savers it does not need when it fits. A lower bound offers no change: it says why instead."""
     from axlint.memory.constants import SAFETY_MARGIN
     from axlint.memory.estimate import COMPONENTS
     from axlint.memory.solver import RELAX_MARGIN
@@ -110,12 +118,12 @@ def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, sugge
                    + ("" if evaluating else "; the run does not evaluate"))]
     lines.append(f"  {'CPU RAM for offload':<{LABEL_WIDTH}} {'':{BAR_WIDTH}} {e.cpu_offload / GIB:8.2f}  "
                  "all ranks of a node together")
-    lines += ["", _verdict("", e.required, cap)]
+    lines += ["", _verdict("", e.required, cap, coverage)]
     if e.fits and e.peak_device > cap:
         lines.append("  (the allocator's cache would pass the GPU's memory; PyTorch frees it and retries before it "
                      "raises)")
     if evaluating:
-        lines.append(_verdict("eval: ", e.eval_required, cap))
+        lines.append(_verdict("eval: ", e.eval_required, cap, coverage))
     lines += ["", "assumptions"] + [f"  - {note}" for note in [*e.assumptions, *notes]]
     if suggestions:
         lines += ["", f"suggestions, fastest first (each fits within {(1 - SAFETY_MARGIN) * 100:.0f} % of the GPU"
@@ -129,8 +137,10 @@ def render_estimate(e: "MemoryEstimate", config: str, *, evaluating: bool, sugge
                 have = f"the host has {e.hw.host_memory_gib:.0f} GiB" if e.hw.host_memory_gib else \
                     "host RAM not given: pass --host-memory"
                 lines.append(f"     CPU RAM for the offload: {s.host_gib:.1f} GiB per host ({have})")
-    elif lower_bound and (not e.fits or (evaluating and not e.eval_fits)):
-        lines += ["", "suggestions: none, as the estimate is only a lower bound here (see the assumptions)"]
+    elif coverage != "full" and (not e.fits or (evaluating and not e.eval_fits)):
+        lines += ["", "suggestions: none, as the estimate is only a lower bound here (see the assumptions)"
+                  if coverage == "lower bound" else
+                  "suggestions: none, as the estimate does not cover all this run does (see the assumptions)"]
     elif not e.fits or (evaluating and not e.eval_fits):
         lines += ["", "suggestions: none of the settings axlint varies makes this run fit on this hardware"]
         if scale_out:
