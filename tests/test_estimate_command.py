@@ -291,6 +291,17 @@ def test_lora_on_quantized_experts_is_not_simulated_and_says_why(project):
     assert "--simulate: LoRA on routed experts stored quantized" in err and "this process runs PEFT" in err
 
 
+@pytest.mark.parametrize("extra", ["peft_use_dora: true\n", "lora_rank_pattern:\n  q_proj: 32\n"])
+def test_lora_settings_the_simulation_would_leave_out_are_not_simulated(project, extra):
+    """DoRA or per-module ranks: the simulation's plain LoRA would run without them, so it refuses: exit 2, and
+    which setting."""
+    (project / "dora.yml").write_text("base_model: meta-llama/Llama-3.2-1B\nadapter: lora\nlora_target_linear: true\n"
+                                      "sequence_len: 1024\n" + extra, encoding="utf-8")
+    code, out, err = invoke("dora.yml", "--hardware", "1xH100", "--simulate")
+    key = extra.split(":", 1)[0]
+    assert (code, out) == (2, "") and f"--simulate: `{key}` is not simulated" in err
+
+
 def test_missing_config_and_conflicting_flags_exit_2(project):
     code, _, err = invoke("nothere.yml")
     assert code == 2 and "not found" in err

@@ -102,8 +102,13 @@ def simulate_run(run: "TrainingRun") -> Any:
     missing = [name for name in SIMULATE_PACKAGES if importlib.util.find_spec(name) is None]
     if missing:
         raise UsageError(f"--simulate needs {', '.join(missing)}: pip install 'axlint[simulate]'")
+    from axlint.memory.facts import unwrapped_lora_settings
     from axlint.simulate import NotSimulated, simulate
 
+    unsimulated = unwrapped_lora_settings(run.config)
+    if unsimulated:
+        raise UsageError(f"--simulate: `{'`, `'.join(unsimulated)}` is not simulated: the simulation wraps the model "
+                         "with a plain LoRA, which would leave it out")
     try:
         return simulate(run.facts, run.arch, run.hardware)
     except NotSimulated as exc:

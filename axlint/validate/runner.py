@@ -6,6 +6,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
+from axlint.memory.facts import unwrapped_lora_settings
 from axlint.training.spec import job_facts, train_spec
 from axlint.validate.extras import require_validate_extras
 from axlint.validate.launch import choose_launcher, run_ranks
@@ -37,6 +38,10 @@ def run_validation(config_path: Path, *, steps: int, num_gpus: int | None, devic
                    launcher=launcher)
     run = _load(config_path, model_config)
     arch = run.arch
+    unwrapped = unwrapped_lora_settings(run.config)
+    if unwrapped:
+        raise ValidationError(f"`{'`, `'.join(unwrapped)}` is not validated: the validation wraps the model with a "
+                              "plain LoRA, which would leave it out")
     if device == "cpu" and train_spec(run.facts).quantized:
         raise ValidationError("a 4-bit or 8-bit load (load_in_4bit / load_in_8bit) needs bitsandbytes on a CUDA GPU; "
                               "it cannot run with --device cpu")
