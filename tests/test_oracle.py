@@ -45,11 +45,6 @@ KNOWN_MISSES: dict[str, str] = {
     r"'EBFTConfig' object has no attribute 'get'": "a bug in Axolotl 0.18.0 itself: its EBFT validator calls "
                                                    "`.get` on the parsed `ebft:` block, so every `rl: ebft` config "
                                                    "crashes validation",
-    r"^Value error, Set `remove_unused_columns: False` when using kto$": "no rule mirrors `check_kto_config` "
-                                                                       "(utils/schemas/validation.py) yet; a "
-                                                                       "mutation that sets `rl: kto` on a config "
-                                                                       "with empty unknown keys was caught only by "
-                                                                       "AX010 on those keys, now the warning AX017",
     r"^Value error, GRPO with world_size=": "GRPO's one-group-per-GPU check depends on the GPU count: the oracle "
                                             "judges with 8 GPUs, while axlint assumes one GPU for a config without "
                                             "DeepSpeed or FSDP; AX215 applies it with `--hardware`",

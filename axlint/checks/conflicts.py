@@ -179,14 +179,16 @@ def _message_field_conflicts(datasets: Any) -> Iterator[Conflict]:
 
 
 def _rl_conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
-    """`check_dpo`, `check_grpo_liger_sequence_parallel`, `check_gdpo` and `check_rl_config_gradient_checkpointing`
-    (validation.py)."""
+    """`check_dpo`, `check_kto_config`, `check_grpo_liger_sequence_parallel`, `check_gdpo` and
+    `check_rl_config_gradient_checkpointing` (validation.py)."""
     rl = raw.get("rl")
     types, weights = raw.get("dpo_loss_type"), raw.get("dpo_loss_weights")
     if (rl == "dpo" and isinstance(types, list) and isinstance(weights, list)
             and len(types) != len(weights)):
         yield (("dpo_loss_weights",), f"{len(weights)} `dpo_loss_weights` for {len(types)} `dpo_loss_type` "
                                       "entries; give one weight per loss")
+    if rl == "kto":
+        yield from _kto_conflicts(raw)
     trl = written_block(raw, "trl")
     cp = raw.get("context_parallel_size")
     if rl == "grpo" and truthy(trl.get("use_liger_loss")) and isinstance(cp, int) and cp > 1:
@@ -202,6 +204,20 @@ def _rl_conflicts(run: TrainingRun, raw: dict[str, Any]) -> Iterator[Conflict]:
         yield (("gradient_checkpointing_kwargs", "use_reentrant"),
                f"reentrant gradient checkpointing for a QLoRA `rl: {rl}` run on {run.world_size} GPUs; set "
                "`use_reentrant: false`")
+
+
+def _kto_conflicts(raw: dict[str, Any]) -> Iterator[Conflict]:
+    """`check_kto_config`: packed eval batches (packed training batches are AX121's), and `remove_unused_columns`
+    not written false, unless `check_mm_prepare`, which runs first, sets it false for `skip_prepare_dataset`."""
+    if truthy(raw.get("eval_sample_packing")) and not truthy(raw.get("sample_packing")):
+        yield ("eval_sample_packing",), "`eval_sample_packing` with `rl: kto` (\"sample_packing is not supported with kto\")"
+        return
+    keep = raw.get("remove_unused_columns")
+    if truthy(raw.get("sample_packing")) or keep is False or (keep is None and truthy(raw.get("skip_prepare_dataset"))):
+        return
+    where = ("remove_unused_columns",) if "remove_unused_columns" in raw else ("rl",)
+    yield where, ("`rl: kto` without `remove_unused_columns: false`: the KTO trainer reads dataset columns that the "
+                  "HF Trainer drops by default; set `remove_unused_columns: false`")
 
 
 @register_check("startup_conflicting_settings", args=("problem",))
