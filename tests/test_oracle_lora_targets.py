@@ -103,8 +103,10 @@ def test_axlint_predicts_which_routers_stop_the_first_step(tmp_path) -> None:
     assert stopped == {"phimoe", "llama4_text"}
 
 
-LORA_KEYS = ("lora_target_modules", "lora_target_linear", "lora_target_parameters", "lora_modules_to_save",
-             "lora_model_dir", "peft_layers_to_transform", "peft_layers_pattern")
+TARGET_KEYS = ("lora_target_modules", "lora_target_linear", "lora_target_parameters", "lora_modules_to_save",
+               "lora_model_dir")
+"""What tells PEFT what to adapt (or loads an adapter that says it)."""
+LORA_KEYS = (*TARGET_KEYS, "peft_layers_to_transform", "peft_layers_pattern", "peft_init_lora_weights", "lora_r", "peft")
 """The LoRA settings of a rule case that the judge hands Axolotl's ``_build_peft_lora_config``."""
 
 
@@ -171,7 +173,7 @@ def test_a_lora_without_targets_stops_the_wrap(tmp_path) -> None:
     """AX239's cases of a LoRA with no target and no adapter to load: PEFT finds nothing to adapt and raises the
     error AX239 prints."""
     judged = _on_a_small_llama(tmp_path, "AX239", lambda w: bool(w.get("adapter"))
-                               and not any(w.get(k) for k in LORA_KEYS))
+                               and not any(w.get(k) for k in TARGET_KEYS))
     assert len(judged) == 2 and all(case["expect"] == "fail" for case, _, _ in judged)
     for case, answer, found in judged:
         error = answer["error"]
@@ -328,3 +330,16 @@ def test_the_lora_settings_the_estimate_leaves_out_only_add_to_it(tmp_path) -> N
         counted = estimate_memory(facts(config, None, arch, hw), arch, hw).trainable_params
         assert answers[key]["trainable"] > counted == 2 * 4 * (64 + 64) + 2 * 4 * (64 + 32), key
         assert list(left_out(config, arch)) == [key]
+
+
+def test_axlint_predicts_which_initializations_stop_the_wrap(tmp_path) -> None:
+    """AX245's cases on a 16-bit load, LoftQ's aside (PEFT asks for scipy first, which the oracle venv lacks): PEFT
+    refuses the initialization exactly where AX245 fires, with the error AX245 prints."""
+    judged = _on_a_small_llama(tmp_path, "AX245", lambda w: w.get("adapter") == "lora"
+                               and "loftq" not in str(w.get("peft_init_lora_weights")) and "peft" not in w)
+    assert sorted(case["expect"] for case, _, _ in judged) == ["fail"] * 4 + ["pass"] * 3
+    for case, answer, found in judged:
+        error = answer["error"].removeprefix("builtins.")
+        assert bool(found) == bool(error) == (case["expect"] == "fail"), (case["name"], error)
+        if found:  # its first sentence (CorDA's goes on with a pointer to PEFT's examples)
+            assert error.split(". ")[0].rstrip(".") in found[0].message, (error, found[0].message)

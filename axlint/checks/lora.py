@@ -267,3 +267,81 @@ def check_lora_kernel_classifier(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     if {"mlp", "qkv", "o"} & set(facts.lora_kernels):
         head = "reward_model" if facts.head == "sequence" else "process_reward_model"
         yield from _kernel_hits(run, ("lora_mlp_kernel", "lora_qkv_kernel", "lora_o_kernel"), head=head)
+
+
+_FULL_PRECISION = "Subsequently, re-quantize the residual model to help minimize quantization errors."
+_INITS = "`true`, `false`, `gaussian`, `olora`, `pissa`, `pissa_niter_N` (N an integer), `orthogonal`"
+
+
+def peft_init_refusal(value: object, rank: int, quantization: str | None,
+                      loftq_bits: bool) -> tuple[str, str, str] | None:
+    """(what is wrong, PEFT's error, what to write) for a `peft_init_lora_weights` that PEFT 0.19.1 refuses, as
+    Axolotl 0.18.0 hands it over (a truthy value only, ``_build_lora_config_kwargs``); None when PEFT runs it. The
+    order is PEFT's ``LoraLayer.update_layer`` (tuners/lora/layer.py): ``pissa*`` and ``corda*`` first take the
+    weights in full precision (``pissa_init`` / ``corda_init``: a 4/8-bit load has none), then PiSSA's name is read
+    (``pissa`` or ``pissa_niter_<int>``) and CorDA's needs ``preprocess_corda``, which Axolotl does not run;
+    ``olora`` (any case), ``eva`` and ``lora_ga`` run; ``loftq`` needs the ``loftq_config`` Axolotl builds from
+    ``peft.loftq_config.loftq_bits`` (``LoraConfig.__post_init__``, tuners/lora/config.py); ``orthogonal`` needs an
+    even rank; anything else but ``gaussian`` (any case) is unknown (``reset_lora_parameters``)."""
+    if not isinstance(value, str) or not value:
+        return None
+    if value.startswith(("pissa", "corda")):
+        method = "PiSSA" if value.startswith("pissa") else "CorDA"
+        if quantization is not None:
+            return (f"takes the full-precision weights for {method}, which this {'4' if quantization == 'nf4' else '8'}"
+                    "-bit load does not keep",
+                    f"TypeError: Please initialize {method} under float32, float16, or bfloat16. {_FULL_PRECISION}",
+                    f"Initialize {method} on a 16-bit load, or write `olora`, which PEFT also runs on a quantized one")
+        if method == "CorDA":
+            return ("needs PEFT's `preprocess_corda` run over data first, which Axolotl does not run",
+                    "ValueError: `eigens` attribute not found for layer, please run `preprocess_corda` first.",
+                    "Write `pissa` or `olora`, or drop the key")
+        parts = value.split("_niter_")
+        if value == "pissa" or (len(parts) == 2 and _is_int(parts[1])):
+            return None
+        error = (f"ValueError: invalid literal for int() with base 10: {parts[1]!r}" if len(parts) == 2 else
+                 f"ValueError: init_lora_weights should be 'pissa' or 'pissa_niter_[number of iters]', got {value} "
+                 "instead.")
+        return "is neither `pissa` nor `pissa_niter_N` with N an integer", error, \
+            "Write `pissa`, or `pissa_niter_4` for PEFT's faster randomized SVD"
+    if value.lower() in ("olora", "gaussian") or value in ("eva", "lora_ga"):
+        return None
+    if value == "loftq":
+        return None if loftq_bits else (
+            "without `peft.loftq_config.loftq_bits`, from which Axolotl builds the `loftq_config` LoftQ needs",
+            "ValueError: `loftq_config` must be specified when `init_lora_weights` is 'loftq'.",
+            "Write `peft: {loftq_config: {loftq_bits: 4}}`, which selects LoftQ by itself")
+    if value == "orthogonal":
+        return None if rank % 2 == 0 else (
+            f"with an odd `lora_r` ({rank})",
+            f"ValueError: Orthogonal initialization requires the LoRA rank to be even, got {rank} instead.",
+            f"Set an even `lora_r` (e.g. {rank + 1})")
+    return ("is not an initialization PEFT knows", f"ValueError: Unknown initialization init_lora_weights={value!r}",
+            f"Write one of {_INITS}, or `loftq` with `peft.loftq_config.loftq_bits`")
+
+
+def _is_int(text: str) -> bool:
+    try:
+        int(text)
+    except ValueError:
+        return False
+    return True
+
+
+@register_check("lora_init_peft_refuses", args=("value", "problem", "stage", "error", "advice"))
+def lora_init_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A `peft_init_lora_weights` PEFT refuses (``peft_init_refusal``), on its value."""
+    facts, raw = run.facts, run.raw
+    value = raw.get("peft_init_lora_weights")
+    if run.axolotl is None or facts.adapter.value not in ("lora", "qlora") or not isinstance(value, str):
+        return
+    peft = raw.get("peft")
+    loftq = peft.get("loftq_config") if isinstance(peft, dict) else None
+    refusal = peft_init_refusal(value, facts.lora.r, facts.quantization.value,
+                                isinstance(loftq, dict) and bool(loftq.get("loftq_bits")))
+    if refusal is None:
+        return
+    problem, error, advice = refusal
+    stage = "when Axolotl builds the LoRA config" if value == "loftq" else "while it wraps the model"
+    yield ax_hit(run, ("peft_init_lora_weights",), part="value", value=value, problem=problem,
+                 stage=f"{stage}, once the model is loaded", error=error.rstrip("."), advice=advice)
