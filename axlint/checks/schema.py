@@ -127,12 +127,19 @@ def plugin_key_without_plugin(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield hit
 
 
-@register_check("schema_coerced_value", args=("key", "value"), fix=FixAvailability.SOMETIMES)
+@register_check("schema_coerced_value", args=("key", "value", "how"), fix=FixAvailability.SOMETIMES)
 def coerced_value(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """YAML 1.1 reads `2e-4` as a string; pydantic converts it back. Writing `2.0e-4` says what is meant."""
+    """A string where the schema takes a number or a boolean, which pydantic's lax mode converts: YAML 1.1 reads a
+    plain `2e-4` as a string (writing `2.0e-4` says what is meant, the fix), and a quoted value (a JSON string
+    among them) is one as written."""
     for doc, problem, hit in _hits(run, {"coerced-string"}):
         node = doc.node(problem.path)
-        if node is None or not isinstance(node.value, str) or node.style:
+        quoted = node is not None and bool(node.style)
+        hit.args["how"] = ("is a quoted string, which pydantic converts; write it without the quotes" if quoted
+                           else "is a string under YAML 1.1; write it with a decimal point")
+        if quoted and isinstance(node.value, str):
+            hit.args["value"] = f'"{node.value}"'
+        if node is None or not isinstance(node.value, str) or quoted:
             yield hit
             continue
         try:
