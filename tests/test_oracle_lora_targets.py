@@ -10,7 +10,7 @@ must count as PEFT does."""
 from __future__ import annotations
 
 import re
-from typing import Callable
+from typing import Any, Callable
 
 import pytest
 
@@ -106,7 +106,8 @@ def test_axlint_predicts_which_routers_stop_the_first_step(tmp_path) -> None:
 TARGET_KEYS = ("lora_target_modules", "lora_target_linear", "lora_target_parameters", "lora_modules_to_save",
                "lora_model_dir")
 """What tells PEFT what to adapt (or loads an adapter that says it)."""
-LORA_KEYS = (*TARGET_KEYS, "peft_layers_to_transform", "peft_layers_pattern", "peft_init_lora_weights", "lora_r", "peft")
+LORA_KEYS = (*TARGET_KEYS, "peft_layers_to_transform", "peft_layers_pattern", "peft_init_lora_weights", "lora_r",
+             "peft")
 """The LoRA settings of a rule case that the judge hands Axolotl's ``_build_peft_lora_config``."""
 
 
@@ -237,6 +238,27 @@ def _ends_names(written: dict) -> bool:
     return any(isinstance(e, str) and e.startswith(("proj", "_")) for e in written.get("lora_modules_to_save") or ())
 
 
+SMALL_LORA_RUN = {"base_model": "test/model", "adapter": "lora", "lora_r": 4, "lora_alpha": 8, "sequence_len": 512,
+                  "micro_batch_size": 1, "gradient_accumulation_steps": 1, "learning_rate": 2e-4, "bf16": True}
+"""The run around each LoRA setting of `_judged_with_estimates`: rank 4, as the judge's own default."""
+
+
+def _judged_with_estimates(tmp_path, settings: dict[str, dict]) -> list[tuple[str, dict, dict, Any]]:
+    """(name, LoRA settings, PEFT's answer, axlint's estimate) for each of `settings` on the small Llama: PEFT
+    0.19.1 given them through Axolotl's own `_build_peft_lora_config` (lora_targets_judge.py ``written_targets``),
+    and axlint's estimate of `SMALL_LORA_RUN` with them on 1×H100."""
+    from axlint.hardware import parse_hardware
+    from axlint.memory import estimate_memory
+    from tests.resolved import facts
+
+    arch = Architecture.from_config("test/model", "model-config", {**SMALL, "model_type": "llama"})
+    items = [{"id": name, "model_type": "llama", "small": SMALL, "lora": lora} for name, lora in settings.items()]
+    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
+    hw = parse_hardware("1xH100")
+    return [(name, lora, answers[name], estimate_memory(facts({**SMALL_LORA_RUN, **lora}, None, arch, hw), arch, hw))
+            for name, lora in settings.items()]
+
+
 SAVED_SETTINGS = {
     "targets only": {"lora_target_modules": ["q_proj", "v_proj"]},
     "a target saved": {"lora_target_modules": ["q_proj", "v_proj"], "lora_modules_to_save": ["q_proj"]},
@@ -253,22 +275,12 @@ def test_axlint_counts_the_parameters_peft_trains(tmp_path) -> None:
     """`SAVED_SETTINGS` on a small Llama through Axolotl's own `_build_peft_lora_config`: PEFT trains the adapters
     of the targets no module to save takes and a full copy of each module to save (`params.kept_whole`,
     `modules_to_save_params`); axlint's trainable count is PEFT's, and AX244 names the entries that take targets."""
-    from axlint.hardware import parse_hardware
-    from axlint.memory import estimate_memory
     from axlint.memory.params import saved_targets
-    from tests.resolved import facts
 
-    arch = Architecture.from_config("test/model", "model-config", {**SMALL, "model_type": "llama"})
-    items = [{"id": name, "model_type": "llama", "small": SMALL, "lora": lora} for name, lora in SAVED_SETTINGS.items()]
-    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
-    hw = parse_hardware("1xH100")
-    base = {"base_model": "test/model", "adapter": "lora", "lora_r": 4, "lora_alpha": 8, "sequence_len": 512,
-            "micro_batch_size": 1, "gradient_accumulation_steps": 1, "learning_rate": 2e-4, "bf16": True}
-    for name, lora in SAVED_SETTINGS.items():
-        assert answers[name]["error"] == "", answers[name]
-        estimate = estimate_memory(facts({**base, **lora}, None, arch, hw), arch, hw)
-        assert estimate.trainable_params == answers[name]["trainable"], name
-        taken = [entry for entry, _, _ in saved_targets(arch, estimate.setup)]
+    for name, lora, answer, estimate in _judged_with_estimates(tmp_path, SAVED_SETTINGS):
+        assert answer["error"] == "", answer
+        assert estimate.trainable_params == answer["trainable"], name
+        taken = [entry for entry, _, _ in saved_targets(estimate.arch, estimate.setup)]
         assert taken == (lora["lora_modules_to_save"] if name in ("a target saved", "one layer's target saved",
                                                                    "the MLPs saved") else []), name
 
@@ -313,23 +325,13 @@ def test_the_lora_settings_the_estimate_leaves_out_only_add_to_it(tmp_path) -> N
     """`LEFT_OUT_SETTINGS` on a small Llama through Axolotl's own `_build_peft_lora_config`: each trains more
     parameters than the same LoRA without it, which is what axlint counts, so its estimate is a lower bound, as
     MEM010 says (`left_out`)."""
-    from axlint.hardware import parse_hardware
-    from axlint.memory import estimate_memory
     from axlint.memory.facts import left_out
-    from tests.resolved import facts
 
-    arch = Architecture.from_config("test/model", "model-config", {**SMALL, "model_type": "llama"})
-    items = [{"id": key, "model_type": "llama", "small": SMALL, "lora": lora} for key, lora in LEFT_OUT_SETTINGS.items()]
-    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
-    hw = parse_hardware("1xH100")
-    base = {"base_model": "test/model", "adapter": "lora", "lora_r": 4, "lora_alpha": 8, "sequence_len": 512,
-            "micro_batch_size": 1, "gradient_accumulation_steps": 1, "learning_rate": 2e-4, "bf16": True}
-    for key, lora in LEFT_OUT_SETTINGS.items():
-        assert answers[key]["error"] == "", answers[key]
-        config = {**base, **lora}
-        counted = estimate_memory(facts(config, None, arch, hw), arch, hw).trainable_params
-        assert answers[key]["trainable"] > counted == 2 * 4 * (64 + 64) + 2 * 4 * (64 + 32), key
-        assert list(left_out(config, arch)) == [key]
+    for key, lora, answer, estimate in _judged_with_estimates(tmp_path, LEFT_OUT_SETTINGS):
+        assert answer["error"] == "", answer
+        counted = estimate.trainable_params
+        assert answer["trainable"] > counted == 2 * 4 * (64 + 64) + 2 * 4 * (64 + 32), key
+        assert list(left_out({"adapter": "lora", **lora}, estimate.arch)) == [key]
 
 
 def test_axlint_predicts_which_initializations_stop_the_wrap(tmp_path) -> None:

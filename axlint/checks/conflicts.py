@@ -210,7 +210,8 @@ def _kto_conflicts(raw: dict[str, Any]) -> Iterator[Conflict]:
     """`check_kto_config`: packed eval batches (packed training batches are AX121's), and `remove_unused_columns`
     not written false, unless `check_mm_prepare`, which runs first, sets it false for `skip_prepare_dataset`."""
     if truthy(raw.get("eval_sample_packing")) and not truthy(raw.get("sample_packing")):
-        yield ("eval_sample_packing",), "`eval_sample_packing` with `rl: kto` (\"sample_packing is not supported with kto\")"
+        yield ("eval_sample_packing",), ("`eval_sample_packing` with `rl: kto` (\"sample_packing is not supported "
+                                         "with kto\")")
         return
     keep = raw.get("remove_unused_columns")
     if truthy(raw.get("sample_packing")) or keep is False or (keep is None and truthy(raw.get("skip_prepare_dataset"))):

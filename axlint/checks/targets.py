@@ -3,7 +3,7 @@ parameter patterns that match nothing (MEM011) or do not compile (AX242), and th
 model (AX225, AX226)."""
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Iterable, Iterator
 
 from axlint.lax import truthy
 from axlint.rule import Hit, Rule, register_check
@@ -71,12 +71,8 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
             effect = ("beside `lora_target_linear: true` Axolotl hands PEFT the string as one more module name, not "
                       "as a regular expression, so it selects nothing and every Linear layer gets an adapter; to "
                       "adapt only what the expression matches, set `lora_target_linear: false`")
-        for entry in missing:
-            hit = _where(run, "lora_target_modules", entry)
-            hit.args = {"key": "lora_target_modules", "entry": entry, "model": model, "effect": effect,
-                        "known": ", ".join(sorted({lin.name for layers in arch.kind_layers
-                                                   for lin in arch.linears(layers[0])}))}
-            yield hit
+        names = sorted({lin.name for layers in arch.kind_layers for lin in arch.linears(layers[0])})
+        yield from _unmatched(run, "lora_target_modules", missing, model, effect, ", ".join(names))
     names_known = names_checked(arch)
     if (facts.adapter.value in ("lora", "qlora") and isinstance(targets, str) and not facts.lora.target_linear
             and names_known and regex_matches_nothing(arch, targets)):
@@ -95,44 +91,40 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         effect = ("no layer is left: PEFT stops the launch with \"Target modules ... not found in the base model\""
                   if len(missing) == len(indexes)
                   else "PEFT adapts the listed layers that exist and ignores this index without a word")
-        for entry in missing:
-            hit = _where(run, "peft_layers_to_transform", entry)
-            hit.args = {"key": "peft_layers_to_transform", "entry": entry, "model": model, "effect": effect,
-                        "known": f"indexes {min(present)} to {max(present)}"}
-            yield hit
+        yield from _unmatched(run, "peft_layers_to_transform", missing, model, effect,
+                              f"indexes {min(present)} to {max(present)}")
     names = facts.lora.layers_pattern
     if facts.adapter.value in ("lora", "qlora") and indexes and names and names_known and isinstance(targets, tuple):
         dead = unmatched_layers_patterns(arch, facts.lora)
         effect = ("PEFT reads no layer index off any targeted module, adapts nothing and stops the launch with "
                   "\"Target modules ... not found in the base model\"" if len(dead) == len(names)
                   else "PEFT reads the layer indexes through the other names and ignores this one without a word")
-        for entry in dead:
-            hit = _where(run, "peft_layers_pattern", entry)
-            hit.args = {"key": "peft_layers_pattern", "entry": entry, "model": model, "effect": effect,
-                        "known": f"their index in `{layer}`"}
-            yield hit
+        yield from _unmatched(run, "peft_layers_pattern", dead, model, effect, f"their index in `{layer}`")
     saved = facts.lora.modules_to_save
     if facts.adapter.value in ("lora", "qlora") and saved and names_known:
-        for entry in unmatched_modules_to_save(arch, saved):
-            hit = _where(run, "lora_modules_to_save", entry)
-            hit.args = {"key": "lora_modules_to_save", "entry": entry, "model": model,
-                        "known": f"{layout.embed_name}, {layout.lm_head_name}, {layout.final_norm_name}, ...",
-                        "effect": "PEFT copies only modules whose path ends with the name, finds none and says "
-                                  "nothing: the run trains without the copy the config asks for"}
-            yield hit
+        yield from _unmatched(run, "lora_modules_to_save", unmatched_modules_to_save(arch, saved), model,
+                              "PEFT copies only modules whose path ends with the name, finds none and says nothing: "
+                              "the run trains without the copy the config asks for",
+                              f"{layout.embed_name}, {layout.lm_head_name}, {layout.final_norm_name}, ...")
     patterns = facts.unfrozen_parameters
     if patterns and not facts.adapter.value and names_known:
         missing = unmatched_unfrozen(arch, patterns)
         effect = ("nothing is left to train: the optimizer is built on an empty parameter list and torch raises "
                   "\"optimizer got an empty parameter list\"" if len(missing) == len(patterns)
                   else "the other patterns train, this one unfreezes nothing")
-        for entry in missing:
-            hit = _where(run, "unfrozen_parameters", entry)
-            hit.args = {"key": "unfrozen_parameters", "entry": entry, "model": model, "effect": effect,
-                        "known": f"{arch.decoder_path}.{layout.embed_name}.weight, "
-                                 f"{layer}.{layout.attention_module}.{layout.attention_names[0]}.weight, ..., "
-                                 f"{layout.lm_head_name}.weight"}
-            yield hit
+        yield from _unmatched(run, "unfrozen_parameters", missing, model, effect,
+                              f"{arch.decoder_path}.{layout.embed_name}.weight, "
+                              f"{layer}.{layout.attention_module}.{layout.attention_names[0]}.weight, ..., "
+                              f"{layout.lm_head_name}.weight")
+
+
+def _unmatched(run: TrainingRun, key: str, entries: Iterable[str | int], model: str, effect: str,
+               known: str) -> Iterator[Hit]:
+    """MEM011's hit on each of `entries` of the list `key` that matches nothing in `model`."""
+    for entry in entries:
+        hit = _where(run, key, entry)
+        hit.args = {"key": key, "entry": entry, "model": model, "known": known, "effect": effect}
+        yield hit
 
 
 def _converted(run: TrainingRun) -> "tuple[PeftTargets, tuple[str, ...]] | None":

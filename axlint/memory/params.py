@@ -574,9 +574,9 @@ def reaches_layers_pattern(arch: Architecture, lora: Lora, position: int) -> boo
     no module to save takes: one whose path none of the names before it gives a layer index (PEFT 0.19.1 tries
     them in order and stops at the first that matches, ``peft_layer_index``)."""
     earlier = _index_regexes(lora.layers_pattern[:position]) if position else ()
-    return None not in earlier and any(
-        not any(r.match(p) for r in earlier if r is not None)
-        for p in reached_paths(arch, lora.target_modules, lora.target_linear) if not kept_whole(p, lora.modules_to_save))
+    paths = reached_paths(arch, lora.target_modules, lora.target_linear)
+    return None not in earlier and any(not any(r.match(p) for r in earlier if r is not None)
+                                       for p in paths if not kept_whole(p, lora.modules_to_save))
 
 
 def unmatched_layers_patterns(arch: Architecture, lora: Lora) -> list[str]:
