@@ -49,8 +49,8 @@ def main() -> None:
 def exit_now(status: int) -> None:
     """Flush the standard streams and end the process with `status` at once (``os._exit``).
 
-    The interpreter's own shutdown frees every module, class, rule, schema and catalog entry one by one, ~7 ms of a
-    one-config check (a fifth of what axlint adds to the interpreter's start-up); nothing is left to do by then:
+    The interpreter's own shutdown frees every module, class, rule, schema and catalog entry one by one, ~5 ms of a
+    one-config check (benchmarks/README.md); nothing is left to do by then:
     click has ended the command, the cache files are written and replaced atomically, and the parallel linter's
     processes are joined. Output that cannot be flushed (a closed pipe) is dropped quietly, as click does."""
     import os

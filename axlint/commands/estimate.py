@@ -196,7 +196,7 @@ def _print_estimate(facts: "MemoryFacts", config: str, notes: list[str], fmt: st
         click.echo(json.dumps(data, indent=2))
         return
     fits = e.fits and facts.eval_fits
-    sized = facts.coverage == "full"  # a change sized from a partial estimate could be wrong either way: none is offered
+    sized = facts.coverage == "full"  # a change sized from a partial estimate could be wrong either way: none offered
     wider = scale_out_text(facts.scale_out, facts.hw) if not fits and not facts.suggestions and sized else ""
     click.echo(render_estimate(e, config, evaluating=facts.evaluating,
                                suggestions=facts.suggestions if not fits and sized else [], notes=notes,

@@ -434,7 +434,8 @@ def linear_path_named(arch: Architecture, name: str) -> str:
 
 
 def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linear, ...]]:
-    """Layer index -> the Linears of that layer that get a LoRA adapter. A list of names matches the same
+    """Layer index -> the Linears of that layer that get a LoRA adapter: those the targets reach that no module to
+    save takes (``kept_whole``), in the layers ``peft_layers_to_transform`` keeps. A list of names matches the same
     modules in every layer of one kind (``Architecture.kind_layers``: it is matched in the kind's first layer), so
     only a regex, or a list entry that names a layer (``layers.3.self_attn.q_proj``), needs every layer's paths.
     Built once per architecture and targets (the solver's variants of a run keep them)."""
