@@ -462,3 +462,21 @@ def test_a_lower_bound_offers_no_fix_that_claims_to_fit(tmp_path):
                            "sample_packing: true\nmicro_batch_size: 16\nadapter: lora\nlora_target_linear: true\n"
                            "bf16: true\ngradient_checkpointing: true\n")
     assert {d.code for d in lint(path, "1xH100")} == {"MEM001", "MEM010"}
+
+
+def test_ax110_prices_each_embedding_copy_as_the_estimate_does(tmp_path):
+    """AX110's figure for each copy is what the copy adds to the estimate's peak: the two figures together are the
+    estimate with both copies less the estimate with neither."""
+    import re
+
+    from axlint.memory.estimate import estimate_setup
+
+    config = write(tmp_path, "base_model: meta-llama/Llama-3.1-8B\nadapter: lora\nlora_target_linear: true\n"
+                             "lora_modules_to_save: [embed_tokens, lm_head]\nsequence_len: 2048\nbf16: true\n")
+    found = [d for d in lint(config, "1xH100", select=("AX110",))]
+    costs = [float(re.search(r"≈([\d.]+) GiB more at the peak", d.message).group(1)) for d in found]
+    assert [d.span.line for d in found] == [4, 4] and costs == [2.9, 2.9]
+    run = build_run(load_document(config), hardware=parse_hardware("1xH100"))
+    e = run.memory.estimate
+    neither = estimate_setup(e.setup.with_changes(modules_to_save=()), run.arch, run.hardware)
+    assert sum(costs) == pytest.approx((e.peak_allocated - neither.peak_allocated) / 2**30, abs=0.1)

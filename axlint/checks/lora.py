@@ -45,7 +45,8 @@ def check_lora_keys_without_adapter(run: TrainingRun, rule: Rule) -> Iterator[Hi
 
 @register_check("ax_modules_to_save_embeddings", args=("module", "size"))
 def check_modules_to_save_embeddings(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """`lora_modules_to_save` with the embedding or LM head: full trainable copies with optimizer state."""
+    """`lora_modules_to_save` with the embedding or LM head: full trainable copies with optimizer state, priced by
+    the memory estimate (``copy_cost``) where the model is known."""
     modules = run.config.get("lora_modules_to_save")
     if run.axolotl is None or not run.facts.adapter.value or not isinstance(modules, list):
         return
@@ -53,11 +54,27 @@ def check_modules_to_save_embeddings(run: TrainingRun, rule: Rule) -> Iterator[H
         return  # new tokens: Axolotl requires the embedding modules here (AX132)
     arch = run.arch
     params = arch.vocab_size * arch.hidden_size if arch is not None else None
-    size = (f"{params / 1e6:.0f}M parameters, ≈{params * 16 / 2**30:.1f} GiB of fp32 weights, gradients and "
-            f"AdamW state" if params else "vocab × hidden parameters at ≈16 bytes each with AdamW")
     for index, name in enumerate(modules):
         if isinstance(name, str) and name.rsplit(".", 1)[-1] in EMBEDDING_MODULES:
+            cost = copy_cost(run, name)
+            size = (f"{params / 1e6:.0f}M parameters" if params else "vocab × hidden parameters") + (
+                f", ≈{cost / 2**30:.1f} GiB more at the peak with its gradient and optimizer state" if cost
+                else ", each with a gradient and optimizer state")
             yield ax_hit(run, ("lora_modules_to_save", index), part="value", module=name, size=size)
+
+
+def copy_cost(run: TrainingRun, name: str) -> float | None:
+    """What the copy of module `name` adds to the estimate's peak allocated memory: the run's estimate less the
+    same run without `name` in the modules to save (weights in the load dtype or fp32, gradient and optimizer
+    state as the estimate counts them: ``states.weight_bytes``, ``optimizer_state_bytes``); None without one."""
+    from axlint.memory.estimate import estimate_setup
+
+    facts = run.memory
+    if facts is None:
+        return None
+    e = facts.estimate
+    kept = tuple(m for m in e.setup.modules_to_save if m != name)
+    return e.peak_allocated - estimate_setup(e.setup.with_changes(modules_to_save=kept), facts.arch, facts.hw).peak_allocated
 
 
 @register_check("ax_new_tokens_embedding_modules", args=("required", "missing"))
