@@ -73,8 +73,8 @@ def copy_cost(run: TrainingRun, name: str) -> float | None:
     if facts is None:
         return None
     e = facts.estimate
-    kept = tuple(m for m in e.setup.modules_to_save if m != name)
-    return e.peak_allocated - estimate_setup(e.setup.with_changes(modules_to_save=kept), facts.arch, facts.hw).peak_allocated
+    without = e.setup.with_changes(modules_to_save=tuple(m for m in e.setup.modules_to_save if m != name))
+    return e.peak_allocated - estimate_setup(without, facts.arch, facts.hw).peak_allocated
 
 
 @register_check("ax_new_tokens_embedding_modules", args=("required", "missing"))
