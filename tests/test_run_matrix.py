@@ -136,9 +136,10 @@ def test_rescoring_keeps_the_measurement_and_replaces_the_estimate(tmp_path: Pat
 def test_a_config_past_its_time_is_stopped_with_the_processes_it_started(tmp_path: Path,
                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """validate's worker runs in a process of its own: a timeout must stop it too, or it keeps its GPU memory under
-    the configs that come next. The stand-in worker writes a counter every 20 ms for as long as it lives."""
+    the configs that come next. The stand-in worker writes a counter every 20 ms for as long as it lives, each
+    value whole (written aside, then renamed: a kill between `>`'s truncation and its write left the file empty)."""
     beat = tmp_path / "beat"
-    worker = f"n=0; while true; do n=$((n+1)); echo $n > {beat}; sleep 0.02; done"
+    worker = f"n=0; while true; do n=$((n+1)); echo $n > {beat}.new; mv {beat}.new {beat}; sleep 0.02; done"
     monkeypatch.setattr(run_matrix, "validate_command", lambda *args: ["bash", "-c", f"({worker}) & wait"])
     start = time.monotonic()
     assert run_matrix.measure({"config": "x.yml"}, "cpu", 1, timeout=1.0) == {"status": "timeout"}
