@@ -183,6 +183,11 @@ class Lora:
     (none: every layer)."""
     layers_pattern: tuple[str, ...] = ()
     """``peft_layers_pattern``: the names after which PEFT reads that index (none: the last ``.<name>.<digits>.``)."""
+    rank_pattern: tuple[tuple[str, int | None], ...] = ()
+    """``lora_rank_pattern`` as written, (key, rank) in order: PEFT gives an adapted module the rank of the first key
+    that matches the end of its path (``pattern_key_expression``), else ``r``."""
+    alpha_pattern: tuple[tuple[str, int | None], ...] = ()
+    """``lora_alpha_pattern`` as written, (key, alpha), read as ``rank_pattern`` is."""
 
     @property
     def regex_error(self) -> str | None:
@@ -210,6 +215,45 @@ class Lora:
             except re.error as exc:
                 return position, str(exc)
         return None
+
+    def regex_refusals(self) -> list[tuple[str, int, str, str]]:
+        """(setting, position, entry, why ``re`` cannot compile it) of each `lora_modules_to_save` entry and each
+        `lora_rank_pattern` / `lora_alpha_pattern` key that makes no regular expression where PEFT 0.19.1 puts it,
+        in the order PEFT compiles them: ``check_target_module_exists`` (tuners/tuners_utils.py) matches every module
+        path against each entry's ``saved_expression`` before it looks at the targets, then ``_create_and_replace``
+        (tuners/lora/model.py) matches each adapted module's path against the rank keys, then the alpha keys
+        (``get_pattern_key``, utils/other.py, ``pattern_key_expression``)."""
+        found = []
+        for setting, entries, expression in (
+                ("lora_modules_to_save", self.modules_to_save, saved_expression),
+                ("lora_rank_pattern", tuple(k for k, _ in self.rank_pattern), pattern_key_expression),
+                ("lora_alpha_pattern", tuple(k for k, _ in self.alpha_pattern), pattern_key_expression)):
+            for position, entry in enumerate(entries):
+                try:
+                    re.compile(expression(entry))
+                except re.error as exc:
+                    found.append((setting, position, entry, str(exc)))
+        return found
+
+
+def saved_expression(name: str) -> str:
+    """The expression PEFT 0.19.1 (tuners/tuners_utils.py ``check_target_module_exists``) matches each module path
+    against for a `lora_modules_to_save` entry, to leave that module and those inside it out of the LoRA."""
+    return rf"(^|.*\.){name}($|\..*)"
+
+
+def pattern_key_expression(key: str) -> str:
+    """The expression PEFT 0.19.1 (utils/other.py ``get_pattern_key``) matches an adapted module's path against for a
+    `rank_pattern` / `alpha_pattern` key: the key as the end of the path, after a dot or from its start."""
+    return rf"(.*\.)?({key})$"
+
+
+def _patterns(value: Any) -> tuple[tuple[str, int | None], ...]:
+    """A `lora_rank_pattern` / `lora_alpha_pattern` mapping as (key, value read as an int) pairs in written order;
+    keys that are not strings are left out (Axolotl's schema, ``dict[str, PositiveInt]``, refuses them)."""
+    if not isinstance(value, Mapping):
+        return ()
+    return tuple((k, lax_int(v)) for k, v in value.items() if isinstance(k, str))
 
 
 def layer_index_expression(name: str) -> str:
@@ -768,7 +812,9 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
                   modules_to_save=_strings(raw.get("lora_modules_to_save")),
                   target_parameters=_strings(raw.get("lora_target_parameters")),
                   layers_to_transform=_layer_indexes(raw.get("peft_layers_to_transform")),
-                  layers_pattern=_strings(raw.get("peft_layers_pattern"))),
+                  layers_pattern=_strings(raw.get("peft_layers_pattern")),
+                  rank_pattern=_patterns(raw.get("lora_rank_pattern")),
+                  alpha_pattern=_patterns(raw.get("lora_alpha_pattern"))),
         unfrozen_parameters=_strings(raw.get("unfrozen_parameters")),
         optimizer=Fact(optimizer, ("optimizer",), Origin.WRITTEN) if isinstance(optimizer, str) and optimizer
         else Fact("adamw_torch_fused"),

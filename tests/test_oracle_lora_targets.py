@@ -107,7 +107,7 @@ TARGET_KEYS = ("lora_target_modules", "lora_target_linear", "lora_target_paramet
                "lora_model_dir")
 """What tells PEFT what to adapt (or loads an adapter that says it)."""
 LORA_KEYS = (*TARGET_KEYS, "peft_layers_to_transform", "peft_layers_pattern", "peft_init_lora_weights", "lora_r",
-             "peft")
+             "peft", "lora_rank_pattern", "lora_alpha_pattern")
 """The LoRA settings of a rule case that the judge hands Axolotl's ``_build_peft_lora_config``."""
 
 
@@ -345,3 +345,19 @@ def test_axlint_predicts_which_initializations_stop_the_wrap(tmp_path) -> None:
         assert bool(found) == bool(error) == (case["expect"] == "fail"), (case["name"], error)
         if found:  # its first sentence (CorDA's goes on with a pointer to PEFT's examples)
             assert error.split(". ")[0].rstrip(".") in found[0].message, (error, found[0].message)
+
+
+def test_axlint_predicts_which_patterns_stop_the_wrap(tmp_path) -> None:
+    """AX246's cases of a LoRA on a Llama that PEFT builds itself (no saved adapter to load): PEFT raises `re.error`
+    on a module to save or a rank / alpha key that does not compile exactly where AX246 fires, with the error AX246
+    prints, and adapts the targets where it does not."""
+    judged = _on_a_small_llama(tmp_path, "AX246", lambda w: w.get("adapter") == "lora" and "Llama" in w["base_model"]
+                               and "lora_model_dir" not in w)
+    assert sorted(case["expect"] for case, _, _ in judged) == ["fail"] * 3 + ["pass"] * 2
+    for case, answer, found in judged:
+        error = answer["error"]
+        assert bool(found) == bool(error) == (case["expect"] == "fail"), (case["name"], error)
+        if found:
+            assert error.startswith("re.error: ") and f"`{error}`" in found[0].message, (error, found[0].message)
+        else:
+            assert answer["adapted"] == ["q_proj", "v_proj"], (case["name"], answer)

@@ -102,7 +102,9 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         yield from _unmatched(run, "peft_layers_pattern", dead, model, effect, f"their index in `{layer}`")
     saved = facts.lora.modules_to_save
     if facts.adapter.value in ("lora", "qlora") and saved and names_known:
-        yield from _unmatched(run, "lora_modules_to_save", unmatched_modules_to_save(arch, saved), model,
+        invalid = {entry for setting, _, entry, _ in facts.lora.regex_refusals() if setting == "lora_modules_to_save"}
+        yield from _unmatched(run, "lora_modules_to_save",
+                              [e for e in unmatched_modules_to_save(arch, saved) if e not in invalid], model,
                               "PEFT copies only modules whose path ends with the name, finds none and says nothing: "
                               "the run trains without the copy the config asks for",
                               f"{layout.embed_name}, {layout.lm_head_name}, {layout.final_norm_name}, ...")
@@ -362,6 +364,40 @@ _LORA_LAYER = {None: "peft.tuners.lora.layer.Linear", "nf4": "peft.tuners.lora.b
                "int8": "peft.tuners.lora.bnb.Linear8bitLt"}
 """The class of PEFT 0.19.1's LoRA layer on a Linear, by the base model's quantization (tuners/lora/layer.py,
 tuners/lora/bnb.py)."""
+
+
+@register_check("lora_pattern_peft_refuses", args=("what", "entry", "expression", "error", "advice"))
+def pattern_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """Each `lora_modules_to_save` entry and each `lora_rank_pattern` / `lora_alpha_pattern` key that makes no regular
+    expression where PEFT puts it (``facts.Lora.regex_refusals``), on the entry or key: an entry of the modules to
+    save is matched against every module path, whatever the model; a pattern key is read for each adapted module
+    that no key before it matches, so one that comes first always is, and a later one when the model's module
+    paths are known and one the targets reach is left over (``params.reaches_pattern_key``). Not when
+    `lora_model_dir` loads a saved adapter, whose own config PEFT reads instead."""
+    from axlint.facts import pattern_key_expression, saved_expression
+    from axlint.memory.params import reaches_pattern_key
+
+    facts = run.facts
+    lora = facts.lora
+    if (run.axolotl is None or facts.adapter.value not in ("lora", "qlora") or truthy(run.raw.get("lora_model_dir"))
+            or not (lora.target_modules or lora.target_linear or lora.target_parameters)):
+        return
+    for setting, position, entry, error in lora.regex_refusals():
+        if setting == "lora_modules_to_save":
+            hit = _where(run, setting, entry)
+            what, expression = "`lora_modules_to_save` entry", saved_expression(entry)
+            advice = ("Write the module's name as the model has it (`embed_tokens`, `lm_head`); a bracket or "
+                      "parenthesis in it must be closed or escaped with a backslash")
+        else:
+            keys = tuple(k for k, _ in (lora.rank_pattern if setting == "lora_rank_pattern" else lora.alpha_pattern))
+            if position and not (model_names_known(run) and reaches_pattern_key(run.arch, lora, keys, position)):
+                continue
+            hit = Hit(run.axolotl, run.axolotl.span((setting, entry), "key"), {})
+            what, expression = f"`{setting}` key", pattern_key_expression(entry)
+            advice = ("Write an expression that matches the end of the module paths it means (`q_proj`, "
+                      "`layers\\.0\\.self_attn\\.q_proj`), with every bracket and parenthesis closed or escaped")
+        hit.args = {"what": what, "entry": entry, "expression": expression, "error": error, "advice": advice}
+        yield hit
 
 
 @register_check("lora_target_saved_whole", args=("entry", "modules", "size"))

@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING, Iterable, Iterator
 
 from axlint.architectures import Architecture, Linear
 from axlint.architectures.families import flag
-from axlint.facts import Lora, ShardingKind, embedding_layers, layer_index_expression
+from axlint.facts import (
+    Lora,
+    ShardingKind,
+    embedding_layers,
+    layer_index_expression,
+    pattern_key_expression,
+    saved_expression,
+)
 from axlint.memory.freeze import mm_frozen
 from axlint.memory.peft_targets import convert_targets
 
@@ -580,6 +587,15 @@ def reaches_layers_pattern(arch: Architecture, lora: Lora, position: int) -> boo
                                        for p in paths if not kept_whole(p, lora.modules_to_save))
 
 
+def reaches_pattern_key(arch: Architecture, lora: Lora, keys: tuple[str, ...], position: int) -> bool:
+    """Whether PEFT reads the `lora_rank_pattern` / `lora_alpha_pattern` key at ``position`` of ``keys`` for a module
+    the list targets reach and no module to save takes: one whose path none of the keys before it that compile
+    matches (PEFT 0.19.1 ``get_pattern_key`` tries them in order and stops at the first match)."""
+    earlier = [r for r in map(_compiled, map(pattern_key_expression, keys[:position])) if r is not None]
+    paths = reached_paths(arch, lora.target_modules, lora.target_linear)
+    return any(not any(r.match(p) for r in earlier) for p in paths if not kept_whole(p, lora.modules_to_save))
+
+
 def unmatched_layers_patterns(arch: Architecture, lora: Lora) -> list[str]:
     """The ``peft_layers_pattern`` names from which PEFT reads no layer index on any module the targets reach and no
     module to save takes (``peft_layer_index``); none when a name is no regular expression."""
@@ -648,7 +664,7 @@ def _model_linears(arch: Architecture) -> Iterator[tuple[str, Linear]]:
 def _saved_skips(saved: tuple[str, ...]) -> tuple[re.Pattern[str], ...] | None:
     """``kept_whole``'s expressions, compiled once per process; None when an entry does not compile."""
     try:
-        return tuple(re.compile(rf"(^|.*\.){name}($|\..*)") for name in saved)
+        return tuple(re.compile(saved_expression(name)) for name in saved)
     except re.error:
         return None
 
