@@ -291,10 +291,10 @@ def test_lora_on_quantized_experts_is_not_simulated_and_says_why(project):
     assert "--simulate: LoRA on routed experts stored quantized" in err and "this process runs PEFT" in err
 
 
-@pytest.mark.parametrize("extra", ["peft_use_dora: true\n", "lora_rank_pattern:\n  q_proj: 32\n"])
+@pytest.mark.parametrize("extra", ["peft_use_dora: true\n", "peft_layer_replication: [[0, 8], [4, 12]]\n"])
 def test_lora_settings_the_simulation_would_leave_out_are_not_simulated(project, extra):
-    """DoRA or per-module ranks: the simulation's plain LoRA would run without them, so it refuses: exit 2, and
-    which setting."""
+    """DoRA or PEFT's layer replication: the simulation's plain LoRA would run without them, so it refuses: exit 2,
+    and which setting."""
     (project / "dora.yml").write_text("base_model: meta-llama/Llama-3.2-1B\nadapter: lora\nlora_target_linear: true\n"
                                       "sequence_len: 1024\n" + extra, encoding="utf-8")
     code, out, err = invoke("dora.yml", "--hardware", "1xH100", "--simulate")
@@ -381,7 +381,8 @@ def test_a_lower_bound_offers_no_change(project):
 
 def test_the_verdict_says_no_more_than_the_estimate_covers(project):
     """A lower bound (the Falcon QLoRA's unquantized layers) says that the run does not fit, never that it fits; an
-    estimate that misses parts either way (`lora_rank_pattern`) gives its number and no verdict; the JSON object
+    estimate that misses parts either way (`lora_rank_pattern` on a mixture-of-experts model) gives its number and
+    no verdict; the JSON object
     carries the same verdict beside `fits`."""
     (project / "falcon.yml").write_text(FALCON_QLORA)
     code, out, _ = invoke("falcon.yml", "--hardware", "1x24GB")
@@ -391,7 +392,7 @@ def test_the_verdict_says_no_more_than_the_estimate_covers(project):
     assert "AT LEAST " in out and "so whether the run fits is not known" in out and "FITS:" not in out
     data = estimate_json("falcon.yml", "--hardware", "1xH100")[1]
     assert (data["fits"], data["verdict"]) == (True, "unknown")
-    (project / "ranks.yml").write_text("base_model: meta-llama/Llama-3.1-8B\nadapter: lora\nlora_target_linear: true\n"
+    (project / "ranks.yml").write_text("base_model: Qwen/Qwen3-30B-A3B\nadapter: lora\nlora_target_linear: true\n"
                                        "sequence_len: 2048\nlora_rank_pattern:\n  q_proj: 64\n")
     for hardware in ("1xH100", "1x16GB"):
         code, out, _ = invoke("ranks.yml", "--hardware", hardware)

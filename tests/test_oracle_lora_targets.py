@@ -246,17 +246,21 @@ SMALL_LORA_RUN = {"base_model": "test/model", "adapter": "lora", "lora_r": 4, "l
 def _judged_with_estimates(tmp_path, settings: dict[str, dict]) -> list[tuple[str, dict, dict, Any]]:
     """(name, LoRA settings, PEFT's answer, axlint's estimate) for each of `settings` on the small Llama: PEFT
     0.19.1 given them through Axolotl's own `_build_peft_lora_config` (lora_targets_judge.py ``written_targets``),
-    and axlint's estimate of `SMALL_LORA_RUN` with them on 1×H100."""
+    and axlint's estimate of `SMALL_LORA_RUN` with them (``_estimated``)."""
+    items = [{"id": name, "model_type": "llama", "small": SMALL, "lora": lora} for name, lora in settings.items()]
+    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
+    return [(name, lora, answers[name], _estimated(lora)) for name, lora in settings.items()]
+
+
+def _estimated(lora: dict) -> Any:
+    """axlint's estimate of `SMALL_LORA_RUN` with `lora` on the small Llama, on 1×H100."""
     from axlint.hardware import parse_hardware
     from axlint.memory import estimate_memory
     from tests.resolved import facts
 
     arch = Architecture.from_config("test/model", "model-config", {**SMALL, "model_type": "llama"})
-    items = [{"id": name, "model_type": "llama", "small": SMALL, "lora": lora} for name, lora in settings.items()]
-    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
     hw = parse_hardware("1xH100")
-    return [(name, lora, answers[name], estimate_memory(facts({**SMALL_LORA_RUN, **lora}, None, arch, hw), arch, hw))
-            for name, lora in settings.items()]
+    return estimate_memory(facts({**SMALL_LORA_RUN, **lora}, None, arch, hw), arch, hw)
 
 
 SAVED_SETTINGS = {
@@ -283,6 +287,35 @@ def test_axlint_counts_the_parameters_peft_trains(tmp_path) -> None:
         taken = [entry for entry, _, _ in saved_targets(estimate.arch, estimate.setup)]
         assert taken == (lora["lora_modules_to_save"] if name in ("a target saved", "one layer's target saved",
                                                                    "the MLPs saved") else []), name
+
+
+RANK_SETTINGS = {
+    "a name": {"lora_target_modules": ["q_proj", "v_proj"], "lora_rank_pattern": {"q_proj": 8}},
+    "one layer's module": {"lora_target_modules": ["q_proj", "v_proj"],
+                           "lora_rank_pattern": {"layers.0.self_attn.q_proj": 8}},
+    "a key that is no whole name, and an expression": {"lora_target_linear": True,
+                                                       "lora_rank_pattern": {"elf_attn.q_proj": 8, r"mlp\..*": 2}},
+    "the first key that matches": {"lora_target_linear": True,
+                                   "lora_rank_pattern": {r"layers\.1\..*": 2, ".*proj": 7}},
+    "a rank for a module to save": {"lora_target_modules": ["q_proj", "v_proj"], "lora_modules_to_save": ["q_proj"],
+                                    "lora_rank_pattern": {"q_proj": 8, "v_proj": 2}},
+}
+"""`lora_rank_pattern`s that give some adapters, of some layers, other ranks than `lora_r`."""
+
+
+def test_axlint_follows_the_ranks_peft_gives(tmp_path) -> None:
+    """`RANK_SETTINGS` on a small Llama through Axolotl's own `_build_peft_lora_config`: PEFT gives each adapted
+    module the rank of the first key that ends its path (`params.adapter_rank`); axlint's trainable count is PEFT's,
+    differs from the same LoRA at `lora_r` everywhere, and the estimate is no longer short of a verdict."""
+    from axlint.memory.facts import not_modelled
+
+    for name, lora, answer, estimate in _judged_with_estimates(tmp_path, RANK_SETTINGS):
+        assert answer["error"] == "", answer
+        assert estimate.trainable_params == answer["trainable"], name
+        plain = {k: v for k, v in lora.items() if k != "lora_rank_pattern"}
+        assert _estimated(plain).trainable_params != answer["trainable"], name
+        assert "lora_rank_pattern" not in not_modelled({"adapter": "lora", **lora}, estimate.setup.sharding,
+                                                       estimate.arch), name
 
 
 def test_axlint_predicts_which_layer_settings_stop_the_wrap(tmp_path) -> None:

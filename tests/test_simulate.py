@@ -214,6 +214,23 @@ def test_lora_on_the_experts_parameters_is_simulated() -> None:
     assert with_experts.trainable_parameters == trainable(moe, read_setup(run, moe)).total
 
 
+def test_per_module_ranks_are_simulated() -> None:
+    """``lora_rank_pattern`` is handed to PEFT as Axolotl hands it (``rank_pattern``): the simulation trains the
+    ranks the keys give, the count the estimate makes (``params.adapter_rank``), and more than at `lora_r` alone."""
+    from axlint.memory.params import trainable
+    from axlint.memory.setup import read_setup
+
+    config = {"micro_batch_size": 1, "sequence_len": 128, "bf16": True, "gradient_checkpointing": True,
+              "attn_implementation": "sdpa", "optimizer": "adamw_torch", "adapter": "lora", "lora_r": 4,
+              "lora_target_linear": True}
+    ranked = {**config, "lora_rank_pattern": {r"layers\.0\.self_attn\.q_proj": 16, "mlp.down_proj": 8},
+              "lora_alpha_pattern": {"down_proj": 16}}
+    plain, with_ranks = (simulate(facts(c, None, ARCH, None), ARCH, None) for c in (config, ranked))
+    h, i, layers = TINY["hidden_size"], TINY["intermediate_size"], TINY["num_hidden_layers"]
+    assert with_ranks.trainable_parameters - plain.trainable_parameters == 12 * 2 * h + layers * 4 * (i + h)
+    assert with_ranks.trainable_parameters == trainable(ARCH, read_setup(facts(ranked, None, ARCH, None), ARCH)).total
+
+
 def test_fsdp1_qlora_with_offload_keeps_the_quantization_state_on_the_gpu() -> None:
     """FSDP1 offloads the 4-bit weights' data, not bitsandbytes' quantization state, which stays whole on every
     GPU: n·(1/64 + 4/(64·256)) bytes of double-quantized NF4 over the decoder's linears, as the estimate counts."""

@@ -48,7 +48,7 @@ QLoRA (LayerNorm, a GELU MLP) at 2×8192: 17.04 GiB.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from axlint.architectures import Architecture, Linear
 from axlint.memory import constants as C
@@ -57,6 +57,7 @@ from axlint.memory.params import (
     adapted_router,
     expert_parameters,
     layer_groups,
+    layer_ranks,
     lora_targets,
     skipped_layers,
 )
@@ -275,12 +276,12 @@ def _input_groups(arch: Architecture, layer: int) -> tuple[tuple[int, tuple[Line
 
 def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear, ...], kept: bool,
                 setup: TrainSetup, trains: bool, base_kept: bool, fp32_input: bool = False,
-                fused: dict[Linear, str] | None = None) -> float:
+                fused: dict[Linear, str] | None = None, ranks: Mapping[Linear, int] | None = None) -> float:
     """One input tensor: kept once (2·width) when a trained weight (``trains``), a bitsandbytes base layer that keeps
     its input (``base_kept``: ``TrainSetup.base_keeps_input``), an adapter in the activation dtype or a fused LoRA kernel reads it (``kept``: the attention
     kernel keeps it anyway), once per such reader when the tensor is fp32 (``fp32_input``: autocast makes each its
     own half copy); per adapted PEFT reader its own copy 2·width (fp32 adapters under autocast) or, with dropout, a
-    dropped copy 2·width + a mask 1·width, and its lora_A output 2r. Readers in ``fused`` (``lora_kernel_linears``)
+    dropped copy 2·width + a mask 1·width, and its lora_A output 2r (r: ``ranks``, else ``lora_r``). Readers in ``fused`` (``lora_kernel_linears``)
     run in Axolotl's kernels, which save the input itself and, with dropout, one dropped copy and mask per kernel
     (``apply_lora_qkv`` drops once for q, k and v); the down projection's input of the fused MLP exists only inside
     the kernel."""
@@ -296,7 +297,8 @@ def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear
     readers = len(consumers) if fp32_input else 1
     once = 0 if kept or not shared_reader else C.LINEAR_INPUT_BYTES * width * readers
     per_reader = (C.LORA_DROPPED_COPY_BYTES if copies or dropout else 0) + (C.LORA_DROPOUT_MASK_BYTES if dropout else 0)
-    return once + len(mine) * per_reader * width + len(mine) * C.BF16 * setup.lora_r + len(kernels) * dropped
+    rank = sum(ranks.get(lin, setup.lora_r) for lin in mine) if ranks else len(mine) * setup.lora_r
+    return once + len(mine) * per_reader * width + C.BF16 * rank + len(kernels) * dropped
 
 
 def kept_by_attention(arch: Architecture, setup: TrainSetup, consumers: tuple[Linear, ...]) -> bool:
@@ -314,9 +316,10 @@ def input_bytes(arch: Architecture, setup: TrainSetup, layer: int, adapted: tupl
     ``input_groups``) are fp32 on an fp32 residual stream (``TrainSetup.residual_fp32``)."""
     from_norm = 1 if arch.norms_per_layer == 1 else 2
     fused = lora_kernel_linears(arch, setup, layer, adapted)
+    ranks = layer_ranks(arch, setup, layer) if adapted else None
     return sum(group_bytes(width, consumers, adapted, kept_by_attention(arch, setup, consumers), setup,
                            base_trains(setup), setup.base_keeps_input,
-                           fp32_input=setup.residual_fp32 and index < from_norm, fused=fused)
+                           fp32_input=setup.residual_fp32 and index < from_norm, fused=fused, ranks=ranks)
                for index, (width, consumers) in enumerate(input_groups(arch, layer))
                if consumers and (only is None or set(consumers) <= only))
 

@@ -156,24 +156,26 @@ def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Archite
         found[f"tensor_parallel_size: {sharding.mesh.tp}"] = why
     if sharding.mesh.ep > 1 and sharding.kind is ShardingKind.DEEPSPEED:
         found[f"expert_parallel_size: {sharding.mesh.ep}"] = "splits the experts over GPUs, beside DeepSpeed"
-    return found | rank_pattern(config) | {f"{k}: true": why for k, why in NOT_MODELLED_FLAGS.items()
+    return found | rank_pattern(config, arch) | {f"{k}: true": why for k, why in NOT_MODELLED_FLAGS.items()
                                             if config.get(k) is True}
 
 
 def unwrapped_lora_settings(config: Mapping[str, Any]) -> list[str]:
-    """The keys of the LoRA settings (``lora_variants``, ``rank_pattern``) that axlint's own wrap of a model for
-    ``estimate --simulate`` and ``validate`` (``training.model.apply_lora``) does not hand PEFT: a run of it would
-    leave them out."""
-    return [key.split(":", 1)[0] for key in (*lora_variants(config), *rank_pattern(config))]
+    """The keys of the LoRA settings (``lora_variants``) that axlint's own wrap of a model for ``estimate --simulate``
+    and ``validate`` (``training.model.apply_lora``) does not hand PEFT: a run of it would leave them out."""
+    return [key.split(":", 1)[0] for key in lora_variants(config)]
 
 
-def rank_pattern(config: Mapping[str, Any]) -> dict[str, str]:
-    """`lora_rank_pattern` -> why, for a LoRA that gives some modules other ranks (PEFT 0.19.1 ``rank_pattern``: the
-    first key that ``re.match``es the end of a module's path sets its rank), which the estimate does not follow."""
+def rank_pattern(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
+    """`lora_rank_pattern` -> why, for a LoRA on a mixture-of-experts model that gives some modules other ranks: the
+    estimate follows the keys on the modules PEFT wraps as Linears (``params.adapter_rank``, PEFT 0.19.1
+    ``rank_pattern``: the first key that ``re.match``es the end of a module's path sets its rank), but sizes the
+    adapters on the routed experts' 3-D weights and the router (``params.target_parameter_lora_params``) at `lora_r`,
+    and PEFT's own conversion of expert targets writes rank keys of its own."""
     if config.get("adapter") in ("lora", "qlora") and isinstance(config.get("lora_rank_pattern"), Mapping) \
-            and config["lora_rank_pattern"]:
-        return {"lora_rank_pattern": "gives the modules it matches other LoRA ranks, and the estimate sizes every "
-                                     "adapter at `lora_r`"}
+            and config["lora_rank_pattern"] and arch.num_experts:
+        return {"lora_rank_pattern": "gives the modules it matches other LoRA ranks, and the estimate sizes the "
+                                     "adapters on the routed experts and the router at `lora_r`"}
     return {}
 
 

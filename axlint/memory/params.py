@@ -97,7 +97,8 @@ def idle_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
     if not arch.multimodal and not arch.mtp_layers:
         return NO_SPLIT
     memo = arch.memos.setdefault("idle_split", {})
-    key = (setup.adapter, setup.lora_r, _targets_key(setup), setup.unfrozen_parameters, setup.freeze_mm_modules,
+    key = (setup.adapter, setup.lora_r, setup.lora_rank_pattern, _targets_key(setup), setup.unfrozen_parameters,
+           setup.freeze_mm_modules,
            setup.images is None)
     if key not in memo:
         memo[key] = _mtp_split(arch, setup, _multimodal_split(arch, setup))
@@ -108,7 +109,7 @@ def _multimodal_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
     """The parts of a multimodal model (none for a model without a sized tower): the tower(s) with the projector
     pieces under a ``freeze.MM_PREFIXES`` name, each other projector piece, and Llama 3.2 Vision's cross-attention
     decoder layers. A part's base parameters train in a full fine-tune; its adapters are r·(d_in + d_out) over its
-    targeted Linears. ``freeze_mm_modules`` freezes the parts ``freeze.mm_frozen`` names. Without ``processor_type``
+    targeted Linears, at each one's rank (``adapter_rank``). ``freeze_mm_modules`` freezes the parts ``freeze.mm_frozen`` names. Without ``processor_type``
     Axolotl feeds text only but loads the multimodal class (``training.model.model_class``): a text-only forward
     runs no tower or projector, and MllamaTextModel skips its cross-attention layers without
     ``cross_attention_states`` (transformers 5.14.1 - 5.24), so every part that is not frozen is idle (measured on
@@ -130,14 +131,15 @@ def _multimodal_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
         loose_base = sum(loose.values()) if full else 0
         covered_base = arch.extra_parameters - vision.fixed_params - loose_base if full else 0
     # the adapters outside the decoder (memoized) are the tower's, the projector's and the patch convolution's
-    loose_adapter = r * sum(lin.d_in + lin.d_out for path, lin in _vision_modules(arch)
-                            if path in loose and targeted(path, lin, setup)) if r and loose else 0
-    covered_adapter = r * _adapted_outside_width(arch, setup) - loose_adapter if r else 0
+    loose_adapter = sum(adapter_rank(path, setup) * (lin.d_in + lin.d_out) for path, lin in _vision_modules(arch)
+                        if path in loose and targeted(path, lin, setup)) if r and loose else 0
+    covered_adapter = _outside_adapter_params(arch, setup) - loose_adapter if r else 0
     cross = cross_attention_layers(arch)
     cross_base = sum(numel for layer in cross for name, numel in _layer_parameters(arch, layer)
                      if full or is_unfrozen(f"{_layer_prefix(arch, layer)}.{name}", unfrozen))
     targets = lora_targets(arch, setup) if r else {}
-    cross_adapter = sum(r * (lin.d_in + lin.d_out) * lin.count for layer in cross for lin in targets.get(layer, ()))
+    cross_adapter = sum(layer_ranks(arch, setup, layer).get(lin, r) * (lin.d_in + lin.d_out) * lin.count
+                        for layer in cross for lin in targets.get(layer, ()))
     frozen = setup.freeze_mm_modules
     split = IdleSplit(frozen_base=covered_base if frozen else 0, frozen_adapter=covered_adapter if frozen else 0,
                             fixed=vision.fixed_params)
@@ -164,7 +166,8 @@ def _mtp_split(arch: Architecture, setup: TrainSetup, split: IdleSplit) -> IdleS
     if not arch.mtp_layers or (setup.unfrozen_parameters and setup.adapter):
         return split
     r = setup.lora_r if setup.adapter else 0
-    adapter = r * sum(lin.d_in + lin.d_out for path, lin in _mtp_modules(arch) if targeted(path, lin, setup))
+    adapter = sum(adapter_rank(path, setup) * (lin.d_in + lin.d_out) for path, lin in _mtp_modules(arch)
+                  if r and targeted(path, lin, setup))
     if setup.unfrozen_parameters:
         base = sum(n for name, n in _mtp_parameters(arch) if is_unfrozen(name, setup.unfrozen_parameters))
     else:
@@ -228,21 +231,23 @@ def layer_groups(arch: Architecture, setup: TrainSetup) -> tuple[tuple[int, ...]
     order of their first layer: the layers of each kind when the module targets are a list of names (matched in one
     layer of each kind: ``lora_targets``), no entry of them or of the modules to save names a layer (a name
     without an index matches the same modules or parameters after each layer's index) and
-    ``peft_layers_to_transform`` is not set; else grouped by their adapters, once per architecture and targets (a
-    regex ``lora_target_modules``, an entry with an index or the listed layers may single out layers)."""
+    ``peft_layers_to_transform`` and `lora_rank_pattern` are not set; else grouped by their adapters and those
+    adapters' ranks (``layer_ranks``), once per architecture and targets (a regex ``lora_target_modules``, an entry
+    with an index, the listed layers or a rank key may single out layers)."""
     targets = setup.lora_target_modules
     if (not isinstance(targets, str)
             and not any(map(_has_index, (*targets, *setup.lora_target_parameters, *setup.modules_to_save)))
-            and setup.lora_layers is None):
+            and setup.lora_layers is None and not setup.lora_rank_pattern):
         return arch.kind_layers
     memo = arch.memos.setdefault("layer_groups", {})
-    key = (_targets_key(setup), setup.lora_target_parameters, bool(setup.adapter))
+    key = (_targets_key(setup), setup.lora_target_parameters, bool(setup.adapter), setup.lora_r)
     if key not in memo:
         adapted = lora_targets(arch, setup)
         groups: dict[tuple, list[int]] = {}
         for layer, kind in enumerate(arch.layer_kinds):
             experts, router = adapted_expert_parameters(arch, setup, layer), adapted_router(arch, setup, layer)
-            groups.setdefault((kind, adapted[layer], experts, router), []).append(layer)
+            ranks = frozenset(layer_ranks(arch, setup, layer).items())
+            groups.setdefault((kind, adapted[layer], experts, router, ranks), []).append(layer)
         memo[key] = tuple(map(tuple, groups.values()))
     return memo[key]
 
@@ -470,24 +475,56 @@ def lora_targets(arch: Architecture, setup: TrainSetup) -> dict[int, tuple[Linea
 
 def _targets_key(setup: TrainSetup) -> tuple:
     """What ``lora_targets`` reads of a setup: the module targets, ``lora_target_linear``, ``expert_modules``, the
-    layers ``peft_layers_to_transform`` keeps, and the modules to save (``kept_whole``)."""
+    layers ``peft_layers_to_transform`` keeps, and the modules to save (``kept_whole``); and the rank keys, which
+    the memos keyed by it (``layer_groups``, ``_outside_adapter_params``) read too."""
     return (setup.lora_target_modules, setup.lora_target_linear, setup.expert_modules, setup.lora_layers,
-            setup.modules_to_save)
+            setup.modules_to_save, setup.lora_rank_pattern)
 
 
-def _adapted_outside_width(arch: Architecture, setup: TrainSetup) -> int:
-    """Σ (d_in + d_out) over the Linears outside the decoder layers (``_outside_modules``) that the module targets
-    reach, and over the patch convolution they reach (``adapted_patch_conv``); once per architecture and targets."""
-    memo = arch.memos.setdefault("adapted_outside_width", {})
-    key = _targets_key(setup)
+def _outside_adapter_params(arch: Architecture, setup: TrainSetup) -> int:
+    """Σ rank·(d_in + d_out) (``adapter_rank``) over the Linears outside the decoder layers (``_outside_modules``)
+    that the module targets reach, and over the patch convolution they reach (``adapted_patch_conv``); once per
+    architecture, targets and rank."""
+    memo = arch.memos.setdefault("outside_adapter_params", {})
+    key = (_targets_key(setup), setup.lora_r)
     if key not in memo:
         conv = adapted_patch_conv(arch, setup)
-        memo[key] = sum(lin.d_in + lin.d_out for name, lin in _outside_modules(arch)
+        memo[key] = sum(adapter_rank(name, setup) * (lin.d_in + lin.d_out) for name, lin in _outside_modules(arch)
                         if targeted(name, lin, setup) and in_lora_layers(name, setup)
                         and not kept_whole(name, setup.modules_to_save)) \
-            + (conv[1] if conv and in_lora_layers(conv[0], setup) and not kept_whole(conv[0], setup.modules_to_save)
-               else 0)
+            + (adapter_rank(conv[0], setup) * conv[1] if conv and in_lora_layers(conv[0], setup)
+               and not kept_whole(conv[0], setup.modules_to_save) else 0)
     return memo[key]
+
+
+def adapter_rank(path: str, setup: TrainSetup) -> int:
+    """The LoRA rank PEFT gives the adapted module at ``path``: the value of the first `lora_rank_pattern` key whose
+    expression (``facts.pattern_key_expression``) matches the path, else ``lora_r`` (PEFT 0.19.1 ``get_pattern_key``,
+    utils/other.py, read by ``_create_and_replace``, tuners/lora/model.py; a key that does not compile stops the
+    wrap, AX246, and is passed over here)."""
+    if not setup.lora_rank_pattern:
+        return setup.lora_r
+    return _pattern_rank(path, setup.lora_rank_pattern, setup.lora_r)
+
+
+@functools.lru_cache(maxsize=65536)
+def _pattern_rank(path: str, pattern: tuple[tuple[str, int], ...], default: int) -> int:
+    """``adapter_rank`` once per module path and pattern."""
+    for key, rank in pattern:
+        compiled = _compiled(pattern_key_expression(key))
+        if compiled is not None and compiled.match(path):
+            return rank
+    return default
+
+
+def layer_ranks(arch: Architecture, setup: TrainSetup, layer: int) -> dict[Linear, int]:
+    """Linear -> rank for the Linears of ``layer`` that get an adapter (``lora_targets``) of another rank than
+    ``lora_r`` (``adapter_rank``); empty without `lora_rank_pattern`."""
+    if not setup.lora_rank_pattern or not setup.adapter:
+        return {}
+    adapted = lora_targets(arch, setup).get(layer, ())
+    ranks = ((lin, adapter_rank(name, setup)) for name, lin in layer_modules(arch, layer) if lin in adapted)
+    return {lin: rank for lin, rank in ranks if rank != setup.lora_r}
 
 
 def _outside_modules(arch: Architecture) -> tuple[tuple[str, Linear], ...]:
@@ -519,14 +556,17 @@ def _vision_modules(arch: Architecture) -> tuple[tuple[str, Linear], ...]:
 
 
 def lora_params(arch: Architecture, setup: TrainSetup) -> int:
-    """Σ over adapted Linears of r·(d_in + d_out) × instances (PEFT LoRA A: r×d_in, B: d_out×r): the decoder's, and
+    """Σ over adapted Linears of r·(d_in + d_out) × instances (PEFT LoRA A: r×d_in, B: d_out×r; r each one's rank,
+    ``adapter_rank``): the decoder's, and
     the vision tower's that the targets reach (Axolotl's ``lora_target_linear`` collects the Linear names of the whole
     model, and PEFT matches a listed name in every module path that ends with it), and the multi-token-prediction
     layers' likewise."""
-    adapted = lora_targets(arch, setup)
-    decoder = sum(setup.lora_r * (lin.d_in + lin.d_out) * lin.count * len(layers)
-                  for layers in layer_groups(arch, setup) for lin in adapted[layers[0]])
-    return decoder + setup.lora_r * _adapted_outside_width(arch, setup)
+    adapted, decoder = lora_targets(arch, setup), 0
+    for layers in layer_groups(arch, setup):
+        ranks = layer_ranks(arch, setup, layers[0])
+        decoder += len(layers) * sum(ranks.get(lin, setup.lora_r) * (lin.d_in + lin.d_out) * lin.count
+                                     for lin in adapted[layers[0]])
+    return decoder + _outside_adapter_params(arch, setup)
 
 
 def modules_to_save_params(arch: Architecture, setup: TrainSetup) -> int:

@@ -123,6 +123,8 @@ class TrainSetup:
     lora_layers: tuple[tuple[int, ...], tuple[str, ...]] | None = None  # peft_layers_to_transform and the
     # peft_layers_pattern names PEFT reads a module's layer index after (``params.peft_layer_index``); None: all
     lora_doubled: tuple[str, ...] = ()            # target parameters whose LoRA rank PEFT doubles (fused pairs)
+    lora_rank_pattern: tuple[tuple[str, int], ...] = ()  # lora_rank_pattern: (key, rank) in order
+    # (``params.adapter_rank``)
     expert_kernels: tuple[str, ...] = ()          # KernelsPlugin expert paths (scattermoe / sonicmoe) that run the experts
     lora_kernels: tuple[str, ...] = ()            # Axolotl's fused LoRA kernels in place of PEFT's layers: "mlp", "qkv", "o"
     expert_modules: bool = False                  # the repository's own code builds the experts as nn.Linear modules
@@ -360,6 +362,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         lora_layers=(facts.lora.layers_to_transform, facts.lora.layers_pattern) if facts.lora.layers_to_transform
         else None,
         modules_to_save=facts.lora.modules_to_save,
+        lora_rank_pattern=tuple((key, rank) for key, rank in facts.lora.rank_pattern if rank and rank > 0),
         unfrozen_parameters=facts.unfrozen_parameters,
         sequence_len=seq,
         micro_batch_size=mbs,

@@ -139,7 +139,8 @@ def apply_lora(model: Any, spec: TrainSpec) -> Any:
               "layers_pattern": spec.lora_layers_pattern or None} if spec.lora_layers_to_transform else {}
     lora = LoraConfig(r=spec.lora_r, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout,
                       target_modules=spec.lora_target_modules, task_type="CAUSAL_LM", bias="none",
-                      modules_to_save=spec.lora_modules_to_save or None, **parameters, **layers)  # PEFT >= 0.17
+                      modules_to_save=spec.lora_modules_to_save or None, rank_pattern=dict(spec.lora_rank_pattern),
+                      alpha_pattern=dict(spec.lora_alpha_pattern), **parameters, **layers)  # PEFT >= 0.17
     return get_peft_model(model, lora)
 
 

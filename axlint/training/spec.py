@@ -44,6 +44,10 @@ class TrainSpec:
     """`peft_layers_to_transform`: PEFT adapts only the modules of these layers (empty: every layer)."""
     lora_layers_pattern: list[str] = field(default_factory=list)
     """`peft_layers_pattern`: the names after which PEFT reads a module's layer index (empty: PEFT's own reading)."""
+    lora_rank_pattern: dict[str, int] = field(default_factory=dict)
+    """`lora_rank_pattern`: module path expression -> the LoRA rank of the modules it matches (PEFT ``rank_pattern``)."""
+    lora_alpha_pattern: dict[str, int] = field(default_factory=dict)
+    """`lora_alpha_pattern`: module path expression -> their alpha (PEFT ``alpha_pattern``)."""
     embeddings_fp32: bool = False
     """Axolotl leaves the input and output embeddings in fp32 (`RunFacts.embeddings_fp32`)."""
     experts_fp32: bool = False
@@ -110,6 +114,8 @@ def train_spec(facts: RunFacts, linear_names: tuple[str, ...] | None = None) -> 
         lora_target_parameters=list(facts.lora.target_parameters),
         lora_layers_to_transform=list(facts.lora.layers_to_transform),
         lora_layers_pattern=list(facts.lora.layers_pattern),
+        lora_rank_pattern={key: rank for key, rank in facts.lora.rank_pattern if rank and rank > 0},
+        lora_alpha_pattern={key: alpha for key, alpha in facts.lora.alpha_pattern if alpha and alpha > 0},
         embeddings_fp32=facts.embeddings_fp32,
         experts_fp32=facts.experts_fp32,
         quantize_experts=facts.quantize_experts,
