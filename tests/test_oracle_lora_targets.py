@@ -394,3 +394,42 @@ def test_axlint_predicts_which_patterns_stop_the_wrap(tmp_path) -> None:
             assert error.startswith("re.error: ") and f"`{error}`" in found[0].message, (error, found[0].message)
         else:
             assert answer["adapted"] == ["q_proj", "v_proj"], (case["name"], answer)
+
+
+def test_axlint_finds_the_rank_and_alpha_keys_that_set_nothing(tmp_path) -> None:
+    """MEM011's cases with `lora_rank_pattern` or `lora_alpha_pattern` on a Llama: each key given to PEFT 0.19.1
+    through Axolotl's own `_build_peft_lora_config`, with and without it; the adapted modules' ranks and alphas are
+    the same without a key exactly when MEM011 fires on it."""
+    import yaml
+
+    from axlint.packs import load_rules
+    from tests.rule_cases import findings_for, lint_case, write_case
+
+    rules = load_rules()
+    rule = next(r for r in rules if r.code == "MEM011")
+    settings = ("lora_rank_pattern", "lora_alpha_pattern")
+    cases = [c for c in rule.tests if "Llama" in c["config"] and any(k in yaml.safe_load(c["config"]) for k in settings)]
+    items, flagged = [], {}
+    for i, case in enumerate(cases):
+        lora = {k: v for k, v in yaml.safe_load(case["config"]).items() if k in LORA_KEYS}
+        items.append({"id": f"{i}", "model_type": "llama", "small": SMALL, "lora": lora})
+        for setting in settings:
+            for key in lora.get(setting, {}):
+                less = {**lora, setting: {k: v for k, v in lora[setting].items() if k != key}}
+                items.append({"id": f"{i}:{setting}:{key}", "model_type": "llama", "small": SMALL, "lora": less})
+        folder = tmp_path / f"case{i}"
+        folder.mkdir()
+        flagged[i] = {f.message.split("`")[3] for f in findings_for(write_case(folder, case),
+                                                                   lint_case(folder, rule, rules, case), "MEM011")}
+    answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
+    assert sorted(c["expect"] for c in cases) == ["fail", "fail", "pass"]
+    judged = 0
+    for item in items[1:]:
+        if ":" not in item["id"]:
+            continue
+        i, _, key = item["id"].split(":", 2)
+        whole, less = answers[i], answers[item["id"]]
+        assert whole["error"] == less["error"] == "", item["id"]
+        assert (whole["ranks"] == less["ranks"]) == (key in flagged[int(i)]), item["id"]
+        judged += 1
+    assert judged == 6 and sum(map(len, flagged.values())) == 2

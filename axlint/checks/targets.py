@@ -1,6 +1,6 @@
-"""What a run trains, checked against the model's real module and parameter names: LoRA targets and unfrozen
-parameter patterns that match nothing (MEM011) or do not compile (AX242), and the targets PEFT rewrites on a MoE
-model (AX225, AX226)."""
+"""What a run trains, checked against the model's real module and parameter names: LoRA targets, modules to save,
+rank and alpha keys and unfrozen parameter patterns that match nothing (MEM011) or do not compile (AX242, AX246),
+and the targets PEFT rewrites on a MoE model (AX225, AX226)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Iterator
@@ -10,6 +10,8 @@ from axlint.rule import Hit, Rule, register_check
 from axlint.run import TrainingRun
 
 if TYPE_CHECKING:
+    from axlint.architectures import Architecture
+    from axlint.facts import Lora
     from axlint.memory.peft_targets import PeftTargets
 
 
@@ -52,6 +54,7 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
         unmatched_layers_patterns,
         unmatched_lora_targets,
         unmatched_modules_to_save,
+        unmatched_pattern_keys,
         unmatched_unfrozen,
     )
 
@@ -108,6 +111,19 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                               "PEFT copies only modules whose path ends with the name, finds none and says nothing: "
                               "the run trains without the copy the config asks for",
                               f"{layout.embed_name}, {layout.lm_head_name}, {layout.final_norm_name}, ...")
+    if (facts.adapter.value in ("lora", "qlora") and names_known and not arch.num_experts
+            and not facts.lora.target_parameters and not truthy(run.raw.get("lora_model_dir"))):
+        for key, pairs, default in (("lora_rank_pattern", facts.lora.rank_pattern, "lora_r"),
+                                    ("lora_alpha_pattern", facts.lora.alpha_pattern, "lora_alpha")):
+            for entry in unmatched_pattern_keys(arch, facts.lora, tuple(k for k, _ in pairs)):
+                hit = Hit(run.axolotl, run.axolotl.span((key, entry), "key"), {})
+                hit.args = {"key": key, "entry": entry, "model": model,
+                            "known": f"{_lora_path_example(arch, facts.lora)}, ... among the modules the LoRA "
+                                     "adapts",
+                            "effect": f"PEFT matches the key against the end of each adapted module's path, after a "
+                                      f"dot, so this one sets nothing and the modules keep `{default}` without a "
+                                      "word"}
+                yield hit
     patterns = facts.unfrozen_parameters
     if patterns and not facts.adapter.value and names_known:
         missing = unmatched_unfrozen(arch, patterns)
@@ -118,6 +134,13 @@ def targets_match_nothing(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                               f"{arch.decoder_path}.{layout.embed_name}.weight, "
                               f"{layer}.{layout.attention_module}.{layout.attention_names[0]}.weight, ..., "
                               f"{layout.lm_head_name}.weight")
+
+
+def _lora_path_example(arch: "Architecture", lora: "Lora") -> str:
+    """The first module path PEFT adapts (``params.lora_paths``), for MEM011 on rank and alpha keys."""
+    from axlint.memory.params import lora_paths
+
+    return f"`{lora_paths(arch, lora)[0]}`"
 
 
 def _unmatched(run: TrainingRun, key: str, entries: Iterable[str | int], model: str, effect: str,

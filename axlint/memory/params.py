@@ -629,11 +629,28 @@ def reaches_layers_pattern(arch: Architecture, lora: Lora, position: int) -> boo
 
 def reaches_pattern_key(arch: Architecture, lora: Lora, keys: tuple[str, ...], position: int) -> bool:
     """Whether PEFT reads the `lora_rank_pattern` / `lora_alpha_pattern` key at ``position`` of ``keys`` for a module
-    the list targets reach and no module to save takes: one whose path none of the keys before it that compile
-    matches (PEFT 0.19.1 ``get_pattern_key`` tries them in order and stops at the first match)."""
+    it adapts (``lora_paths``): one whose path none of the keys before it that compile matches (PEFT 0.19.1
+    ``get_pattern_key`` tries them in order and stops at the first match)."""
     earlier = [r for r in map(_compiled, map(pattern_key_expression, keys[:position])) if r is not None]
+    return any(not any(r.match(p) for r in earlier) for p in lora_paths(arch, lora))
+
+
+def unmatched_pattern_keys(arch: Architecture, lora: Lora, keys: tuple[str, ...]) -> list[str]:
+    """The `lora_rank_pattern` / `lora_alpha_pattern` keys that match the path of no module PEFT adapts
+    (``lora_paths``; PEFT 0.19.1 ``get_pattern_key``), so set nothing. Keys that do not compile (AX246) are passed
+    over; none when PEFT adapts nothing (AX239 and MEM011 say why)."""
+    paths = lora_paths(arch, lora)
+    regexes = [(key, _compiled(pattern_key_expression(key))) for key in keys] if paths else []
+    return [key for key, r in regexes if r is not None and not any(r.match(p) for p in paths)]
+
+
+def lora_paths(arch: Architecture, lora: Lora) -> list[str]:
+    """The module paths the list or expression of targets reaches (``reached_paths``) that no module to save takes
+    (``kept_whole``) and ``peft_layers_to_transform`` keeps (``peft_layer_index``): the modules PEFT adapts, the
+    routed experts' parameters aside."""
     paths = reached_paths(arch, lora.target_modules, lora.target_linear)
-    return any(not any(r.match(p) for r in earlier) for p in paths if not kept_whole(p, lora.modules_to_save))
+    return [p for p in paths if not kept_whole(p, lora.modules_to_save) and (
+        not lora.layers_to_transform or peft_layer_index(p, lora.layers_pattern) in lora.layers_to_transform)]
 
 
 def unmatched_layers_patterns(arch: Architecture, lora: Lora) -> list[str]:

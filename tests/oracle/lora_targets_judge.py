@@ -69,8 +69,8 @@ def written_targets(model_type: str, config: dict, lora: dict) -> dict:
     """A small model of ``config`` given to PEFT with the LoRA settings ``lora`` (``lora_target_modules``,
     ``lora_target_linear``) as Axolotl 0.18.0's ``_build_peft_lora_config`` turns them into a ``LoraConfig``
     (a string beside ``lora_target_linear`` becomes one entry of the list): what ``get_peft_model`` raised, or "",
-    the last names of the modules that got an adapter, and the number of parameters that train (the adapters and
-    the copies of ``lora_modules_to_save``)."""
+    the last names of the modules that got an adapter, the number of parameters that train (the adapters and
+    the copies of ``lora_modules_to_save``), and each adapted module's path with its rank and alpha."""
     from axolotl.loaders import adapter
     from axolotl.utils.dict import DictDefault
     from peft import get_peft_model
@@ -84,7 +84,9 @@ def written_targets(model_type: str, config: dict, lora: dict) -> dict:
         return {"error": _first_line(f"{type(exc).__module__}.{type(exc).__name__}: {exc}"), "adapted": []}
     adapted = sorted({name.rsplit(".", 1)[-1] for name, module in wrapped.named_modules() if hasattr(module, "lora_A")})
     trainable = sum(p.numel() for p in wrapped.parameters() if p.requires_grad)
-    return {"error": "", "adapted": adapted, "trainable": trainable}
+    ranks = {name.removeprefix("base_model.model."): [module.r["default"], module.lora_alpha["default"]]
+             for name, module in wrapped.named_modules() if hasattr(module, "lora_A")}
+    return {"error": "", "adapted": adapted, "trainable": trainable, "ranks": ranks}
 
 
 def main() -> None:
