@@ -3,10 +3,11 @@ the meta device), the names Axolotl's ``find_all_linear_names`` collects for ``l
 PEFT 0.19.1's ``get_peft_model``, and what PEFT raised (tests/oracle/lora_targets_judge.py). axlint's names
 (``params.linear_names``) must be Axolotl's, and axlint must predict exactly the types PEFT stops on, with the
 error PEFT raises. Small models of the MoE families, trained for one step, show the routers PEFT wraps but cannot
-run. The LoRA settings of AX239's and MEM011's own cases (a target string, no target, modules to save that hold
-every target or end an adapted Linear's name, layer indexes) go to PEFT on a small Llama through Axolotl's own
-``_build_peft_lora_config``, and so do modules to save that take some targets, whose trainable parameters axlint
-must count as PEFT does."""
+run. The LoRA settings of AX239's, AX245's, AX246's and MEM011's own cases (a target string, no target, modules to
+save that hold every target or end an adapted Linear's name, layer indexes, initializations, expressions that do not
+compile, rank and alpha keys) go to PEFT on a small Llama through Axolotl's own ``_build_peft_lora_config``, AX247's
+(DoRA on parameter targets) on a small Qwen3-MoE, and so do modules to save that take some targets and rank keys,
+whose trainable parameters axlint must count as PEFT does."""
 from __future__ import annotations
 
 import re
@@ -107,14 +108,16 @@ TARGET_KEYS = ("lora_target_modules", "lora_target_linear", "lora_target_paramet
                "lora_model_dir")
 """What tells PEFT what to adapt (or loads an adapter that says it)."""
 LORA_KEYS = (*TARGET_KEYS, "peft_layers_to_transform", "peft_layers_pattern", "peft_init_lora_weights", "lora_r",
-             "peft", "lora_rank_pattern", "lora_alpha_pattern")
+             "peft", "lora_rank_pattern", "lora_alpha_pattern", "peft_use_dora")
 """The LoRA settings of a rule case that the judge hands Axolotl's ``_build_peft_lora_config``."""
 
 
-def _on_a_small_llama(tmp_path, code: str, keep: Callable[[dict], bool]) -> list[tuple[dict, dict, list]]:
+def _on_a_small_model(tmp_path, code: str, keep: Callable[[dict], bool],
+                      model_type: str = "llama") -> list[tuple[dict, dict, list]]:
     """(case, PEFT's answer, the rule's findings) for each case of rule `code` whose config `keep` selects: its LoRA
-    settings given to PEFT 0.19.1 on a small Llama through Axolotl 0.18.0's own `_build_peft_lora_config`
-    (lora_targets_judge.py ``written_targets``), and the case linted as the rule's tests lint it."""
+    settings given to PEFT 0.19.1 on a small model of `model_type` (a Llama, or one of `SMALL_MOE`) through Axolotl
+    0.18.0's own `_build_peft_lora_config` (lora_targets_judge.py ``written_targets``), and the case linted as the
+    rule's tests lint it."""
     import yaml
 
     from axlint.packs import load_rules
@@ -123,7 +126,7 @@ def _on_a_small_llama(tmp_path, code: str, keep: Callable[[dict], bool]) -> list
     rules = load_rules()
     rule = next(r for r in rules if r.code == code)
     cases = [c for c in rule.tests if keep(yaml.safe_load(c["config"]))]
-    items = [{"id": str(i), "model_type": "llama", "small": SMALL,
+    items = [{"id": str(i), "model_type": model_type, "small": SMALL_MOE.get(model_type, SMALL),
               "lora": {k: v for k, v in yaml.safe_load(c["config"]).items() if k in LORA_KEYS}}
              for i, c in enumerate(cases)]
     answers = judge(oracle_python(), items, tmp_path, script="lora_targets_judge.py")
@@ -147,7 +150,7 @@ def _compiles(pattern: str) -> bool:
 def test_axlint_predicts_which_target_strings_stop_the_wrap(tmp_path) -> None:
     """AX239's cases that write `lora_target_modules` as a string `re` cannot compile: PEFT raises `re.error` exactly
     where AX239 fires (not beside `lora_target_linear`), with the error AX239 prints."""
-    judged = _on_a_small_llama(tmp_path, "AX239", lambda w: isinstance(w.get("lora_target_modules"), str)
+    judged = _on_a_small_model(tmp_path, "AX239", lambda w: isinstance(w.get("lora_target_modules"), str)
                                and not _compiles(w["lora_target_modules"]))
     assert len(judged) >= 3
     for case, answer, found in judged:
@@ -161,7 +164,7 @@ def test_a_target_string_beside_lora_target_linear_is_a_name(tmp_path) -> None:
     """MEM011's cases with a string beside `lora_target_linear: true`: PEFT adapts every Linear whatever the string
     says (an expression selects nothing, as MEM011 reports; a name is one of them), so the string never narrows
     the targets."""
-    judged = _on_a_small_llama(tmp_path, "MEM011", lambda w: bool(w.get("lora_target_linear"))
+    judged = _on_a_small_model(tmp_path, "MEM011", lambda w: bool(w.get("lora_target_linear"))
                                and isinstance(w.get("lora_target_modules"), str))
     assert [case["expect"] for case, _, _ in judged] == ["fail", "pass"]
     every = ["down_proj", "gate_proj", "k_proj", "o_proj", "q_proj", "up_proj", "v_proj"]
@@ -173,7 +176,7 @@ def test_a_target_string_beside_lora_target_linear_is_a_name(tmp_path) -> None:
 def test_a_lora_without_targets_stops_the_wrap(tmp_path) -> None:
     """AX239's cases of a LoRA with no target and no adapter to load: PEFT finds nothing to adapt and raises the
     error AX239 prints."""
-    judged = _on_a_small_llama(tmp_path, "AX239", lambda w: bool(w.get("adapter"))
+    judged = _on_a_small_model(tmp_path, "AX239", lambda w: bool(w.get("adapter"))
                                and not any(w.get(k) for k in TARGET_KEYS))
     assert len(judged) == 2 and all(case["expect"] == "fail" for case, _, _ in judged)
     for case, answer, found in judged:
@@ -186,7 +189,7 @@ def test_a_lora_without_targets_stops_the_wrap(tmp_path) -> None:
 def test_axlint_predicts_when_the_modules_to_save_leave_nothing_to_adapt(tmp_path) -> None:
     """AX239's cases with `lora_modules_to_save` (written for a Llama): PEFT stops the wrap exactly where AX239
     fires, with the error AX239 prints."""
-    judged = _on_a_small_llama(tmp_path, "AX239", lambda w: "lora_modules_to_save" in w and "Llama" in w["base_model"]
+    judged = _on_a_small_model(tmp_path, "AX239", lambda w: "lora_modules_to_save" in w and "Llama" in w["base_model"]
                                and not _ends_names(w))
     assert sorted(case["expect"] for case, _, _ in judged) == ["fail", "fail", "pass", "pass"]
     for case, answer, found in judged:
@@ -223,7 +226,7 @@ def test_axlint_predicts_when_a_module_to_save_meets_a_lora_layer(tmp_path) -> N
     """AX239's cases with a `lora_modules_to_save` entry that is no whole module name: PEFT adapts the Linears it
     ends, then refuses to copy one of their LoRA layers exactly where AX239 fires, with the error AX239 prints (the
     small Llama is not quantized, so its LoRA layer is `lora.layer.Linear`)."""
-    judged = _on_a_small_llama(tmp_path, "AX239", _ends_names)
+    judged = _on_a_small_model(tmp_path, "AX239", _ends_names)
     assert sorted(case["expect"] for case, _, _ in judged) == ["fail", "fail", "pass"]
     refusal = "TypeError: modules_to_save cannot be applied to modules of type"
     for case, answer, found in judged:
@@ -322,7 +325,7 @@ def test_axlint_predicts_which_layer_settings_stop_the_wrap(tmp_path) -> None:
     """AX239's cases with `peft_layers_to_transform` or `peft_layers_pattern`: PEFT refuses layer indexes beside a
     target string, and raises `re.error` on a pattern name it reaches that does not compile, exactly where AX239
     fires, with the error AX239 prints."""
-    judged = _on_a_small_llama(tmp_path, "AX239", lambda w: "peft_layers_to_transform" in w)
+    judged = _on_a_small_model(tmp_path, "AX239", lambda w: "peft_layers_to_transform" in w)
     assert sorted(case["expect"] for case, _, _ in judged) == ["fail", "fail", "fail", "pass", "pass"]
     for case, answer, found in judged:
         error = answer["error"].removeprefix("builtins.")
@@ -335,7 +338,7 @@ def test_a_layers_pattern_that_names_no_layer_list_adapts_nothing(tmp_path) -> N
     """MEM011's cases with `peft_layers_pattern`: a name no targeted module's path has before its index gives PEFT
     no layer index, so alone it leaves nothing to adapt (PEFT stops, as MEM011 says) and beside the model's own it
     is ignored."""
-    judged = _on_a_small_llama(tmp_path, "MEM011", lambda w: "peft_layers_pattern" in w)
+    judged = _on_a_small_model(tmp_path, "MEM011", lambda w: "peft_layers_pattern" in w)
     assert [case["expect"] for case, _, _ in judged] == ["fail", "fail", "pass"]
     for case, answer, found in judged:
         stops = bool(found) and "stops the launch" in found[0].message
@@ -370,7 +373,7 @@ def test_the_lora_settings_the_estimate_leaves_out_only_add_to_it(tmp_path) -> N
 def test_axlint_predicts_which_initializations_stop_the_wrap(tmp_path) -> None:
     """AX245's cases on a 16-bit load, LoftQ's aside (PEFT asks for scipy first, which the oracle venv lacks): PEFT
     refuses the initialization exactly where AX245 fires, with the error AX245 prints."""
-    judged = _on_a_small_llama(tmp_path, "AX245", lambda w: w.get("adapter") == "lora"
+    judged = _on_a_small_model(tmp_path, "AX245", lambda w: w.get("adapter") == "lora"
                                and "loftq" not in str(w.get("peft_init_lora_weights")) and "peft" not in w)
     assert sorted(case["expect"] for case, _, _ in judged) == ["fail"] * 4 + ["pass"] * 3
     for case, answer, found in judged:
@@ -384,7 +387,7 @@ def test_axlint_predicts_which_patterns_stop_the_wrap(tmp_path) -> None:
     """AX246's cases of a LoRA on a Llama that PEFT builds itself (no saved adapter to load): PEFT raises `re.error`
     on a module to save or a rank / alpha key that does not compile exactly where AX246 fires, with the error AX246
     prints, and adapts the targets where it does not."""
-    judged = _on_a_small_llama(tmp_path, "AX246", lambda w: w.get("adapter") == "lora" and "Llama" in w["base_model"]
+    judged = _on_a_small_model(tmp_path, "AX246", lambda w: w.get("adapter") == "lora" and "Llama" in w["base_model"]
                                and "lora_model_dir" not in w)
     assert sorted(case["expect"] for case, _, _ in judged) == ["fail"] * 3 + ["pass"] * 2
     for case, answer, found in judged:
@@ -433,3 +436,15 @@ def test_axlint_finds_the_rank_and_alpha_keys_that_set_nothing(tmp_path) -> None
         assert (whole["ranks"] == less["ranks"]) == (key in flagged[int(i)]), item["id"]
         judged += 1
     assert judged == 6 and sum(map(len, flagged.values())) == 2
+
+
+def test_axlint_predicts_where_dora_stops_the_wrap(tmp_path) -> None:
+    """AX247's cases on a Qwen3-MoE: PEFT refuses DoRA on parameter targets, written or converted from the old
+    expert names, exactly where AX247 fires, with the error AX247 prints."""
+    judged = _on_a_small_model(tmp_path, "AX247", lambda w: "Qwen3" in w["base_model"], model_type="qwen3_moe")
+    assert sorted(case["expect"] for case, _, _ in judged) == ["fail", "fail", "pass", "pass"]
+    for case, answer, found in judged:
+        error = answer["error"].removeprefix("builtins.")
+        assert bool(found) == bool(error) == (case["expect"] == "fail"), (case["name"], error)
+        if found:
+            assert error.rstrip(".") in found[0].message, (error, found[0].message)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Iterator
 
+from axlint.checks.locate import ax_hit
 from axlint.lax import truthy
 from axlint.rule import Hit, Rule, register_check
 from axlint.run import TrainingRun
@@ -233,6 +234,32 @@ _NONE_LEFT = "ValueError: No modules were targeted for adaptation"
 _WRAPPING = "PEFT stops the launch while it wraps the model"
 _FORWARD = ("the model loads and PEFT wraps the router like a Linear, then the run stops at its first forward pass, "
             "where the LoRA layer reads the router's tuple as a tensor")
+
+
+@register_check("lora_dora_on_parameters", args=("targets", "advice"))
+def dora_on_parameters(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`peft_use_dora` beside LoRA on parameters: `lora_target_parameters`, or module targets PEFT turns into
+    parameter targets on this model (``memory.peft_targets``, known only for a model axlint lays out). PEFT 0.19.1
+    wraps each targeted parameter in a ``ParamWrapper``, whose ``update_layer`` refuses DoRA
+    (tuners/lora/layer.py). On the value of `peft_use_dora`; not when `lora_model_dir` loads a saved adapter."""
+    facts = run.facts
+    if (run.axolotl is None or facts.adapter.value not in ("lora", "qlora") or run.raw.get("peft_use_dora") is not True
+            or truthy(run.raw.get("lora_model_dir"))):
+        return
+    if facts.lora.target_parameters:
+        targets = f"`lora_target_parameters` ({', '.join(facts.lora.target_parameters)})"
+        advice = "Drop `peft_use_dora`, or `lora_target_parameters` to adapt the Linear layers only"
+    else:
+        found = _converted(run)
+        if found is None or not found[0].moved:
+            return
+        converted = found[0]
+        targets = (f"the LoRA targets {', '.join(f'`{t}`' for t in converted.moved)}, which PEFT turns into LoRA "
+                   f"on this {run.arch.model_type} model's routed experts' weights "
+                   f"({', '.join(dict.fromkeys(converted.moved_to))})")
+        advice = (f"Drop `peft_use_dora`, or leave {', '.join(f'`{t}`' for t in converted.moved)} out of the "
+                  "targets to adapt the other Linear layers only")
+    yield ax_hit(run, ("peft_use_dora",), part="value", targets=targets, advice=advice)
 
 
 @register_check("lora_targets_peft_refuses", args=("problem", "stage", "error", "advice"))
