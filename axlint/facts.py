@@ -188,6 +188,8 @@ class Lora:
     that matches the end of its path (``pattern_key_expression``), else ``r``."""
     alpha_pattern: tuple[tuple[str, int | None], ...] = ()
     """``lora_alpha_pattern`` as written, (key, alpha), read as ``rank_pattern`` is."""
+    dora: bool = False
+    """``peft_use_dora: true``: PEFT's DoRA, a magnitude vector beside each adapter."""
 
     @property
     def regex_error(self) -> str | None:
@@ -814,7 +816,8 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
                   layers_to_transform=_layer_indexes(raw.get("peft_layers_to_transform")),
                   layers_pattern=_strings(raw.get("peft_layers_pattern")),
                   rank_pattern=_patterns(raw.get("lora_rank_pattern")),
-                  alpha_pattern=_patterns(raw.get("lora_alpha_pattern"))),
+                  alpha_pattern=_patterns(raw.get("lora_alpha_pattern")),
+                  dora=raw.get("peft_use_dora") is True),
         unfrozen_parameters=_strings(raw.get("unfrozen_parameters")),
         optimizer=Fact(optimizer, ("optimizer",), Origin.WRITTEN) if isinstance(optimizer, str) and optimizer
         else Fact("adamw_torch_fused"),

@@ -55,9 +55,9 @@ def test_lora_reaches_the_patch_convolution_by_its_name() -> None:
     """Axolotl's names include the attention's `proj`, which also names the Conv3d `patch_embed.proj`: PEFT gives it
     lora_A r x (3 x 2 x 16 x 16) and lora_B 1,024 x r."""
     arch, setup = setup_of(QWEN3_VL, adapter="lora", lora_r=16, lora_target_linear=True)
-    assert adapted_patch_conv(arch, setup) == ("model.visual.patch_embed.proj", 1536 + 1024)
+    assert adapted_patch_conv(arch, setup) == ("model.visual.patch_embed.proj", 1536, 1024)
     _, listed = setup_of(QWEN3_VL, adapter="lora", lora_r=16, lora_target_modules=["q_proj", "proj"])
-    assert adapted_patch_conv(arch, listed) == ("model.visual.patch_embed.proj", 1536 + 1024)
+    assert adapted_patch_conv(arch, listed) == ("model.visual.patch_embed.proj", 1536, 1024)
     _, decoder = setup_of(QWEN3_VL, adapter="lora", lora_r=16, lora_target_modules=["q_proj", "v_proj"])
     assert adapted_patch_conv(arch, decoder) is None
 

@@ -243,7 +243,7 @@ def dora_on_parameters(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     wraps each targeted parameter in a ``ParamWrapper``, whose ``update_layer`` refuses DoRA
     (tuners/lora/layer.py). On the value of `peft_use_dora`; not when `lora_model_dir` loads a saved adapter."""
     facts = run.facts
-    if (run.axolotl is None or facts.adapter.value not in ("lora", "qlora") or run.raw.get("peft_use_dora") is not True
+    if (run.axolotl is None or facts.adapter.value not in ("lora", "qlora") or not facts.lora.dora
             or truthy(run.raw.get("lora_model_dir"))):
         return
     if facts.lora.target_parameters:

@@ -190,9 +190,10 @@ def left_out(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
 
 def lora_variants(config: Mapping[str, Any]) -> dict[str, str]:
     """`key: value` (or the key) -> why, for the LoRA settings whose work only adds to what the estimate counts: DoRA
-    (``peft_use_dora``: PEFT 0.19.1 gives each adapted Linear a trainable magnitude vector of its output width, and
-    its forward, PEFT's ``DoraLinearLayer`` or Axolotl 0.18.0's fused kernels, merges the adapter into the full
-    weight, dequantized for QLoRA, to take its norms), PEFT's layer replication (``peft_layer_replication``: the
+    (``peft_use_dora``: PEFT 0.19.1 gives each adapted Linear a trainable magnitude vector of its output width, which
+    the estimate counts, ``params.adapter_params``; its forward, PEFT's ``DoraLinearLayer`` or Axolotl 0.18.0's fused
+    kernels, merges the adapter into the full weight, dequantized for QLoRA, to take its norms, and keeps the base
+    and adapter outputs for the magnitude's gradient, which it does not), PEFT's layer replication (``peft_layer_replication``: the
     model gets the listed ranges of layers stacked again, sharing their base weights, each with adapters and
     activations of its own) and trainable tokens (``peft_trainable_token_indices``: a trainable copy of the
     listed embedding rows, written into a full copy of the embedding matrix at each forward by
@@ -203,8 +204,8 @@ def lora_variants(config: Mapping[str, Any]) -> dict[str, str]:
         return {}
     found = {}
     if config.get("peft_use_dora") is True:
-        found["peft_use_dora: true"] = ("adds DoRA's trainable magnitude vectors and, in each adapted layer, the full "
-                                        "weight merged with the adapter to take its norms")
+        found["peft_use_dora: true"] = ("merges, in each adapted layer, the full weight with the adapter to take its "
+                                        "norms, and keeps the layer's outputs for the magnitude's gradient")
     if config.get("peft_trainable_token_indices"):
         found["peft_trainable_token_indices"] = (
             "trains the listed rows of the embedding, and each forward writes them into a full copy of it (and of "

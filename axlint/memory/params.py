@@ -97,8 +97,8 @@ def idle_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
     if not arch.multimodal and not arch.mtp_layers:
         return NO_SPLIT
     memo = arch.memos.setdefault("idle_split", {})
-    key = (setup.adapter, setup.lora_r, setup.lora_rank_pattern, _targets_key(setup), setup.unfrozen_parameters,
-           setup.freeze_mm_modules,
+    key = (setup.adapter, setup.lora_r, setup.lora_rank_pattern, setup.dora, _targets_key(setup),
+           setup.unfrozen_parameters, setup.freeze_mm_modules,
            setup.images is None)
     if key not in memo:
         memo[key] = _mtp_split(arch, setup, _multimodal_split(arch, setup))
@@ -131,15 +131,16 @@ def _multimodal_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
         loose_base = sum(loose.values()) if full else 0
         covered_base = arch.extra_parameters - vision.fixed_params - loose_base if full else 0
     # the adapters outside the decoder (memoized) are the tower's, the projector's and the patch convolution's
-    loose_adapter = sum(adapter_rank(path, setup) * (lin.d_in + lin.d_out) for path, lin in _vision_modules(arch)
-                        if path in loose and targeted(path, lin, setup)) if r and loose else 0
+    loose_adapter = sum(adapter_params(lin.d_in, lin.d_out, adapter_rank(path, setup), setup)
+                        for path, lin in _vision_modules(arch) if path in loose and targeted(path, lin, setup)) \
+        if r and loose else 0
     covered_adapter = _outside_adapter_params(arch, setup) - loose_adapter if r else 0
     cross = cross_attention_layers(arch)
     cross_base = sum(numel for layer in cross for name, numel in _layer_parameters(arch, layer)
                      if full or is_unfrozen(f"{_layer_prefix(arch, layer)}.{name}", unfrozen))
     targets = lora_targets(arch, setup) if r else {}
-    cross_adapter = sum(layer_ranks(arch, setup, layer).get(lin, r) * (lin.d_in + lin.d_out) * lin.count
-                        for layer in cross for lin in targets.get(layer, ()))
+    cross_adapter = sum(adapter_params(lin.d_in, lin.d_out, layer_ranks(arch, setup, layer).get(lin, r), setup)
+                        * lin.count for layer in cross for lin in targets.get(layer, ()))
     frozen = setup.freeze_mm_modules
     split = IdleSplit(frozen_base=covered_base if frozen else 0, frozen_adapter=covered_adapter if frozen else 0,
                             fixed=vision.fixed_params)
@@ -166,8 +167,8 @@ def _mtp_split(arch: Architecture, setup: TrainSetup, split: IdleSplit) -> IdleS
     if not arch.mtp_layers or (setup.unfrozen_parameters and setup.adapter):
         return split
     r = setup.lora_r if setup.adapter else 0
-    adapter = sum(adapter_rank(path, setup) * (lin.d_in + lin.d_out) for path, lin in _mtp_modules(arch)
-                  if r and targeted(path, lin, setup))
+    adapter = sum(adapter_params(lin.d_in, lin.d_out, adapter_rank(path, setup), setup)
+                  for path, lin in _mtp_modules(arch) if r and targeted(path, lin, setup))
     if setup.unfrozen_parameters:
         base = sum(n for name, n in _mtp_parameters(arch) if is_unfrozen(name, setup.unfrozen_parameters))
     else:
@@ -276,17 +277,17 @@ def _named(path: str, targets: tuple[str, ...] | str) -> bool:
     return any(path == t or path.endswith("." + t) for t in targets)
 
 
-def adapted_patch_conv(arch: Architecture, setup: TrainSetup) -> tuple[str, int] | None:
-    """(module path, inputs + outputs) of the tower's patch convolution when a LoRA target reaches it: PEFT 0.19
-    wraps an ``nn.Conv2d`` / ``Conv3d`` too (lora_A r × inputs per patch, lora_B outputs × r, no biases), matched
-    by name as a Linear is; ``lora_target_linear`` reaches it when its name is one of the Linears' it collects
-    (``Tower.patch_conv``)."""
+def adapted_patch_conv(arch: Architecture, setup: TrainSetup) -> tuple[str, int, int] | None:
+    """(module path, inputs per patch, outputs) of the tower's patch convolution when a LoRA target reaches it:
+    PEFT 0.19 wraps an ``nn.Conv2d`` / ``Conv3d`` too (lora_A r × inputs per patch, lora_B outputs × r, no biases),
+    matched by name as a Linear is; ``lora_target_linear`` reaches it when its name is one of the Linears' it
+    collects (``Tower.patch_conv``)."""
     conv = arch.vision_part.patch_conv() if setup.adapter and arch.vision_part else None
     if conv is None:
         return None
     path, d_in, d_out = conv
     named = setup.lora_target_linear and path.rsplit(".", 1)[-1] in linear_names(arch)
-    return (path, d_in + d_out) if named or _named(path, setup.lora_target_modules) else None
+    return (path, d_in, d_out) if named or _named(path, setup.lora_target_modules) else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -482,19 +483,26 @@ def _targets_key(setup: TrainSetup) -> tuple:
 
 
 def _outside_adapter_params(arch: Architecture, setup: TrainSetup) -> int:
-    """Σ rank·(d_in + d_out) (``adapter_rank``) over the Linears outside the decoder layers (``_outside_modules``)
-    that the module targets reach, and over the patch convolution they reach (``adapted_patch_conv``); once per
-    architecture, targets and rank."""
+    """Σ ``adapter_params`` over the Linears outside the decoder layers (``_outside_modules``) that the module targets
+    reach, and over the patch convolution they reach (``adapted_patch_conv``); once per architecture, targets, rank
+    and DoRA."""
     memo = arch.memos.setdefault("outside_adapter_params", {})
-    key = (_targets_key(setup), setup.lora_r)
+    key = (_targets_key(setup), setup.lora_r, setup.dora)
     if key not in memo:
         conv = adapted_patch_conv(arch, setup)
-        memo[key] = sum(adapter_rank(name, setup) * (lin.d_in + lin.d_out) for name, lin in _outside_modules(arch)
-                        if targeted(name, lin, setup) and in_lora_layers(name, setup)
-                        and not kept_whole(name, setup.modules_to_save)) \
-            + (adapter_rank(conv[0], setup) * conv[1] if conv and in_lora_layers(conv[0], setup)
-               and not kept_whole(conv[0], setup.modules_to_save) else 0)
+        memo[key] = sum(adapter_params(lin.d_in, lin.d_out, adapter_rank(name, setup), setup)
+                        for name, lin in _outside_modules(arch) if targeted(name, lin, setup)
+                        and in_lora_layers(name, setup) and not kept_whole(name, setup.modules_to_save)) \
+            + (adapter_params(conv[1], conv[2], adapter_rank(conv[0], setup), setup) if conv
+               and in_lora_layers(conv[0], setup) and not kept_whole(conv[0], setup.modules_to_save) else 0)
     return memo[key]
+
+
+def adapter_params(d_in: int, d_out: int, rank: int, setup: TrainSetup) -> int:
+    """The trainable parameters of one LoRA adapter on a ``d_in -> d_out`` Linear (or convolution, ``d_in`` its
+    inputs per output): lora_A rank×d_in and lora_B d_out×rank, and with DoRA (``TrainSetup.dora``) the magnitude
+    vector of d_out (PEFT 0.19.1 ``DoraLinearLayer.weight`` / ``_DoraConvNdLayer``, tuners/lora/dora.py)."""
+    return rank * (d_in + d_out) + (d_out if setup.dora else 0)
 
 
 def adapter_rank(path: str, setup: TrainSetup) -> int:
@@ -556,16 +564,16 @@ def _vision_modules(arch: Architecture) -> tuple[tuple[str, Linear], ...]:
 
 
 def lora_params(arch: Architecture, setup: TrainSetup) -> int:
-    """Σ over adapted Linears of r·(d_in + d_out) × instances (PEFT LoRA A: r×d_in, B: d_out×r; r each one's rank,
-    ``adapter_rank``): the decoder's, and
+    """Σ over adapted Linears of ``adapter_params`` × instances (PEFT LoRA A: r×d_in, B: d_out×r, r each one's rank,
+    ``adapter_rank``; DoRA's magnitude): the decoder's, and
     the vision tower's that the targets reach (Axolotl's ``lora_target_linear`` collects the Linear names of the whole
     model, and PEFT matches a listed name in every module path that ends with it), and the multi-token-prediction
     layers' likewise."""
     adapted, decoder = lora_targets(arch, setup), 0
     for layers in layer_groups(arch, setup):
         ranks = layer_ranks(arch, setup, layers[0])
-        decoder += len(layers) * sum(ranks.get(lin, setup.lora_r) * (lin.d_in + lin.d_out) * lin.count
-                                     for lin in adapted[layers[0]])
+        decoder += len(layers) * sum(adapter_params(lin.d_in, lin.d_out, ranks.get(lin, setup.lora_r), setup)
+                                     * lin.count for lin in adapted[layers[0]])
     return decoder + _outside_adapter_params(arch, setup)
 
 

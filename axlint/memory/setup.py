@@ -125,6 +125,7 @@ class TrainSetup:
     lora_doubled: tuple[str, ...] = ()            # target parameters whose LoRA rank PEFT doubles (fused pairs)
     lora_rank_pattern: tuple[tuple[str, int], ...] = ()  # lora_rank_pattern: (key, rank) in order
     # (``params.adapter_rank``)
+    dora: bool = False                            # peft_use_dora: each adapter has a magnitude vector too
     expert_kernels: tuple[str, ...] = ()          # KernelsPlugin expert paths (scattermoe / sonicmoe) that run the experts
     lora_kernels: tuple[str, ...] = ()            # Axolotl's fused LoRA kernels in place of PEFT's layers: "mlp", "qkv", "o"
     expert_modules: bool = False                  # the repository's own code builds the experts as nn.Linear modules
@@ -363,6 +364,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         else None,
         modules_to_save=facts.lora.modules_to_save,
         lora_rank_pattern=tuple((key, rank) for key, rank in facts.lora.rank_pattern if rank and rank > 0),
+        dora=facts.lora.dora,
         unfrozen_parameters=facts.unfrozen_parameters,
         sequence_len=seq,
         micro_batch_size=mbs,
