@@ -189,7 +189,9 @@ class Lora:
     alpha_pattern: tuple[tuple[str, int | None], ...] = ()
     """``lora_alpha_pattern`` as written, (key, alpha), read as ``rank_pattern`` is."""
     dora: bool = False
-    """``peft_use_dora: true``: PEFT's DoRA, a magnitude vector beside each adapter."""
+    """``peft_use_dora``: PEFT's DoRA, a magnitude vector beside each adapter."""
+    fan_in_fan_out: bool = False
+    """``lora_fan_in_fan_out``: the base weights are stored (in, out), as transformers' ``Conv1D`` stores them."""
 
     @property
     def regex_error(self) -> str | None:
@@ -817,7 +819,8 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
                   layers_pattern=_strings(raw.get("peft_layers_pattern")),
                   rank_pattern=_patterns(raw.get("lora_rank_pattern")),
                   alpha_pattern=_patterns(raw.get("lora_alpha_pattern")),
-                  dora=raw.get("peft_use_dora") is True),
+                  dora=lax_bool(raw.get("peft_use_dora")) is True,
+                  fan_in_fan_out=lax_bool(raw.get("lora_fan_in_fan_out")) is True),
         unfrozen_parameters=_strings(raw.get("unfrozen_parameters")),
         optimizer=Fact(optimizer, ("optimizer",), Origin.WRITTEN) if isinstance(optimizer, str) and optimizer
         else Fact("adamw_torch_fused"),

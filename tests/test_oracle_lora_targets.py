@@ -6,7 +6,7 @@ error PEFT raises. Small models of the MoE families, trained for one step, show 
 run. The LoRA settings of AX239's, AX245's, AX246's and MEM011's own cases (a target string, no target, modules to
 save that hold every target or end an adapted Linear's name, layer indexes, initializations, expressions that do not
 compile, rank and alpha keys) go to PEFT on a small Llama through Axolotl's own ``_build_peft_lora_config``, AX247's
-(DoRA on parameter targets) on a small Qwen3-MoE, and so do modules to save that take some targets and rank keys,
+(DoRA or fan_in_fan_out on parameter targets) on a small Qwen3-MoE, and so do modules to save that take some targets and rank keys,
 whose trainable parameters axlint must count as PEFT does."""
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ TARGET_KEYS = ("lora_target_modules", "lora_target_linear", "lora_target_paramet
                "lora_model_dir")
 """What tells PEFT what to adapt (or loads an adapter that says it)."""
 LORA_KEYS = (*TARGET_KEYS, "peft_layers_to_transform", "peft_layers_pattern", "peft_init_lora_weights", "lora_r",
-             "peft", "lora_rank_pattern", "lora_alpha_pattern", "peft_use_dora")
+             "peft", "lora_rank_pattern", "lora_alpha_pattern", "peft_use_dora", "lora_fan_in_fan_out")
 """The LoRA settings of a rule case that the judge hands Axolotl's ``_build_peft_lora_config``."""
 
 
@@ -443,11 +443,11 @@ def test_axlint_finds_the_rank_and_alpha_keys_that_set_nothing(tmp_path) -> None
     assert judged == 6 and sum(map(len, flagged.values())) == 2
 
 
-def test_axlint_predicts_where_dora_stops_the_wrap(tmp_path) -> None:
-    """AX247's cases on a Qwen3-MoE: PEFT refuses DoRA on parameter targets, written or converted from the old
-    expert names, exactly where AX247 fires, with the error AX247 prints."""
+def test_axlint_predicts_which_settings_parameter_targets_refuse(tmp_path) -> None:
+    """AX247's cases on a Qwen3-MoE: PEFT refuses DoRA and fan_in_fan_out on parameter targets, written or
+    converted from the old expert names, exactly where AX247 fires, with the error AX247 prints."""
     judged = _on_a_small_model(tmp_path, "AX247", lambda w: "Qwen3" in w["base_model"], model_type="qwen3_moe")
-    assert sorted(case["expect"] for case, _, _ in judged) == ["fail", "fail", "pass", "pass"]
+    assert sorted(case["expect"] for case, _, _ in judged) == ["fail"] * 3 + ["pass"] * 3
     for case, answer, found in judged:
         error = answer["error"].removeprefix("builtins.")
         assert bool(found) == bool(error) == (case["expect"] == "fail"), (case["name"], error)

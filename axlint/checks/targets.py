@@ -236,30 +236,41 @@ _FORWARD = ("the model loads and PEFT wraps the router like a Linear, then the r
             "where the LoRA layer reads the router's tuple as a tensor")
 
 
-@register_check("lora_dora_on_parameters", args=("targets", "advice"))
-def dora_on_parameters(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """`peft_use_dora` beside LoRA on parameters: `lora_target_parameters`, or module targets PEFT turns into
-    parameter targets on this model (``memory.peft_targets``, known only for a model axlint lays out). PEFT 0.19.1
-    wraps each targeted parameter in a ``ParamWrapper``, whose ``update_layer`` refuses DoRA
-    (tuners/lora/layer.py). On the value of `peft_use_dora`; not when `lora_model_dir` loads a saved adapter."""
+@register_check("lora_setting_on_parameters", args=("key", "targets", "refused", "error", "advice"))
+def setting_on_parameters(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """`lora_fan_in_fan_out` or `peft_use_dora` beside LoRA on parameters: `lora_target_parameters`, or module targets
+    PEFT turns into parameter targets on this model (``memory.peft_targets``, known only for a model axlint lays
+    out). PEFT 0.19.1 wraps each targeted parameter in a ``ParamWrapper``, whose ``__init__`` refuses both
+    (tuners/lora/layer.py), fan_in_fan_out first. PEFT wraps the modules before the parameters, and on the first
+    ``nn.Linear`` it sets the config's fan_in_fan_out back to false with a warning (tuners/lora/layer.py
+    ``dispatch_default``): fan_in_fan_out is refused only when no module target is left. On the value of each;
+    not when `lora_model_dir` loads a saved adapter."""
     facts = run.facts
-    if (run.axolotl is None or facts.adapter.value not in ("lora", "qlora") or not facts.lora.dora
+    lora = facts.lora
+    if (run.axolotl is None or facts.adapter.value not in ("lora", "qlora") or not (lora.dora or lora.fan_in_fan_out)
             or truthy(run.raw.get("lora_model_dir"))):
         return
-    if facts.lora.target_parameters:
-        targets = f"`lora_target_parameters` ({', '.join(facts.lora.target_parameters)})"
-        advice = "Drop `peft_use_dora`, or `lora_target_parameters` to adapt the Linear layers only"
+    if lora.target_parameters:
+        modules = bool(lora.target_modules)
+        targets = f"`lora_target_parameters` ({', '.join(lora.target_parameters)})"
+        keep = "drop `lora_target_parameters` to adapt the Linear layers only"
     else:
         found = _converted(run)
         if found is None or not found[0].moved:
             return
         converted = found[0]
-        targets = (f"the LoRA targets {', '.join(f'`{t}`' for t in converted.moved)}, which PEFT turns into LoRA "
-                   f"on this {run.arch.model_type} model's routed experts' weights "
-                   f"({', '.join(dict.fromkeys(converted.moved_to))})")
-        advice = (f"Drop `peft_use_dora`, or leave {', '.join(f'`{t}`' for t in converted.moved)} out of the "
-                  "targets to adapt the other Linear layers only")
-    yield ax_hit(run, ("peft_use_dora",), part="value", targets=targets, advice=advice)
+        modules = bool(converted.modules)
+        names = ", ".join(f"`{t}`" for t in converted.moved)
+        targets = (f"the LoRA targets {names}, which PEFT turns into LoRA on this {run.arch.model_type} model's routed "
+                   f"experts' weights ({', '.join(dict.fromkeys(converted.moved_to))})")
+        keep = f"leave {names} out of the targets to adapt the other Linear layers only"
+    settings = [(key, refused, error) for key, on, refused, error in (
+        ("lora_fan_in_fan_out", lora.fan_in_fan_out and not modules and not lora.target_linear,
+         "weights stored (in, out)", "fan_in_fan_out"),
+        ("peft_use_dora", lora.dora, "DoRA", "use_dora=True")) if on]
+    for key, refused, error in settings:
+        yield ax_hit(run, (key,), part="value", key=key, targets=targets, refused=refused, error=error,
+                     advice=f"Drop `{key}`, or {keep}")
 
 
 @register_check("lora_targets_peft_refuses", args=("problem", "stage", "error", "advice"))

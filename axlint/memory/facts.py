@@ -16,7 +16,7 @@ from axlint.architectures.mixers import MIXER_UNSIZED
 from axlint.architectures.vision import tower_type
 from axlint.facts import RunFacts, Sharding, ShardingKind, image_feed
 from axlint.mesh import PARALLEL_KEYS
-from axlint.lax import is_int
+from axlint.lax import is_int, lax_bool
 from axlint.memory.constants import GIB
 
 if TYPE_CHECKING:
@@ -203,7 +203,7 @@ def lora_variants(config: Mapping[str, Any]) -> dict[str, str]:
     if config.get("adapter") not in ("lora", "qlora"):
         return {}
     found = {}
-    if config.get("peft_use_dora") is True:
+    if lax_bool(config.get("peft_use_dora")) is True:
         found["peft_use_dora: true"] = ("merges, in each adapted layer, the full weight with the adapter to take its "
                                         "norms, and keeps the layer's outputs for the magnitude's gradient")
     if config.get("peft_trainable_token_indices"):
