@@ -275,42 +275,38 @@ def setting_on_parameters(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
 
 @register_check("lora_targets_peft_refuses", args=("problem", "stage", "error", "advice"))
 def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
-    """LoRA targets on which PEFT stops the launch while it wraps the model (``params.refused_lora_targets``): a
-    `lora_target_modules` entry, or a name `lora_target_linear` adds (Axolotl's ``find_all_linear_names``,
-    ``params.linear_names``), that reaches a module PEFT cannot wrap or, on a Mamba-based model, one it refuses; and
-    `lora_target_linear` on a model without an ``nn.Linear`` when nothing else is targeted. On the entry, or on
-    `lora_target_linear` for the names it brought. Not judged where the repository's own code builds the model.
-    Before all of these, whatever the model: a `lora_target_modules` string that is not a regular expression
-    (``facts.Lora.regex_error``), on its value; and a LoRA with no target at all and no `lora_model_dir` to load one
-    from (Axolotl 0.18.0 ``_build_peft_lora_config`` passes `lora_target_modules or []`), on `adapter`. After them,
-    `lora_modules_to_save` that holds every module the targets reach (``params.saved_over_targets``), on that key;
-    then an entry that ends the path of a Linear the LoRA adapts without being its whole name
-    (``params.adapted_but_saved``), on the entry."""
-    from axlint.facts import layer_index_expression
-    from axlint.memory.params import (
-        adapted_but_saved,
-        linear_names,
-        linear_path_named,
-        linears_inside,
-        reaches_layers_pattern,
-        refused_lora_targets,
-        saved_over_targets,
-    )
+    """The first refusal PEFT meets while it wraps the model, in its order: the settings read before any module
+    (``_settings_refusal``), the modules the targets reach (``_module_refusal``), then the modules to save
+    (``_saved_refusal``). PEFT stops on the first, so one finding at most."""
+    for stage in (_settings_refusal, _module_refusal, _saved_refusal):
+        hit = stage(run)
+        if hit is not None:
+            yield hit
+            return
 
-    arch, facts = run.arch, run.facts
-    if facts.adapter.value in ("lora", "qlora") and (error := facts.lora.regex_error) is not None:
+
+def _settings_refusal(run: TrainingRun) -> Hit | None:
+    """What PEFT refuses whatever the model: a `lora_target_modules` string that is not a regular expression
+    (``facts.Lora.regex_error``), on its value; a string beside `peft_layers_to_transform`, on the indexes; a
+    `peft_layers_pattern` name that is no regular expression where PEFT reads it (``params.reaches_layers_pattern``),
+    on the name; and a LoRA with no target at all and no `lora_model_dir` to load one from (Axolotl 0.18.0
+    ``_build_peft_lora_config`` passes `lora_target_modules or []`), on `adapter`."""
+    from axlint.facts import layer_index_expression
+    from axlint.memory.params import reaches_layers_pattern
+
+    arch, facts, lora = run.arch, run.facts, run.facts.lora
+    if facts.adapter.value not in ("lora", "qlora"):
+        return None
+    if (error := lora.regex_error) is not None:
         hit = Hit(run.axolotl, run.axolotl.span(("lora_target_modules",), "value"), {})
-        hit.args = {"problem": f"the `lora_target_modules` string `{facts.lora.target_modules}` is not a valid Python "
+        hit.args = {"problem": f"the `lora_target_modules` string `{lora.target_modules}` is not a valid Python "
                                "regular expression",
                     "stage": "PEFT, which matches a string against every module path with `re.fullmatch`, stops the "
                              "launch while it wraps the model",
                     "error": f"re.error: {error}",
                     "advice": "Fix the expression, or write the targets as a list of module names"}
-        yield hit
-        return
-    lora = facts.lora
-    if (facts.adapter.value in ("lora", "qlora") and isinstance(lora.target_modules, str)
-            and run.raw.get("peft_layers_to_transform") is not None):
+        return hit
+    if isinstance(lora.target_modules, str) and run.raw.get("peft_layers_to_transform") is not None:
         hit = Hit(run.axolotl, run.axolotl.span(("peft_layers_to_transform",), "value"), {})
         hit.args = {"problem": "`peft_layers_to_transform` beside a `lora_target_modules` string (a regular "
                                "expression)",
@@ -319,11 +315,10 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                     "advice": "Write the targets as a list of module names (e.g. `[q_proj, v_proj]`) to keep the "
                               "layer selection, or name the layers inside the expression and drop "
                               "`peft_layers_to_transform`"}
-        yield hit
-        return
+        return hit
     bad_pattern = lora.layers_pattern_error if lora.layers_to_transform else None
-    if (facts.adapter.value in ("lora", "qlora") and bad_pattern is not None
-            and (bad_pattern[0] == 0 or model_names_known(run) and reaches_layers_pattern(arch, lora, bad_pattern[0]))):
+    if bad_pattern is not None and (bad_pattern[0] == 0 or model_names_known(run)
+                                    and reaches_layers_pattern(arch, lora, bad_pattern[0])):
         position, error = bad_pattern
         name = lora.layers_pattern[position]
         hit = _where(run, "peft_layers_pattern", name)
@@ -334,10 +329,9 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                     "error": f"re.error: {error}",
                     "advice": "Name the module list that holds the layers (`layers` for most decoders), or drop "
                               "`peft_layers_pattern` to let PEFT take the last `.<name>.<index>.` of each path"}
-        yield hit
-        return
-    if (facts.adapter.value in ("lora", "qlora") and not lora.target_modules and not lora.target_linear
-            and not lora.target_parameters and not truthy(run.raw.get("lora_model_dir"))):
+        return hit
+    if (not lora.target_modules and not lora.target_linear and not lora.target_parameters
+            and not truthy(run.raw.get("lora_model_dir"))):
         hit = Hit(run.axolotl, run.axolotl.span(("adapter",), "value"), {})
         hit.args = {"problem": f"`adapter: {facts.adapter.value}` with no target: none of `lora_target_modules`, "
                                "`lora_target_linear` or `lora_target_parameters` is set, and Axolotl hands PEFT an "
@@ -345,10 +339,21 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                     "stage": _WRAPPING, "error": _NO_TARGETS,
                     "advice": "Set `lora_target_linear: true` to adapt every Linear layer, or list the layers in "
                               "`lora_target_modules` (e.g. `[q_proj, k_proj, v_proj, o_proj]`)"}
-        yield hit
-        return
+        return hit
+    return None
+
+
+def _module_refusal(run: TrainingRun) -> Hit | None:
+    """A `lora_target_modules` entry, or a name `lora_target_linear` adds (Axolotl's ``find_all_linear_names``,
+    ``params.linear_names``), that reaches a module PEFT cannot wrap or, on a Mamba-based model, one it refuses
+    (``params.refused_lora_targets``), on the entry, or on `lora_target_linear` for the names it brought; and
+    `lora_target_linear` on a model without an ``nn.Linear`` when nothing else is targeted. Not judged where the
+    repository's own code builds the model."""
+    from axlint.memory.params import linear_names, linear_path_named, linears_inside, refused_lora_targets
+
+    arch, facts = run.arch, run.facts
     if not model_names_known(run) or facts.adapter.value not in ("lora", "qlora"):
-        return
+        return None
     written = facts.lora.target_modules if isinstance(facts.lora.target_modules, tuple) else ()
     added = tuple(n for n in linear_names(arch) if n not in written) if facts.lora.target_linear else ()
     for target, path, what in refused_lora_targets(arch, (*written, *added)):
@@ -381,8 +386,7 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                         "stage": stage, "error": error,
                         "advice": "Write the targets in `lora_target_modules` instead (a list of names, or a regular "
                                   "expression over the module paths) and set `lora_target_linear: false`"}
-        yield hit
-        return  # PEFT stops on the first
+        return hit  # PEFT stops on the first
     if facts.lora.target_linear and not written and not facts.lora.target_parameters and not linear_names(arch):
         hit = Hit(run.axolotl, run.axolotl.span(("lora_target_linear",), "value"), {})
         hit.args = {"problem": f"`lora_target_linear` finds no `nn.Linear` in this {arch.model_type} model (its "
@@ -391,22 +395,31 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                     "advice": "List the layers in `lora_target_modules` (e.g. `"
                               f"{', '.join(arch.layout.attention_names + arch.layout.mlp_names[:1])}`) and set "
                               "`lora_target_linear: false`"}
-        yield hit
-        return
+        return hit
+    return None
+
+
+def _saved_refusal(run: TrainingRun) -> Hit | None:
+    """`lora_modules_to_save` that holds every module the targets reach (``params.saved_over_targets``), on that key;
+    then an entry that ends the path of a Linear the LoRA adapts without being its whole name
+    (``params.adapted_but_saved``), on the entry. Not judged where the repository's own code builds the model."""
+    from axlint.memory.params import adapted_but_saved, saved_over_targets
+
+    arch, facts = run.arch, run.facts
+    if not model_names_known(run) or facts.adapter.value not in ("lora", "qlora"):
+        return None
     saved = facts.lora.modules_to_save
-    if (isinstance(run.raw.get("lora_modules_to_save"), list) and saved and not facts.lora.target_parameters
-            and saved_over_targets(arch, facts.lora.target_modules, facts.lora.target_linear, saved)):
+    if not isinstance(run.raw.get("lora_modules_to_save"), list) or not saved or facts.lora.target_parameters:
+        return None
+    if saved_over_targets(arch, facts.lora.target_modules, facts.lora.target_linear, saved):
         hit = Hit(run.axolotl, run.axolotl.span(("lora_modules_to_save",), "value"), {})
         hit.args = {"problem": f"`lora_modules_to_save` ({', '.join(saved)}) holds every module the LoRA targets "
                                "reach, and PEFT copies a module it saves whole instead of adapting it",
                     "stage": _WRAPPING, "error": _NONE_LEFT,
                     "advice": "Keep the modules to train whole (embed_tokens, lm_head) out of the LoRA targets, or "
                               "the targets out of `lora_modules_to_save`"}
-        yield hit
-        return
-    setup = run.memory.estimate.setup if run.memory is not None else None
-    found = adapted_but_saved(arch, setup) if setup is not None and isinstance(
-        run.raw.get("lora_modules_to_save"), list) and not facts.lora.target_parameters else None
+        return hit
+    found = adapted_but_saved(arch, run.memory.estimate.setup) if run.memory is not None else None
     if found is not None:
         entry, path = found
         hit = _where(run, "lora_modules_to_save", entry)
@@ -418,7 +431,8 @@ def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                              f"<class '{_LORA_LAYER.get(facts.quantization.value, _LORA_LAYER[None])}'>",
                     "advice": f"Write whole module names in `lora_modules_to_save` (`{path.rsplit('.', 1)[-1]}` trains "
                               "that module whole instead of adapting it), or drop the entry"}
-        yield hit
+        return hit
+    return None
 
 
 _LORA_LAYER = {None: "peft.tuners.lora.layer.Linear", "nf4": "peft.tuners.lora.bnb.Linear4bit",
