@@ -647,7 +647,7 @@ def unmatched_pattern_keys(arch: Architecture, lora: Lora, keys: tuple[str, ...]
     """The `lora_rank_pattern` / `lora_alpha_pattern` keys that match the path of no module PEFT adapts
     (``lora_paths``; PEFT 0.19.1 ``get_pattern_key``), so set nothing. Keys that do not compile (AX246) are passed
     over; none when PEFT adapts nothing (AX239 and MEM011 say why)."""
-    paths = lora_paths(arch, lora)
+    paths = lora_paths(arch, lora) if keys else []
     regexes = [(key, _compiled(pattern_key_expression(key))) for key in keys] if paths else []
     return [key for key, r in regexes if r is not None and not any(r.match(p) for p in paths)]
 
