@@ -1,13 +1,13 @@
 """AX239 held to the real stack: each catalogued model type built as Axolotl 0.18.0 loads it (transformers 5.14.1, on
-the meta device), the names Axolotl's ``find_all_linear_names`` collects for ``lora_target_linear: true`` handed to
-PEFT 0.19.1's ``get_peft_model``, and what PEFT raised (tests/oracle/lora_targets_judge.py). axlint's names
-(``params.linear_names``) must be Axolotl's, and axlint must predict exactly the types PEFT stops on, with the
-error PEFT raises. Small models of the MoE families, trained for one step, show the routers PEFT wraps but cannot
-run. The LoRA settings of AX239's, AX245's, AX246's and MEM011's own cases (a target string, no target, modules to
-save that hold every target or end an adapted Linear's name, layer indexes, initializations, expressions that do not
-compile, rank and alpha keys) go to PEFT on a small Llama through Axolotl's own ``_build_peft_lora_config``, AX247's
-(DoRA or fan_in_fan_out on parameter targets) on a small Qwen3-MoE, and so do modules to save that take some targets and rank keys,
-whose trainable parameters axlint must count as PEFT does."""
+the meta device), the names Axolotl's ``find_all_linear_names`` collects for ``lora_target_linear: true`` handed to PEFT
+0.19.1's ``get_peft_model``, and what PEFT raised (tests/oracle/lora_targets_judge.py). axlint's names
+(``params.linear_names``) must be Axolotl's, and axlint must predict exactly the types PEFT stops on, with the error
+PEFT raises. Small models of the MoE families, trained for one step, show the routers PEFT wraps but cannot run. The
+LoRA settings of AX239's, AX245's, AX246's and MEM011's own cases (a target string, no target, modules to save that hold
+every target or end an adapted Linear's name, layer indexes, initializations, expressions that do not compile, rank and
+alpha keys) go to PEFT on a small Llama through Axolotl's own ``_build_peft_lora_config``, AX247's (DoRA or
+fan_in_fan_out on parameter targets) on a small Qwen3-MoE, and so do modules to save that take some targets and rank
+keys, whose trainable parameters axlint must count as PEFT does."""
 from __future__ import annotations
 
 import re
@@ -416,7 +416,8 @@ def test_axlint_finds_the_rank_and_alpha_keys_that_set_nothing(tmp_path) -> None
     rules = load_rules()
     rule = next(r for r in rules if r.code == "MEM011")
     settings = ("lora_rank_pattern", "lora_alpha_pattern")
-    cases = [c for c in rule.tests if "Llama" in c["config"] and any(k in yaml.safe_load(c["config"]) for k in settings)]
+    cases = [c for c in rule.tests
+             if "Llama" in c["config"] and any(k in yaml.safe_load(c["config"]) for k in settings)]
     items, flagged = [], {}
     for i, case in enumerate(cases):
         lora = {k: v for k, v in yaml.safe_load(case["config"]).items() if k in LORA_KEYS}

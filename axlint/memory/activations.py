@@ -278,13 +278,13 @@ def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear
                 setup: TrainSetup, trains: bool, base_kept: bool, fp32_input: bool = False,
                 fused: dict[Linear, str] | None = None, ranks: Mapping[Linear, int] | None = None) -> float:
     """One input tensor: kept once (2·width) when a trained weight (``trains``), a bitsandbytes base layer that keeps
-    its input (``base_kept``: ``TrainSetup.base_keeps_input``), an adapter in the activation dtype or a fused LoRA kernel reads it (``kept``: the attention
-    kernel keeps it anyway), once per such reader when the tensor is fp32 (``fp32_input``: autocast makes each its
-    own half copy); per adapted PEFT reader its own copy 2·width (fp32 adapters under autocast) or, with dropout, a
-    dropped copy 2·width + a mask 1·width, and its lora_A output 2r (r: ``ranks``, else ``lora_r``). Readers in ``fused`` (``lora_kernel_linears``)
-    run in Axolotl's kernels, which save the input itself and, with dropout, one dropped copy and mask per kernel
-    (``apply_lora_qkv`` drops once for q, k and v); the down projection's input of the fused MLP exists only inside
-    the kernel."""
+    its input (``base_kept``: ``TrainSetup.base_keeps_input``), an adapter in the activation dtype or a fused LoRA
+    kernel reads it (``kept``: the attention kernel keeps it anyway), once per such reader when the tensor is fp32
+    (``fp32_input``: autocast makes each its own half copy); per adapted PEFT reader its own copy 2·width (fp32 adapters
+    under autocast) or, with dropout, a dropped copy 2·width + a mask 1·width, and its lora_A output 2r (r: ``ranks``,
+    else ``lora_r``). Readers in ``fused`` (``lora_kernel_linears``) run in Axolotl's kernels, which save the input
+    itself and, with dropout, one dropped copy and mask per kernel (``apply_lora_qkv`` drops once for q, k and v); the
+    down projection's input of the fused MLP exists only inside the kernel."""
     fused = fused or {}
     kernels = {fused[lin] for lin in consumers if lin in fused}
     if kernels == {"mlp_down"}:

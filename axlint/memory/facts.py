@@ -192,11 +192,11 @@ def lora_variants(config: Mapping[str, Any]) -> dict[str, str]:
     """`key: value` (or the key) -> why, for the LoRA settings whose work only adds to what the estimate counts: DoRA
     (``peft_use_dora``: PEFT 0.19.1 gives each adapted Linear a trainable magnitude vector of its output width, which
     the estimate counts, ``params.adapter_params``; its forward, PEFT's ``DoraLinearLayer`` or Axolotl 0.18.0's fused
-    kernels, merges the adapter into the full weight, dequantized for QLoRA, to take its norms, and keeps the base
-    and adapter outputs for the magnitude's gradient, which it does not), PEFT's layer replication (``peft_layer_replication``: the
-    model gets the listed ranges of layers stacked again, sharing their base weights, each with adapters and
-    activations of its own) and trainable tokens (``peft_trainable_token_indices``: a trainable copy of the
-    listed embedding rows, written into a full copy of the embedding matrix at each forward by
+    kernels, merges the adapter into the full weight, dequantized for QLoRA, to take its norms, and keeps the base and
+    adapter outputs for the magnitude's gradient, which it does not), PEFT's layer replication
+    (``peft_layer_replication``: the model gets the listed ranges of layers stacked again, sharing their base weights,
+    each with adapters and activations of its own) and trainable tokens (``peft_trainable_token_indices``: a trainable
+    copy of the listed embedding rows, written into a full copy of the embedding matrix at each forward by
     ``TrainableTokensLayer.get_merged_weights``, tuners/trainable_tokens/layer.py, and into one of a tied output
     projection, whose matmul keeps it for the backward pass). Axolotl 0.18.0 ``loaders/adapter.py`` hands them to
     ``LoraConfig``."""

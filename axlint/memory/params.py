@@ -106,16 +106,16 @@ def idle_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
 
 
 def _multimodal_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
-    """The parts of a multimodal model (none for a model without a sized tower): the tower(s) with the projector
-    pieces under a ``freeze.MM_PREFIXES`` name, each other projector piece, and Llama 3.2 Vision's cross-attention
-    decoder layers. A part's base parameters train in a full fine-tune; its adapters are r·(d_in + d_out) over its
-    targeted Linears, at each one's rank (``adapter_rank``). ``freeze_mm_modules`` freezes the parts ``freeze.mm_frozen`` names. Without ``processor_type``
-    Axolotl feeds text only but loads the multimodal class (``training.model.model_class``): a text-only forward
-    runs no tower or projector, and MllamaTextModel skips its cross-attention layers without
-    ``cross_attention_states`` (transformers 5.14.1 - 5.24), so every part that is not frozen is idle (measured on
-    small models of each multimodal type, one text-only step: tests/test_oracle_ddp.py). With ``processor_type``
-    every part is taken to be fed. Under ``unfrozen_parameters`` (no adapter) a part's base parameters are those the
-    patterns name (``unfrozen_names``; a tower's unnamed norms and embeddings are left out)."""
+    """The parts of a multimodal model (none for a model without a sized tower): the tower(s) with the projector pieces
+    under a ``freeze.MM_PREFIXES`` name, each other projector piece, and Llama 3.2 Vision's cross-attention decoder
+    layers. A part's base parameters train in a full fine-tune; its adapters are r·(d_in + d_out) over its targeted
+    Linears, at each one's rank (``adapter_rank``). ``freeze_mm_modules`` freezes the parts ``freeze.mm_frozen`` names.
+    Without ``processor_type`` Axolotl feeds text only but loads the multimodal class (``training.model.model_class``):
+    a text-only forward runs no tower or projector, and MllamaTextModel skips its cross-attention layers without
+    ``cross_attention_states`` (transformers 5.14.1 - 5.24), so every part that is not frozen is idle (measured on small
+    models of each multimodal type, one text-only step: tests/test_oracle_ddp.py). With ``processor_type`` every part is
+    taken to be fed. Under ``unfrozen_parameters`` (no adapter) a part's base parameters are those the patterns name
+    (``unfrozen_names``; a tower's unnamed norms and embeddings are left out)."""
     vision = arch.vision_part
     if vision is None:
         return NO_SPLIT

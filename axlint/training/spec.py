@@ -45,7 +45,7 @@ class TrainSpec:
     lora_layers_pattern: list[str] = field(default_factory=list)
     """`peft_layers_pattern`: the names after which PEFT reads a module's layer index (empty: PEFT's own reading)."""
     lora_rank_pattern: dict[str, int] = field(default_factory=dict)
-    """`lora_rank_pattern`: module path expression -> the LoRA rank of the modules it matches (PEFT ``rank_pattern``)."""
+    """`lora_rank_pattern`: module path expression -> the rank of the modules it matches (PEFT ``rank_pattern``)."""
     lora_alpha_pattern: dict[str, int] = field(default_factory=dict)
     """`lora_alpha_pattern`: module path expression -> their alpha (PEFT ``alpha_pattern``)."""
     embeddings_fp32: bool = False
