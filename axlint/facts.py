@@ -183,10 +183,10 @@ class Lora:
     (none: every layer)."""
     layers_pattern: tuple[str, ...] = ()
     """``peft_layers_pattern``: the names after which PEFT reads that index (none: the last ``.<name>.<digits>.``)."""
-    rank_pattern: tuple[tuple[str, int | None], ...] = ()
+    rank_pattern: tuple[tuple[str, int], ...] = ()
     """``lora_rank_pattern`` as written, (key, rank) in order: PEFT gives an adapted module the rank of the first key
     that matches the end of its path (``pattern_key_expression``), else ``r``."""
-    alpha_pattern: tuple[tuple[str, int | None], ...] = ()
+    alpha_pattern: tuple[tuple[str, int], ...] = ()
     """``lora_alpha_pattern`` as written, (key, alpha), read as ``rank_pattern`` is."""
     dora: bool = False
     """``peft_use_dora``: PEFT's DoRA, a magnitude vector beside each adapter."""
@@ -252,12 +252,13 @@ def pattern_key_expression(key: str) -> str:
     return rf"(.*\.)?({key})$"
 
 
-def _patterns(value: Any) -> tuple[tuple[str, int | None], ...]:
-    """A `lora_rank_pattern` / `lora_alpha_pattern` mapping as (key, value read as an int) pairs in written order;
-    keys that are not strings are left out (Axolotl's schema, ``dict[str, PositiveInt]``, refuses them)."""
+def _patterns(value: Any) -> tuple[tuple[str, int], ...]:
+    """A `lora_rank_pattern` / `lora_alpha_pattern` mapping as (key, value) pairs in written order, as Axolotl's schema
+    (``dict[str, PositiveInt]``) reads them; a pair it refuses (AX011) never reaches PEFT and is left out."""
     if not isinstance(value, Mapping):
         return ()
-    return tuple((k, lax_int(v)) for k, v in value.items() if isinstance(k, str))
+    pairs = ((k, lax_int(v)) for k, v in value.items() if isinstance(k, str))
+    return tuple((k, v) for k, v in pairs if v is not None and v > 0)
 
 
 def layer_index_expression(name: str) -> str:

@@ -108,7 +108,7 @@ def idle_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
 def _multimodal_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
     """The parts of a multimodal model (none for a model without a sized tower): the tower(s) with the projector pieces
     under a ``freeze.MM_PREFIXES`` name, each other projector piece, and Llama 3.2 Vision's cross-attention decoder
-    layers. A part's base parameters train in a full fine-tune; its adapters are r·(d_in + d_out) over its targeted
+    layers. A part's base parameters train in a full fine-tune; its adapters are ``adapter_params`` over its targeted
     Linears, at each one's rank (``adapter_rank``). ``freeze_mm_modules`` freezes the parts ``freeze.mm_frozen`` names.
     Without ``processor_type`` Axolotl feeds text only but loads the multimodal class (``training.model.model_class``):
     a text-only forward runs no tower or projector, and MllamaTextModel skips its cross-attention layers without
@@ -565,10 +565,9 @@ def _vision_modules(arch: Architecture) -> tuple[tuple[str, Linear], ...]:
 
 def lora_params(arch: Architecture, setup: TrainSetup) -> int:
     """Σ over adapted Linears of ``adapter_params`` × instances (PEFT LoRA A: r×d_in, B: d_out×r, r each one's rank,
-    ``adapter_rank``; DoRA's magnitude): the decoder's, and
-    the vision tower's that the targets reach (Axolotl's ``lora_target_linear`` collects the Linear names of the whole
-    model, and PEFT matches a listed name in every module path that ends with it), and the multi-token-prediction
-    layers' likewise."""
+    ``adapter_rank``; DoRA's magnitude): the decoder's, and the vision tower's that the targets reach (Axolotl's
+    ``lora_target_linear`` collects the Linear names of the whole model, and PEFT matches a listed name in every module
+    path that ends with it), and the multi-token-prediction layers' likewise."""
     adapted, decoder = lora_targets(arch, setup), 0
     for layers in layer_groups(arch, setup):
         ranks = layer_ranks(arch, setup, layers[0])

@@ -363,7 +363,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         lora_layers=(facts.lora.layers_to_transform, facts.lora.layers_pattern) if facts.lora.layers_to_transform
         else None,
         modules_to_save=facts.lora.modules_to_save,
-        lora_rank_pattern=tuple((key, rank) for key, rank in facts.lora.rank_pattern if rank and rank > 0),
+        lora_rank_pattern=facts.lora.rank_pattern,
         dora=facts.lora.dora,
         unfrozen_parameters=facts.unfrozen_parameters,
         sequence_len=seq,
