@@ -155,6 +155,12 @@ def simulate(facts: RunFacts, arch: Any, hw: Any = None, *, steps: int = 2,
             "wraps a parametrized weight (Axolotl's PEFT 0.19 trains only the last expert weight; 0.21 stops at the "
             f"first forward), and this process runs PEFT {importlib.metadata.version('peft')}; the analytic "
             "estimate models PEFT 0.19")
+    if spec.lora_use_dora and wanted.lora_kernels:
+        raise NotSimulated(
+            f"DoRA inside Axolotl's fused LoRA kernels ({', '.join(wanted.lora_kernels)}, on for this run) is not "
+            "simulated: the simulation's stand-ins for them run plain LoRA, and PEFT's own DoRA layers keep other "
+            "tensors; with `lora_mlp_kernel`, `lora_qkv_kernel` and `lora_o_kernel` false the run uses PEFT's DoRA "
+            "layers, which the simulation runs")
     attn, note = effective_attention(spec, on_cuda=False)
     notes = [note] if note else []
     if setup is not wanted:

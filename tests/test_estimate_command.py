@@ -291,15 +291,26 @@ def test_lora_on_quantized_experts_is_not_simulated_and_says_why(project):
     assert "--simulate: LoRA on routed experts stored quantized" in err and "this process runs PEFT" in err
 
 
-@pytest.mark.parametrize("extra", ["peft_use_dora: true\n", "peft_layer_replication: [[0, 8], [4, 12]]\n"])
+@pytest.mark.parametrize("extra", ["peft_trainable_token_indices: [3, 4]\n",
+                                   "peft_layer_replication: [[0, 8], [4, 12]]\n"])
 def test_lora_settings_the_simulation_would_leave_out_are_not_simulated(project, extra):
-    """DoRA or PEFT's layer replication: the simulation's plain LoRA would run without them, so it refuses: exit 2,
-    and which setting."""
+    """Trainable tokens or PEFT's layer replication: the simulation's plain LoRA would run without them, so it
+    refuses: exit 2, and which setting."""
     (project / "dora.yml").write_text("base_model: meta-llama/Llama-3.2-1B\nadapter: lora\nlora_target_linear: true\n"
                                       "sequence_len: 1024\n" + extra, encoding="utf-8")
     code, out, err = invoke("dora.yml", "--hardware", "1xH100", "--simulate")
     key = extra.split(":", 1)[0]
     assert (code, out) == (2, "") and f"--simulate: `{key}` is not simulated" in err
+
+
+def test_dora_in_axolotls_lora_kernels_is_not_simulated_and_says_why(project):
+    """DoRA on one GPU, where Axolotl turns its fused LoRA kernels on: the simulation's stand-ins run plain LoRA, so
+    it refuses, exit 2, and says how the run would use PEFT's DoRA layers, which it simulates."""
+    (project / "dora.yml").write_text("base_model: meta-llama/Llama-3.2-1B\nadapter: lora\nlora_target_linear: true\n"
+                                      "sequence_len: 1024\npeft_use_dora: true\n", encoding="utf-8")
+    code, out, err = invoke("dora.yml", "--hardware", "1xH100", "--simulate")
+    assert (code, out) == (2, "") and "--simulate: DoRA inside Axolotl's fused LoRA kernels (" in err
+    assert "`lora_mlp_kernel`, `lora_qkv_kernel` and `lora_o_kernel` false" in err
 
 
 def test_missing_config_and_conflicting_flags_exit_2(project):

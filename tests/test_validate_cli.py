@@ -91,12 +91,13 @@ def test_options_that_cannot_run_exit_2(tmp_path: Path, args: list[str], message
 
 
 def test_lora_settings_the_validation_would_leave_out_exit_2(tmp_path: Path) -> None:
-    """DoRA: the validation's plain LoRA would run without it, so it refuses before launching anything."""
+    """PEFT's layer replication: the validation's LoRA would run without it, so it refuses before launching
+    anything."""
     config = write_config(tmp_path, stage=None, lora=True)
-    config.write_text(config.read_text() + "peft_use_dora: true\n")
+    config.write_text(config.read_text() + "peft_layer_replication: [[0, 2], [1, 2]]\n")
     result = invoke(str(config), "--device", "cpu")
     assert result.exit_code == 2
-    assert "`peft_use_dora` is not validated: the validation wraps the model with a plain LoRA" in result.output
+    assert "`peft_layer_replication` is not validated: the validation wraps the model" in result.output
 
 
 def test_a_config_that_does_not_parse_exits_2(tmp_path: Path) -> None:

@@ -162,8 +162,9 @@ def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Archite
 
 def unwrapped_lora_settings(config: Mapping[str, Any]) -> list[str]:
     """The keys of the LoRA settings (``lora_variants``) that axlint's own wrap of a model for ``estimate --simulate``
-    and ``validate`` (``training.model.apply_lora``) does not hand PEFT: a run of it would leave them out."""
-    return [key.split(":", 1)[0] for key in lora_variants(config)]
+    and ``validate`` (``training.model.apply_lora``) does not hand PEFT: a run of it would leave them out. DoRA is
+    handed over (``TrainSpec.lora_use_dora``)."""
+    return [key.split(":", 1)[0] for key in lora_variants(config) if not key.startswith("peft_use_dora")]
 
 
 def rank_pattern(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:

@@ -140,7 +140,8 @@ def apply_lora(model: Any, spec: TrainSpec) -> Any:
     lora = LoraConfig(r=spec.lora_r, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout,
                       target_modules=spec.lora_target_modules, task_type="CAUSAL_LM", bias="none",
                       modules_to_save=spec.lora_modules_to_save or None, rank_pattern=dict(spec.lora_rank_pattern),
-                      alpha_pattern=dict(spec.lora_alpha_pattern), **parameters, **layers)  # PEFT >= 0.17
+                      alpha_pattern=dict(spec.lora_alpha_pattern), use_dora=spec.lora_use_dora, **parameters,
+                      **layers)  # PEFT >= 0.17
     return get_peft_model(model, lora)
 
 

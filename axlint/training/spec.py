@@ -48,6 +48,8 @@ class TrainSpec:
     """`lora_rank_pattern`: module path expression -> the rank of the modules it matches (PEFT ``rank_pattern``)."""
     lora_alpha_pattern: dict[str, int] = field(default_factory=dict)
     """`lora_alpha_pattern`: module path expression -> their alpha (PEFT ``alpha_pattern``)."""
+    lora_use_dora: bool = False
+    """`peft_use_dora`: PEFT's DoRA layers in place of plain LoRA (``use_dora``)."""
     embeddings_fp32: bool = False
     """Axolotl leaves the input and output embeddings in fp32 (`RunFacts.embeddings_fp32`)."""
     experts_fp32: bool = False
@@ -116,6 +118,7 @@ def train_spec(facts: RunFacts, linear_names: tuple[str, ...] | None = None) -> 
         lora_layers_pattern=list(facts.lora.layers_pattern),
         lora_rank_pattern=dict(facts.lora.rank_pattern),
         lora_alpha_pattern=dict(facts.lora.alpha_pattern),
+        lora_use_dora=facts.lora.dora,
         embeddings_fp32=facts.embeddings_fp32,
         experts_fp32=facts.experts_fp32,
         quantize_experts=facts.quantize_experts,
