@@ -160,11 +160,16 @@ def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Archite
                                             if config.get(k) is True}
 
 
+HANDED_TO_PEFT = frozenset({"peft_use_dora"})
+"""The LoRA variants (``lora_variants``) that axlint's own wrap of a model hands PEFT (``TrainSpec.lora_use_dora``)."""
+
+
 def unwrapped_lora_settings(config: Mapping[str, Any]) -> list[str]:
     """The keys of the LoRA settings (``lora_variants``) that axlint's own wrap of a model for ``estimate --simulate``
-    and ``validate`` (``training.model.apply_lora``) does not hand PEFT: a run of it would leave them out. DoRA is
-    handed over (``TrainSpec.lora_use_dora``)."""
-    return [key.split(":", 1)[0] for key in lora_variants(config) if not key.startswith("peft_use_dora")]
+    and ``validate`` (``training.model.apply_lora``) does not hand PEFT (all but ``HANDED_TO_PEFT``): a run of it
+    would leave them out."""
+    keys = (key.split(":", 1)[0] for key in lora_variants(config))
+    return [key for key in keys if key not in HANDED_TO_PEFT]
 
 
 def rank_pattern(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
