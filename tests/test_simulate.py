@@ -236,8 +236,9 @@ def test_doras_own_layers_are_simulated() -> None:
     the estimate counts (``params.adapter_params``), and, checkpointing off, keep 4 bytes more per output element per
     token than plain LoRA: ``DoraLinearLayer.forward`` multiplies the base and the adapter outputs (bf16 under
     autocast) by the trainable magnitude, which keeps both for its gradient. The fake-tensor peak of a DoRA forward
-    varies by a few percent from run to run (19.5 to 21.1 MB for this 512-token difference), hence the band. The
-    analytic estimate leaves this out (``memory.facts.lora_variants``)."""
+    moves by a few percent with what the process ran before (0.98 to 1.06 times 4 bytes for this 512-token
+    difference), hence the band, which still tells 4 bytes from 2 or 6. The analytic estimate leaves this out
+    (``memory.facts.lora_variants``)."""
     from axlint.memory.params import trainable
     from axlint.memory.setup import read_setup
 
@@ -255,7 +256,7 @@ def test_doras_own_layers_are_simulated() -> None:
     h, i, layers = TINY["hidden_size"], TINY["intermediate_size"], TINY["num_hidden_layers"]
     outputs = 2 * h + 2 * 64 + 2 * i + h  # q, o; k, v (2 heads of 32); gate, up; down
     extra = (kept[True, 1024] - kept[False, 1024]) - (kept[True, 512] - kept[False, 512])
-    assert 0.9 < extra / (4 * outputs * layers * 512) < 1.1
+    assert 0.85 < extra / (4 * outputs * layers * 512) < 1.15
 
 
 def test_fsdp1_qlora_with_offload_keeps_the_quantization_state_on_the_gpu() -> None:
