@@ -132,7 +132,7 @@ def _multimodal_split(arch: Architecture, setup: TrainSetup) -> IdleSplit:
         covered_base = arch.extra_parameters - vision.fixed_params - loose_base if full else 0
     # the adapters outside the decoder (memoized) are the tower's, the projector's and the patch convolution's
     loose_adapter = sum(adapter_params(lin.d_in, lin.d_out, adapter_rank(path, setup), setup)
-                        for path, lin in _vision_modules(arch) if path in loose and targeted(path, lin, setup)) \
+                        for path, lin in _vision_modules(arch) if path in loose and lora_adapts(path, lin, setup)) \
         if r and loose else 0
     covered_adapter = _outside_adapter_params(arch, setup) - loose_adapter if r else 0
     cross = cross_attention_layers(arch)
@@ -168,7 +168,7 @@ def _mtp_split(arch: Architecture, setup: TrainSetup, split: IdleSplit) -> IdleS
         return split
     r = setup.lora_r if setup.adapter else 0
     adapter = sum(adapter_params(lin.d_in, lin.d_out, adapter_rank(path, setup), setup)
-                  for path, lin in _mtp_modules(arch) if r and targeted(path, lin, setup))
+                  for path, lin in _mtp_modules(arch) if r and lora_adapts(path, lin, setup))
     if setup.unfrozen_parameters:
         base = sum(n for name, n in _mtp_parameters(arch) if is_unfrozen(name, setup.unfrozen_parameters))
     else:
@@ -491,10 +491,9 @@ def _outside_adapter_params(arch: Architecture, setup: TrainSetup) -> int:
     if key not in memo:
         conv = adapted_patch_conv(arch, setup)
         memo[key] = sum(adapter_params(lin.d_in, lin.d_out, adapter_rank(name, setup), setup)
-                        for name, lin in _outside_modules(arch) if targeted(name, lin, setup)
-                        and in_lora_layers(name, setup) and not kept_whole(name, setup.modules_to_save)) \
-            + (adapter_params(conv[1], conv[2], adapter_rank(conv[0], setup), setup) if conv
-               and in_lora_layers(conv[0], setup) and not kept_whole(conv[0], setup.modules_to_save) else 0)
+                        for name, lin in _outside_modules(arch) if lora_adapts(name, lin, setup)) \
+            + (adapter_params(conv[1], conv[2], adapter_rank(conv[0], setup), setup)
+               if conv and _left_to_lora(conv[0], setup) else 0)
     return memo[key]
 
 
@@ -713,7 +712,13 @@ def saved_targets(arch: Architecture, setup: TrainSetup) -> list[tuple[str, int,
 def lora_adapts(path: str, lin: Linear, setup: TrainSetup) -> bool:
     """Whether PEFT puts an adapter on the Linear at module ``path``: the targets reach it (``targeted``), the
     layers of ``peft_layers_to_transform`` hold it, and no module to save takes it (``kept_whole``)."""
-    return targeted(path, lin, setup) and in_lora_layers(path, setup) and not kept_whole(path, setup.modules_to_save)
+    return targeted(path, lin, setup) and _left_to_lora(path, setup)
+
+
+def _left_to_lora(path: str, setup: TrainSetup) -> bool:
+    """Whether PEFT adapts the module at ``path`` once a target reaches it: ``peft_layers_to_transform`` keeps its
+    layer (``in_lora_layers``) and no module to save takes it (``kept_whole``)."""
+    return in_lora_layers(path, setup) and not kept_whole(path, setup.modules_to_save)
 
 
 def _model_linears(arch: Architecture) -> Iterator[tuple[str, Linear]]:
