@@ -235,10 +235,10 @@ def test_doras_own_layers_are_simulated() -> None:
     """``peft_use_dora`` with Axolotl's LoRA kernels off: PEFT's DoRA layers run. They train the magnitude vectors
     the estimate counts (``params.adapter_params``), and, checkpointing off, keep 4 bytes more per output element per
     token than plain LoRA: ``DoraLinearLayer.forward`` multiplies the base and the adapter outputs (bf16 under
-    autocast) by the trainable magnitude, which keeps both for its gradient. The fake-tensor peak of a DoRA forward
-    moves by a few percent with what the process ran before (0.98 to 1.06 times 4 bytes for this 512-token
-    difference), hence the band, which still tells 4 bytes from 2 or 6. The analytic estimate leaves this out
-    (``memory.facts.lora_variants``)."""
+    autocast) by the trainable magnitude, which keeps both for its gradient. The peak grows by 1.04 times that over
+    these 512 tokens, the same in every process (``simulate._dora_collect``): it falls in a layer's backward, whose
+    DoRA layers allocate a little more for their gradients. The analytic estimate counts the 4 bytes
+    (``activations.dora_output_bytes``)."""
     from axlint.memory.params import trainable
     from axlint.memory.setup import read_setup
 
@@ -256,7 +256,7 @@ def test_doras_own_layers_are_simulated() -> None:
     h, i, layers = TINY["hidden_size"], TINY["intermediate_size"], TINY["num_hidden_layers"]
     outputs = 2 * h + 2 * 64 + 2 * i + h  # q, o; k, v (2 heads of 32); gate, up; down
     extra = (kept[True, 1024] - kept[False, 1024]) - (kept[True, 512] - kept[False, 512])
-    assert 0.85 < extra / (4 * outputs * layers * 512) < 1.15
+    assert 1.0 <= extra / (4 * outputs * layers * 512) < 1.06
 
 
 def test_fsdp1_qlora_with_offload_keeps_the_quantization_state_on_the_gpu() -> None:

@@ -41,6 +41,9 @@ CCE = {"plugins": ["axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin
 LORA = {"adapter": "lora", "lora_r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "lora_target_linear": True}
 ATTENTION_LORA = {**LORA, "lora_target_linear": False, "lora_target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}
 QLORA = {"adapter": "qlora", "load_in_4bit": True}
+# PEFT's own layers: Axolotl's fused LoRA kernels, which it turns on by itself for LoRA and DoRA alike, off
+PEFT_LAYERS = {"lora_mlp_kernel": False, "lora_qkv_kernel": False, "lora_o_kernel": False}
+PEFT_DORA = {**PEFT_LAYERS, "peft_use_dora": True}
 
 # (case id, model, layers kept (None: all), settings on top of the common ones)
 CASES: list[tuple[str, str, int | None, dict[str, Any]]] = [
@@ -49,11 +52,17 @@ CASES: list[tuple[str, str, int | None, dict[str, Any]]] = [
     ("smollm2-135m full ckpt", SMOL, None, {"gradient_checkpointing": True}),
     ("smollm2-135m lora ckpt", SMOL, None, {**LORA, "gradient_checkpointing": True}),
     ("smollm2-135m lora dropout 0.05", SMOL, None, {**LORA, "lora_dropout": 0.05}),
+    # DoRA keeps each adapted Linear's base and adapter outputs; with checkpointing its weight norm's transient
+    # comes back in every recompute
+    ("smollm2-135m lora peft layers", SMOL, None, {**LORA, **PEFT_LAYERS}),
+    ("smollm2-135m lora dora", SMOL, None, {**LORA, **PEFT_DORA}),
+    ("smollm2-135m lora dora ckpt", SMOL, None, {**LORA, **PEFT_DORA, "gradient_checkpointing": True}),
     ("smollm2-135m full eager s1024", SMOL, None, {"attn_implementation": "eager", "sequence_len": 1024}),
     ("qwen2.5-0.5b full", QWEN, None, {}),
     ("qwen2.5-0.5b lora", QWEN, None, LORA),
     ("qwen2.5-0.5b full ckpt", QWEN, None, {"gradient_checkpointing": True}),
     ("qwen2.5-0.5b lora ckpt", QWEN, None, {**LORA, "gradient_checkpointing": True}),
+    ("qwen2.5-0.5b qlora dora ckpt", QWEN, None, {**LORA, **QLORA, **PEFT_DORA, "gradient_checkpointing": True}),
     # flash attention configured: Axolotl casts the embeddings back to bf16 (the full cases above keep them in fp32)
     ("qwen2.5-0.5b full ckpt flash", QWEN, None, {"gradient_checkpointing": True,
                                                   "attn_implementation": "flash_attention_2"}),
@@ -129,6 +138,15 @@ def compare(case: str) -> tuple[float, float, str]:
 def test_analytic_peak_within_ten_percent_of_simulated(case: str) -> None:
     simulated, analytic, _ = compare(case)
     assert abs(analytic - simulated) / simulated <= TOLERANCE, case
+
+
+def test_doras_share_of_the_peak_is_the_simulated_one() -> None:
+    """What DoRA adds to a LoRA run without checkpointing (its kept outputs, most of a gigabyte here) on both sides,
+    within the same tolerance: the whole peaks agreeing could hide it."""
+    (plain_sim, plain_est, _), (dora_sim, dora_est, _) = (compare("smollm2-135m lora peft layers"),
+                                                          compare("smollm2-135m lora dora"))
+    assert dora_sim - plain_sim > 0.25 * plain_sim
+    assert abs((dora_est - plain_est) / (dora_sim - plain_sim) - 1) <= TOLERANCE
 
 
 def test_peft_layers_to_transform_adapts_the_listed_layers_only() -> None:
@@ -302,3 +320,24 @@ def test_xielu_cuda_keeps_what_a_plain_activation_keeps() -> None:
     assert simulated.peak_allocated_bytes < compare("apertus-8b[4 layers] lora cce s4096")[0]
     assert analytic < estimate_setup(python_form, arch, H100).peak_allocated
     assert mlp_bytes(arch, kernel, 0) < mlp_bytes(arch, python_form, 0)
+
+
+@pytest.mark.parametrize("settings", [{}, QLORA], ids=["lora", "qlora"])
+def test_doras_weight_norm_transient_is_the_simulated_one(settings: dict[str, Any]) -> None:
+    """A model whose DoRA peak is its weight norm's transient (wide square projections, 16 tokens): what DoRA adds
+    on both sides, within 5 %. fp32 adapters make an fp32 identity and fp32 copies of the merged weight; under a
+    4-bit base PEFT leaves the input in bf16, and the copies are bf16 (``activations.dora_norm_transient``)."""
+    arch = Architecture("wide", "model-config", "llama",
+                        {"hidden_size": 2048, "intermediate_size": 512, "num_hidden_layers": 2,
+                         "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 256,
+                         "max_position_embeddings": 4096, "tie_word_embeddings": False})
+    added = []
+    for dora in (False, True):
+        cfg = {"micro_batch_size": 1, "sequence_len": 16, "bf16": True, "attn_implementation": "sdpa",
+               "optimizer": "adamw_torch", "gradient_checkpointing": False, **LORA, **PEFT_LAYERS, **settings,
+               "lora_r": 8, "peft_use_dora": dora}
+        run = facts(cfg, None, arch, H100)
+        added.append((simulate(run, arch, H100).peak_allocated_bytes, estimate_memory(run, arch, H100).peak_allocated))
+    (plain_sim, plain_est), (dora_sim, dora_est) = added
+    assert dora_sim - plain_sim > plain_sim
+    assert abs((dora_est - plain_est) / (dora_sim - plain_sim) - 1) <= 0.05

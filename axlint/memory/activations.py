@@ -28,6 +28,10 @@ k experts per token, r LoRA rank, d the width of a Linear's input:
   LoRA kernels Axolotl's fused LoRA kernels (``lora_kernel_linears``) replace PEFT's layers of q, k, v / o / a gated
               MLP: each keeps its input (with dropout one dropped copy 2d and mask 1d per kernel), no per-adapter
               copies or lora_A outputs; the MLP kernel keeps gate and up 4I, not the activation or the product
+  DoRA        per output element of each adapted Linear: PEFT's layers keep 4 (base and adapter outputs), the
+              kernels 2 (their sum: ``dora_output_bytes``), whose backward allocates 2 more
+              (``dora_kernel_backward_bytes``); PEFT's weight norm is a transient of up to a few full weights
+              (``dora_norm_bytes``)
 
 Stored over a micro batch of T tokens at the start of backward:
   no checkpointing:        T·(Σ_layers A + final norm)
@@ -59,6 +63,7 @@ from axlint.memory.params import (
     layer_groups,
     layer_ranks,
     lora_targets,
+    outside_lora_linears,
     skipped_layers,
 )
 from axlint.memory.setup import TrainSetup
@@ -284,12 +289,14 @@ def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear
     under autocast) or, with dropout, a dropped copy 2·width + a mask 1·width, and its lora_A output 2r (r: ``ranks``,
     else ``lora_r``). Readers in ``fused`` (``lora_kernel_linears``) run in Axolotl's kernels, which save the input
     itself and, with dropout, one dropped copy and mask per kernel (``apply_lora_qkv`` drops once for q, k and v); the
-    down projection's input of the fused MLP exists only inside the kernel."""
+    down projection's input of the fused MLP exists only inside the kernel. With DoRA, ``dora_output_bytes`` of the
+    adapted readers."""
     fused = fused or {}
     kernels = {fused[lin] for lin in consumers if lin in fused}
-    if kernels == {"mlp_down"}:
-        return 0.0
     mine = [lin for lin in consumers if lin in adapted and lin not in fused]
+    dora = dora_output_bytes(mine, [lin for lin in consumers if lin in fused], setup) if setup.dora else 0.0
+    if kernels == {"mlp_down"}:
+        return dora
     copies, dropout = adapter_input_copies(setup), setup.lora_dropout > 0
     dropped = (C.LORA_DROPPED_COPY_BYTES + C.LORA_DROPOUT_MASK_BYTES) * width if dropout else 0
     shared_reader = trains or base_kept or (mine and not copies and not dropout) or kernels
@@ -298,7 +305,15 @@ def group_bytes(width: int, consumers: tuple[Linear, ...], adapted: tuple[Linear
     once = 0 if kept or not shared_reader else C.LINEAR_INPUT_BYTES * width * readers
     per_reader = (C.LORA_DROPPED_COPY_BYTES if copies or dropout else 0) + (C.LORA_DROPOUT_MASK_BYTES if dropout else 0)
     rank = sum(ranks.get(lin, setup.lora_r) for lin in mine) if ranks else len(mine) * setup.lora_r
-    return once + len(mine) * per_reader * width + C.BF16 * rank + len(kernels) * dropped
+    return once + len(mine) * per_reader * width + C.BF16 * rank + len(kernels) * dropped + dora
+
+
+def dora_output_bytes(peft: Sequence[Linear], fused: Sequence[Linear], setup: TrainSetup) -> float:
+    """What DoRA (``TrainSetup.dora``) keeps per token beside plain LoRA, for adapted Linears run by PEFT's layers
+    (``peft``) and by Axolotl's fused kernels (``fused``): per output element 4 bytes (PEFT keeps the base and the
+    adapter outputs for the magnitude's gradient) or 2 (the kernels keep their sum)."""
+    return (C.DORA_PEFT_OUTPUT_BYTES * sum(lin.d_out for lin in peft)
+            + C.DORA_KERNEL_OUTPUT_BYTES * sum(lin.d_out for lin in fused))
 
 
 def kept_by_attention(arch: Architecture, setup: TrainSetup, consumers: tuple[Linear, ...]) -> bool:
@@ -423,7 +438,22 @@ def backward_temp_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: 
         adapted = lora_targets(arch, setup).get(layer, ()) if setup.adapter else ()
         mlp = (mlp + mlp_part_bytes(arch, setup, layer, adapted)) / setup.mlp_tiles + C.BF16 * h
     out_grad = C.BACKWARD_OUTPUT_GRAD_BYTES * h * setup.residual_bytes / setup.param_bytes
-    return (out_grad + mlp + mixers) * setup.param_bytes / C.BF16
+    return (out_grad + mlp + mixers + dora_kernel_backward_bytes(arch, setup, layer)) * setup.param_bytes / C.BF16
+
+
+def dora_kernel_backward_bytes(arch: Architecture, setup: TrainSetup, layer: int) -> float:
+    """What DoRA adds to the backward of Axolotl's fused kernels (``lora_kernel_linears``), per token: each kernel
+    allocates 2 bytes per output element of its Linears more than without DoRA (the gradient scaled by the magnitude,
+    the products for the magnitude's gradient: ``LoRA_MLP.backward`` and its QKV / O siblings); the kernels of a
+    layer run one after the other, so the largest one's. 0 without DoRA."""
+    if not setup.dora or not setup.lora_kernels or not setup.adapter:
+        return 0.0
+    fused = lora_kernel_linears(arch, setup, layer, lora_targets(arch, setup).get(layer, ()))
+    outputs: dict[str, int] = {}
+    for lin, kernel in fused.items():
+        part = kernel.split("_", 1)[0]  # the MLP kernel runs its down projection too ("mlp_down")
+        outputs[part] = outputs.get(part, 0) + lin.d_out
+    return C.DORA_KERNEL_BACKWARD_BYTES * max(outputs.values(), default=0)
 
 
 def adapter_transient_bytes_per_token(arch: Architecture, setup: TrainSetup, layer: int) -> float:
@@ -546,6 +576,46 @@ def dequantized_weight_bytes(arch: Architecture, setup: TrainSetup) -> float:
     largest = max((lin.d_in * lin.d_out for layers in layer_groups(arch, setup)
                    for lin in arch.linears(layers[0]) if not lin.expert), default=0)
     return setup.param_bytes * largest
+
+
+def dora_norm_bytes(arch: Architecture, setup: TrainSetup) -> float:
+    """The largest transient of DoRA's weight norm over the adapted Linears that PEFT's layers run (the decoder's
+    but those of Axolotl's fused kernels, ``lora_kernel_linears``, and those outside the decoder layers,
+    ``params.outside_lora_linears``): 0 without DoRA (``TrainSetup.dora``). PEFT 0.19.1 ``DoraLinearLayer.forward``
+    (tuners/lora/dora.py) computes, at every training forward and recompute, ‖W + s·BA‖ of each row, with
+    BA = lora_B(lora_A(I)) from an identity of d_in² in the adapters' dtype. For a Linear d_in -> d_out, with a the
+    adapters' bytes as the forward reads them (``adapter_forward_bytes``), c the compute dtype's and x those of the
+    layer's input (a where PEFT casts it to the adapters' dtype, c at a bitsandbytes base under autocast):
+      while BA is made:  a·d_in² (the identity) + c·d_in² (autocast's copy, when a ≠ c) + c·d_in·d_out
+      while the norm is: c·d_in² (lora_A keeps the identity's copy until the forward ends)
+                         + d_in·d_out·(x (BA) + x (W, when the base is quantized or x ≠ c) + 2x (s·BA, the sum))
+    Measured on PEFT's layer on the CPU, under autocast and as DeepSpeed runs it (tests/test_dora_memory.py: every
+    allocation traced, as the GPU's allocator would see it). Axolotl's kernels
+    take the norm with a Triton kernel that reads W in place (a 4/8-bit one dequantized, as its matmul is), and keep
+    it until the adapters change (kernels/lora.py ``_compute_dora_scale``): nothing beyond the dequantized copy."""
+    if not setup.dora or not setup.adapter:
+        return 0.0
+    adapted = lora_targets(arch, setup)
+    shapes = {(lin.d_in, lin.d_out) for layers in layer_groups(arch, setup) for lin in adapted[layers[0]]
+              if lin not in lora_kernel_linears(arch, setup, layers[0], adapted[layers[0]])}
+    shapes |= {(lin.d_in, lin.d_out) for _, lin in outside_lora_linears(arch, setup)}
+    return max((dora_norm_transient(d_in, d_out, setup) for d_in, d_out in shapes), default=0.0)
+
+
+def dora_norm_transient(d_in: int, d_out: int, setup: TrainSetup) -> float:
+    """DoRA's weight-norm transient in PEFT's layer of one Linear d_in -> d_out (``dora_norm_bytes``)."""
+    a, c = adapter_forward_bytes(setup), setup.param_bytes
+    x = c if setup.quantization else a
+    weight = x if setup.quantization or x != c else 0
+    making = a * d_in * d_in + (c * d_in * d_in if a != c else 0) + c * d_in * d_out
+    norming = c * d_in * d_in + d_in * d_out * (3 * x + weight)
+    return float(max(making, norming))
+
+
+def adapter_forward_bytes(setup: TrainSetup) -> int:
+    """Bytes per element of the LoRA adapters as the forward reads them: DeepSpeed's engine casts the model, the
+    adapters with it, to the half dtype; elsewhere they stay as ``TrainSetup.adapter_bytes`` keeps them."""
+    return setup.param_bytes if setup.sharding.kind == "deepspeed" else setup.adapter_bytes
 
 
 def eval_activation_bytes(tokens: int, layers: Sequence[float]) -> float:

@@ -74,6 +74,16 @@ MOE_DOWN_OUT_BYTES = 2
 # LoRA: a dropout (p > 0) keeps a 1-byte mask per input element and hands lora_A a dropped 2-byte copy
 LORA_DROPOUT_MASK_BYTES = 1
 LORA_DROPPED_COPY_BYTES = 2
+# DoRA (peft_use_dora), per output element of each adapted Linear per token: PEFT's ``DoraLinearLayer.forward``
+# scales the base output and the adapter output (both half precision) by the trainable magnitude, which keeps both
+# for its gradient, 4; Axolotl's fused LoRA kernels keep their sum ("combined", ``LoRA_MLP`` / ``LoRA_QKV`` /
+# ``LoRA_O``), 2 [PEFT 0.19.1 tuners/lora/dora.py, Axolotl 0.18.0 kernels/lora.py; measured by
+# benchmarks/memory/lora_kernel_probe.py, tests/test_oracle_lora_kernel_memory.py]
+DORA_PEFT_OUTPUT_BYTES = 4
+DORA_KERNEL_OUTPUT_BYTES = 2
+# ... and in the backward of Axolotl's kernels, the peak of what they allocate grows by 2 per output element with
+# DoRA (the output gradient scaled by the magnitude, the products for the magnitude's gradient) [measured alike]
+DORA_KERNEL_BACKWARD_BYTES = 2
 # backward of one layer, besides its saved tensors: the gradient of the layer output 2·h and, at the gated MLP's
 # product backward, the gradients of the product, the activation output and the up output together 6·I
 # (plain MLP: 4·I; per routed choice of a MoE layer 6·I_moe + 2·h)

@@ -8,7 +8,8 @@ Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
                (LoRA on parameters adds its merged weight copies W + BA: kept per layer without checkpointing,
                one layer's copy, gradient and fp32 gradient in a layer's backward: ``merged_weight_bytes``; a
                bitsandbytes 4/8-bit base adds the bf16 copy of its largest Linear that backward dequantizes:
-               ``dequantized_weight_bytes``)
+               ``dequantized_weight_bytes``; with checkpointing, DoRA's weight-norm transient in a layer's recompute,
+               ``dora_norm_bytes``, where larger)
                the loss buffers (fp32 log-softmax, its gradient and the nll gradient) are freed before the last
                layer's backward starts, so they and that layer's backward (its gradient temporaries, and with
                checkpointing its recomputed activations) never coexist; G_acc = the gradient share when
@@ -28,9 +29,12 @@ Phase model (HF blog "Visualize and understand GPU memory in PyTorch"):
              start of backward and stay until the tower's own backward, after layer 0's (the end's larger of the two);
              a frozen tower's forward temporaries are a third moment, resident + G_acc + T_v·A_v, before the decoder's
              forward; eval takes the larger of the decoder's and the tower's forward temporaries
+  DoRA       in PEFT's layers, a forward moment: resident + G_acc + stored activations + its weight-norm transient
+             (``dora_norm_bytes``; all the stored activations, though the last layer's are not all made yet)
   P_step     = resident + G·g_share + step temporaries       (foreach optimizer copy, DeepSpeed fp32 grads);
                FSDP's gathered params are resharded by then (sharding.step_buffer_bytes)
-  P_eval     = resident + one layer's forward temporaries + eval logits    (grads freed after the step)
+  P_eval     = resident + one layer's forward temporaries (+ DoRA's norm transient) + eval logits    (grads freed
+               after the step)
 
   P_load     = the whole model (and, under FSDP, its new shards) on every GPU while FSDP or ZeRO-3 shards it, where a
                run loads it whole (``memory.loading``: a 4/8-bit load); 0 elsewhere. When it is the largest moment it
@@ -58,6 +62,7 @@ from axlint.hardware import Hardware
 from axlint.memory import constants as C
 from axlint.memory.activations import (
     dequantized_weight_bytes,
+    dora_norm_bytes,
     eval_activation_bytes,
     layer_backward_bytes,
     merged_weight_bytes,
@@ -242,7 +247,8 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         comps = dict.fromkeys(comps, 0.0) | {"weights": w_all, "sharding_buffers": p_load - w_all}
     ctx = context_bytes(s.world, s.kind)
     p_eval = resident + o - paged + persistent_g \
-        + max(eval_activation_bytes(setup.eval_tokens, layers), tower.eval if tower else 0.0) \
+        + max(eval_activation_bytes(setup.eval_tokens, layers) + dora_norm_bytes(arch, setup),
+              tower.eval if tower else 0.0) \
         + logits_bytes(arch, setup, setup.eval_tokens, training=False)
     eval_device = p_eval + allocator_slack_bytes(p_eval, expandable_segments) + ctx + paged
     notes.append(f"peak phase: {phase}; {setup.tokens} tokens per micro batch")
@@ -310,7 +316,10 @@ def _backward_moments(arch: Architecture, setup: TrainSetup, layers: list[float]
     temporaries before the decoder's forward."""
     tokens = setup.tokens
     merged_stored, merged_backward = merged_weight_bytes(arch, setup)
-    weight_copies = merged_backward + dequantized_weight_bytes(arch, setup)
+    dora = dora_norm_bytes(arch, setup)
+    # DoRA's norm transient comes back in a checkpointed layer's recompute, before the backward's dequantized copy
+    weight_copies = merged_backward + max(dequantized_weight_bytes(arch, setup),
+                                          dora if setup.gradient_checkpointing else 0.0)
     stored = stored_activation_bytes(arch, setup, tokens, layers, adapter_params) + merged_stored \
         + (tower.stored if tower else 0.0)
     logits = logits_bytes(arch, setup, tokens)
@@ -328,7 +337,10 @@ def _backward_moments(arch: Architecture, setup: TrainSetup, layers: list[float]
         end = {"gradients": g - embedding_g, "activations": last, "logits": 0.0} if last > embedding_g \
             else {"gradients": g, "activations": 0.0, "logits": 0.0}
     forward = {"gradients": g_acc, "activations": tower.forward if tower else 0.0, "logits": 0.0}
-    return [loss, first_layer, end, forward]
+    moments = [loss, first_layer, end, forward]
+    if dora:
+        moments.append({"gradients": g_acc, "activations": stored + dora, "logits": 0.0})
+    return moments
 
 
 def estimate_memory(facts: RunFacts, arch: Architecture, hw: Hardware, *,

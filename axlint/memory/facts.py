@@ -160,16 +160,11 @@ def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Archite
                                             if config.get(k) is True}
 
 
-HANDED_TO_PEFT = frozenset({"peft_use_dora"})
-"""The LoRA variants (``lora_variants``) that axlint's own wrap of a model hands PEFT (``TrainSpec.lora_use_dora``)."""
-
-
 def unwrapped_lora_settings(config: Mapping[str, Any]) -> list[str]:
     """The keys of the LoRA settings (``lora_variants``) that axlint's own wrap of a model for ``estimate --simulate``
-    and ``validate`` (``training.model.apply_lora``) does not hand PEFT (all but ``HANDED_TO_PEFT``): a run of it
-    would leave them out."""
-    keys = (key.split(":", 1)[0] for key in lora_variants(config))
-    return [key for key in keys if key not in HANDED_TO_PEFT]
+    and ``validate`` (``training.model.apply_lora``) does not hand PEFT (it hands it DoRA,
+    ``TrainSpec.lora_use_dora``, which the estimate counts): a run of it would leave them out."""
+    return [key.split(":", 1)[0] for key in lora_variants(config)]
 
 
 def rank_pattern(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
@@ -195,23 +190,18 @@ def left_out(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
 
 
 def lora_variants(config: Mapping[str, Any]) -> dict[str, str]:
-    """`key: value` (or the key) -> why, for the LoRA settings whose work only adds to what the estimate counts: DoRA
-    (``peft_use_dora``: PEFT 0.19.1 gives each adapted Linear a trainable magnitude vector of its output width, which
-    the estimate counts, ``params.adapter_params``; its forward, PEFT's ``DoraLinearLayer`` or Axolotl 0.18.0's fused
-    kernels, merges the adapter into the full weight, dequantized for QLoRA, to take its norms, and keeps the base and
-    adapter outputs for the magnitude's gradient, which it does not), PEFT's layer replication
-    (``peft_layer_replication``: the model gets the listed ranges of layers stacked again, sharing their base weights,
-    each with adapters and activations of its own) and trainable tokens (``peft_trainable_token_indices``: a trainable
-    copy of the listed embedding rows, written into a full copy of the embedding matrix at each forward by
-    ``TrainableTokensLayer.get_merged_weights``, tuners/trainable_tokens/layer.py, and into one of a tied output
-    projection, whose matmul keeps it for the backward pass). Axolotl 0.18.0 ``loaders/adapter.py`` hands them to
-    ``LoraConfig``."""
+    """`key: value` (or the key) -> why, for the LoRA settings whose work only adds to what the estimate counts:
+    PEFT's layer replication (``peft_layer_replication``: the model gets the listed ranges of layers stacked again,
+    sharing their base weights, each with adapters and activations of its own) and trainable tokens
+    (``peft_trainable_token_indices``: a trainable copy of the listed embedding rows, written into a full copy of the
+    embedding matrix at each forward by ``TrainableTokensLayer.get_merged_weights``, tuners/trainable_tokens/layer.py,
+    and into one of a tied output projection, whose matmul keeps it for the backward pass). Axolotl 0.18.0
+    ``loaders/adapter.py`` hands them to ``LoraConfig``. DoRA (``peft_use_dora``) is counted: its magnitudes
+    (``params.adapter_params``), what it keeps and its backward's growth (``activations.dora_output_bytes``,
+    ``dora_kernel_backward_bytes``) and its weight norm's transient (``activations.dora_norm_bytes``)."""
     if config.get("adapter") not in ("lora", "qlora"):
         return {}
     found = {}
-    if lax_bool(config.get("peft_use_dora")) is True:
-        found["peft_use_dora: true"] = ("merges, in each adapted layer, the full weight with the adapter to take its "
-                                        "norms, and keeps the layer's outputs for the magnitude's gradient")
     if config.get("peft_trainable_token_indices"):
         found["peft_trainable_token_indices"] = (
             "trains the listed rows of the embedding, and each forward writes them into a full copy of it (and of "

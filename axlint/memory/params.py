@@ -491,10 +491,16 @@ def _outside_adapter_params(arch: Architecture, setup: TrainSetup) -> int:
     if key not in memo:
         conv = adapted_patch_conv(arch, setup)
         memo[key] = sum(adapter_params(lin.d_in, lin.d_out, adapter_rank(name, setup), setup)
-                        for name, lin in _outside_modules(arch) if lora_adapts(name, lin, setup)) \
+                        for name, lin in outside_lora_linears(arch, setup)) \
             + (adapter_params(conv[1], conv[2], adapter_rank(conv[0], setup), setup)
                if conv and _left_to_lora(conv[0], setup) else 0)
     return memo[key]
+
+
+def outside_lora_linears(arch: Architecture, setup: TrainSetup) -> tuple[tuple[str, Linear], ...]:
+    """(module path, Linear) of the Linears outside the decoder layers (``_outside_modules``) that PEFT adapts
+    (``lora_adapts``)."""
+    return tuple((name, lin) for name, lin in _outside_modules(arch) if lora_adapts(name, lin, setup))
 
 
 def adapter_params(d_in: int, d_out: int, rank: int, setup: TrainSetup) -> int:

@@ -317,7 +317,13 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
                      "unless a lora_*_kernel flag is written) in place of PEFT's LoRA layers wherever they apply (a "
                      "dense gated SiLU or GELU MLP with LoRA on gate, up and down; attention with LoRA on q, k and v, "
                      "or on o): they keep the input, not PEFT's per-adapter copies, and the MLP kernel keeps the gate "
-                     "and up outputs only")
+                     "and up outputs only" + ("; with DoRA each also keeps the sum of its layers' base and adapter "
+                                             "outputs, and takes the weight norms in place" if facts.lora.dora else ""))
+    if facts.lora.dora and facts.adapter.value:
+        notes.append("DoRA (peft_use_dora): a magnitude vector per adapted Linear; where PEFT's layers run, each keeps "
+                     "its base and adapter outputs for the magnitude's gradient, and each forward takes the weight "
+                     "norms from a full copy of the merged weight, a transient of a few times the largest adapted "
+                     "weight")
     if arch.config.get("hidden_act") == "xielu":
         notes.append("xIELU activation: transformers' Python form assumed (7-9 bytes kept per MLP unit and token); "
                      "with the optional XIELU CUDA package installed it keeps 2 and the run needs less")

@@ -8,15 +8,22 @@ itself for most LoRA and QLoRA runs (``utils/schemas/config.py``, ``check_auto_e
 the forward of the MLP and of the q/k/v and o projections with the autograd functions ``LoRA_MLP``, ``LoRA_QKV`` and
 ``LoRA_O`` (``kernels/lora.py``, through ``monkeypatch/lora_kernels.py``). The probe builds one Llama layer's MLP and
 attention projections in bf16 with bf16 LoRA adapters on gate, up, down, q, k, v and o (PEFT, as Axolotl wraps
-them; bf16 adapters as a 4-bit base or DeepSpeed has them, so PEFT makes no fp32 copies), runs each part once
-through PEFT's modules and once through Axolotl's function, and sums the bytes of the distinct storages autograd
-saves for backward (``torch.autograd.graph.saved_tensors_hooks``), parameters left out; dropout runs as on CUDA
+them; bf16 adapters as a 4-bit base or DeepSpeed has them, so PEFT makes no fp32 copies), plain LoRA and DoRA
+(``use_dora``, which Axolotl's functions run too), runs each part through PEFT's modules and through Axolotl's
+function, and sums the bytes of the distinct storages autograd saves for backward
+(``torch.autograd.graph.saved_tensors_hooks``), parameters left out, at ``--tokens`` and at twice as many: the growth
+per token is reported, so that what does not grow with the tokens (DoRA's weight norms and per-output scales, and the
+identity DoRA builds its adapter's weight from) drops out. Dropout runs as on CUDA
 (``axlint.simulate.fused_dropout``: a bool mask, where CPU's composite keeps a noise tensor). Axolotl's SwiGLU forward
 and backward are Triton kernels; the probe puts PyTorch functions with the same outputs in their place (what is
 saved is decided by ``LoRA_MLP.forward``, not by those kernels).
 
-Prints one JSON line per (part, LoRA dropout): {"part": "mlp" | "qkv" | "o", "dropout", "peft", "kernel": bytes per
-token, "hidden", "intermediate", "q_dim", "rank", "versions"}.
+It also runs each part's backward and takes the peak of what that allocates beyond the saved tensors
+(``measure``); Axolotl's Triton SwiGLU backward, which writes over its inputs, is stood in for in place.
+
+Prints one JSON line per (part, LoRA dropout, DoRA): {"part": "mlp" | "qkv" | "o", "dropout", "dora", "peft",
+"kernel": bytes saved per token, "peft_backward", "kernel_backward": the backward's peak per token, "hidden",
+"intermediate", "q_dim", "rank", "versions"}.
 """
 from __future__ import annotations
 
@@ -27,6 +34,7 @@ from typing import Any
 HIDDEN, INTERMEDIATE, HEADS = 64, 256, 4
 PARTS = ("mlp", "qkv", "o")
 DROPOUTS = (0.0, 0.05)
+DORA = (False, True)
 
 
 def _swiglu_forward(gate: Any, up: Any) -> Any:
@@ -36,35 +44,77 @@ def _swiglu_forward(gate: Any, up: Any) -> Any:
 
 
 def _swiglu_backward(grad: Any, gate: Any, up: Any) -> tuple[Any, Any, Any]:
-    """Axolotl's ``swiglu_backward`` contract: (h, d_up, d_gate) from the output gradient and the saved gate, up."""
+    """Axolotl's ``swiglu_backward`` contract: its Triton kernel writes the activation output h over the output
+    gradient, and the gate and up gradients over the saved gate and up, and hands the three back. Computed here
+    outside any tracking mode (a Triton kernel allocates nothing), then written in place."""
     import torch
+    from torch.utils._python_dispatch import _disable_current_modes
 
-    sig = torch.sigmoid(gate)
-    act = gate * sig
-    return act * up, grad * act, grad * up * sig * (1 + gate * (1 - sig))
+    with _disable_current_modes():
+        sig = torch.sigmoid(gate)
+        act = gate * sig
+        h, d_up, d_gate = act * up, grad * act, grad * up * sig * (1 + gate * (1 - sig))
+    grad.copy_(h)
+    gate.copy_(d_gate)
+    up.copy_(d_up)
+    return grad, gate, up
 
 
-def saved_bytes(fn: Any, x: Any, parameters: set[int]) -> int:
-    """Bytes of the distinct storages autograd saves while `fn(x)` runs, those of `parameters` (data pointers) left
-    out."""
+def measure(fn: Any, x: Any, parameters: set[int]) -> tuple[int, int]:
+    """(the bytes of the distinct storages autograd saves while `fn(x)` runs, the peak bytes its backward allocates
+    on top of them), those of `parameters` (data pointers) left out. The backward's allocations are seen by a
+    dispatch mode that keeps the storages it sees made (and frees them when their last reference goes, as the GPU's
+    caching allocator sees them); the saved tensors, the inputs, the outputs and their gradients exist before."""
+    import weakref
+
     import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    from axlint.simulate import fused_dropout
 
     storages: dict[int, int] = {}
+    held = []  # a storage freed during the run (DoRA's weight-norm graph) must not lend its address to another
 
     def pack(tensor: Any) -> Any:
         storage = tensor.untyped_storage()
         if storage.data_ptr() not in parameters:
             storages[storage.data_ptr()] = storage.nbytes()
+            held.append(tensor)
         return tensor
 
-    from axlint.simulate import fused_dropout
+    class Allocations(TorchDispatchMode):
+        def __init__(self, known: set[int]) -> None:
+            super().__init__()
+            self.known, self.live, self.now, self.peak = known, {}, 0, 0
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            for tensor in tree_flatten(out)[0]:
+                if isinstance(tensor, torch.Tensor):
+                    storage = tensor.untyped_storage()
+                    key = storage.data_ptr()
+                    if key and key not in self.known and key not in self.live:
+                        self.live[key] = storage.nbytes()
+                        self.now += storage.nbytes()
+                        weakref.finalize(storage, self.free, key)
+            self.peak = max(self.peak, self.now)
+            return out
+
+        def free(self, key: int) -> None:
+            self.now -= self.live.pop(key, 0)
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor), fused_dropout():
-        fn(x)
-    return sum(storages.values())
+        out = fn(x)
+    outs = out if isinstance(out, tuple) else (out,)
+    grads = [torch.ones_like(o) for o in outs]
+    known = parameters | set(storages) | {t.untyped_storage().data_ptr() for t in (x, *outs, *grads)}
+    with Allocations(known) as allocations:
+        torch.autograd.backward(outs, grads)
+    return sum(storages.values()), allocations.peak
 
 
-def probe(tokens: int, rank: int, dropout: float) -> list[dict[str, Any]]:
+def probe(tokens: int, rank: int, dropout: float, dora: bool = False) -> list[dict[str, Any]]:
     import torch
     from benchmarks.memory.triton_standin import install
 
@@ -88,7 +138,7 @@ def probe(tokens: int, rank: int, dropout: float) -> list[dict[str, Any]]:
 
     torch.manual_seed(0)
     model = get_peft_model(Layer().to(torch.bfloat16), LoraConfig(
-        r=rank, lora_alpha=2 * rank, lora_dropout=dropout,
+        r=rank, lora_alpha=2 * rank, lora_dropout=dropout, use_dora=dora,
         target_modules=["gate_proj", "up_proj", "down_proj", "q_proj", "k_proj", "v_proj", "o_proj"]),
         autocast_adapter_dtype=False)
     model.train()
@@ -102,12 +152,19 @@ def probe(tokens: int, rank: int, dropout: float) -> list[dict[str, Any]]:
                 lambda x: kernels.apply_lora_qkv(attn, x)),
         "o": (q_dim, attn.o_proj, lambda x: kernels.apply_lora_o(attn, x)),
     }
+
+    def per_token(fn: Any, width: int) -> tuple[float, float]:
+        """The growth of ``measure``'s two figures from `tokens` to twice as many, per token: what does not grow
+        with the tokens (DoRA's weight norms, its per-output scales, the adapters' gradients) drops out."""
+        sizes = [measure(fn, torch.randn(1, n, width, dtype=torch.bfloat16, requires_grad=True), parameters)
+                 for n in (tokens, 2 * tokens)]
+        return (sizes[1][0] - sizes[0][0]) / tokens, (sizes[1][1] - sizes[0][1]) / tokens
+
     out = []
     for part, (width, peft_fn, kernel_fn) in runs.items():
-        x = torch.randn(1, tokens, width, dtype=torch.bfloat16, requires_grad=True)
-        out.append({"part": part, "dropout": dropout,
-                    "peft": saved_bytes(peft_fn, x, parameters) / tokens,
-                    "kernel": saved_bytes(kernel_fn, x, parameters) / tokens,
+        (peft, peft_backward), (kernel, kernel_backward) = per_token(peft_fn, width), per_token(kernel_fn, width)
+        out.append({"part": part, "dropout": dropout, "dora": dora, "peft": peft, "kernel": kernel,
+                    "peft_backward": peft_backward, "kernel_backward": kernel_backward,
                     "hidden": HIDDEN, "intermediate": INTERMEDIATE, "q_dim": q_dim, "rank": rank})
     return out
 
@@ -120,9 +177,10 @@ def main() -> None:
     ap.add_argument("--rank", type=int, default=8)
     args = ap.parse_args()
     versions = {name: version(name) for name in ("axolotl", "peft", "transformers", "torch")}
-    for dropout in DROPOUTS:
-        for row in probe(args.tokens, args.rank, dropout):
-            print(json.dumps({**row, "versions": versions}))
+    for dora in DORA:
+        for dropout in DROPOUTS:
+            for row in probe(args.tokens, args.rank, dropout, dora):
+                print(json.dumps({**row, "versions": versions}))
 
 
 if __name__ == "__main__":
