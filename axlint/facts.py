@@ -192,6 +192,9 @@ class Lora:
     """``peft_use_dora``: PEFT's DoRA, a magnitude vector beside each adapter."""
     fan_in_fan_out: bool = False
     """``lora_fan_in_fan_out``: the base weights are stored (in, out), as transformers' ``Conv1D`` stores them."""
+    trainable_tokens: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    """``peft_trainable_token_indices``: (module name, token indices) per layer PEFT's trainable tokens wrap; a list
+    as written is the input embedding's, named "" (PEFT finds that layer, and a tied output projection with it)."""
 
     @property
     def regex_error(self) -> str | None:
@@ -484,6 +487,17 @@ def _flag(raw: Mapping[str, Any], key: str) -> bool:
     return bool(lax_bool(raw.get(key)))
 
 
+def token_indices(value: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """``peft_trainable_token_indices`` as Axolotl's schema (``list[int] | dict[str, list[int]]``) reads it: a list
+    is the input embedding's (named ""), a mapping names each layer; ints as ``_layer_indexes`` reads them."""
+    if isinstance(value, list):
+        indices = _layer_indexes(value)
+        return (("", indices),) if indices else ()
+    if isinstance(value, Mapping):
+        return tuple((k, _layer_indexes(v)) for k, v in value.items() if isinstance(k, str) and _layer_indexes(v))
+    return ()
+
+
 def _layer_indexes(value: Any) -> tuple[int, ...]:
     """``peft_layers_to_transform`` as pydantic's ``list[int]`` reads it in lax mode: ints, bools (``true`` is 1)
     and whole floats; a fractional float is refused there (AX011) and left out here."""
@@ -557,6 +571,11 @@ def _trained_dtype(dtype: Fact[Dtype], ds: Mapping[str, Any] | None) -> Fact[Dty
         if isinstance(conf, Mapping) and lax_bool(conf.get("enabled")):
             return Fact(name, (block, "enabled"), Origin.WRITTEN, Where.DEEPSPEED)  # type: ignore[arg-type]
     return dtype
+
+
+def loss_kernel(raw: Mapping[str, Any]) -> LossKernel:
+    """The cross-entropy that runs for the config ``raw`` as written (``_loss``)."""
+    return _loss(raw, _strings(raw.get("plugins"))).value
 
 
 def _loss(raw: Mapping[str, Any], plugins: tuple[str, ...]) -> Fact[LossKernel]:
@@ -821,7 +840,8 @@ def resolve_facts(raw: Mapping[str, Any], ds_raw: Mapping[str, Any] | None = Non
                   rank_pattern=_patterns(raw.get("lora_rank_pattern")),
                   alpha_pattern=_patterns(raw.get("lora_alpha_pattern")),
                   dora=lax_bool(raw.get("peft_use_dora")) is True,
-                  fan_in_fan_out=lax_bool(raw.get("lora_fan_in_fan_out")) is True),
+                  fan_in_fan_out=lax_bool(raw.get("lora_fan_in_fan_out")) is True,
+                  trainable_tokens=token_indices(raw.get("peft_trainable_token_indices"))),
         unfrozen_parameters=_strings(raw.get("unfrozen_parameters")),
         optimizer=Fact(optimizer, ("optimizer",), Origin.WRITTEN) if isinstance(optimizer, str) and optimizer
         else Fact("adamw_torch_fused"),

@@ -291,11 +291,10 @@ def test_lora_on_quantized_experts_is_not_simulated_and_says_why(project):
     assert "--simulate: LoRA on routed experts stored quantized" in err and "this process runs PEFT" in err
 
 
-@pytest.mark.parametrize("extra", ["peft_trainable_token_indices: [3, 4]\n",
-                                   "peft_layer_replication: [[0, 8], [4, 12]]\n"])
+@pytest.mark.parametrize("extra", ["peft_layer_replication: [[0, 8], [4, 12]]\n"])
 def test_lora_settings_the_simulation_would_leave_out_are_not_simulated(project, extra):
-    """Trainable tokens or PEFT's layer replication: the simulation's plain LoRA would run without them, so it
-    refuses: exit 2, and which setting."""
+    """PEFT's layer replication: the simulation's plain LoRA would run without it, so it refuses: exit 2, and which
+    setting."""
     (project / "dora.yml").write_text("base_model: meta-llama/Llama-3.2-1B\nadapter: lora\nlora_target_linear: true\n"
                                       "sequence_len: 1024\n" + extra, encoding="utf-8")
     code, out, err = invoke("dora.yml", "--hardware", "1xH100", "--simulate")

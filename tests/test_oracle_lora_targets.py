@@ -351,8 +351,11 @@ LEFT_OUT_SETTINGS = {
     "peft_use_dora: true": {"lora_target_modules": ["q_proj", "v_proj"], "peft_use_dora": True},  # counted
     "peft_layer_replication: [[0, 2], [1, 2]]": {"lora_target_modules": ["q_proj", "v_proj"],
                                                  "peft_layer_replication": [[0, 2], [1, 2]]},
-    "peft_trainable_token_indices": {"lora_target_modules": ["q_proj", "v_proj"],
+    "peft_trainable_token_indices": {"lora_target_modules": ["q_proj", "v_proj"],  # counted
                                      "peft_trainable_token_indices": [3, 4, 5]},
+    "peft_trainable_token_indices: embedding and head": {"lora_target_modules": ["q_proj", "v_proj"],  # counted
+                                                         "peft_trainable_token_indices": {"embed_tokens": [3, 4],
+                                                                                          "lm_head": [7]}},
 }
 """LoRA variants by the key MEM010 names when the estimate leaves their work out (`memory.facts.lora_variants`)."""
 
@@ -361,8 +364,9 @@ def test_the_lora_settings_the_estimate_leaves_out_only_add_to_it(tmp_path) -> N
     """`LEFT_OUT_SETTINGS` on a small Llama through Axolotl's own `_build_peft_lora_config`: each trains more
     parameters than the same LoRA without it. axlint counts DoRA's magnitude vectors (an output width per adapter,
     `params.adapter_params`) and the rest of its work (tests/test_dora_memory.py, tests/test_simulate_vs_analytic.py,
-    tests/test_oracle_lora_kernel_memory.py), and the other two not at all: each of them leaves work out of the
-    estimate, which is a lower bound, as MEM010 says (`left_out`)."""
+    tests/test_oracle_lora_kernel_memory.py), and trainable tokens' rows (`params.trainable_token_params`) and
+    copies (tests/test_simulate_vs_analytic.py); layer replication not at all: it leaves work out of the estimate,
+    which is a lower bound, as MEM010 says (`left_out`)."""
     from axlint.memory.facts import left_out
 
     plain = 2 * 4 * (64 + 64) + 2 * 4 * (64 + 32)  # rank 4 on q_proj (64 -> 64) and v_proj (64 -> 32), 2 layers
@@ -371,6 +375,9 @@ def test_the_lora_settings_the_estimate_leaves_out_only_add_to_it(tmp_path) -> N
         counted = estimate.trainable_params
         if key == "peft_use_dora: true":
             assert answer["trainable"] == counted == plain + 2 * (64 + 32), key
+            assert left_out({"adapter": "lora", **lora}, estimate.arch) == {}
+        elif key.startswith("peft_trainable_token_indices"):
+            assert answer["trainable"] == counted == plain + 3 * 64, key  # the small Llama's embedding is untied
             assert left_out({"adapter": "lora", **lora}, estimate.arch) == {}
         else:
             assert answer["trainable"] > counted == plain, key

@@ -341,3 +341,38 @@ def test_doras_weight_norm_transient_is_the_simulated_one(settings: dict[str, An
     (plain_sim, plain_est), (dora_sim, dora_est) = added
     assert dora_sim - plain_sim > plain_sim
     assert abs((dora_est - plain_est) / (dora_sim - plain_sim) - 1) <= 0.05
+
+
+TOKEN_CASES = {
+    # a tied head follows the embedding: its copy is kept from the forward to its backward
+    "tied, a list": (True, 256, [3, 4, 5]),
+    # the embedding's dense gradient at the end of the backward sets the peak of this wide, short run
+    "untied, a list": (False, 1024, [3, 4, 5]),
+    # the head's copy, its dense gradient and the logits' gradient at the head's backward
+    "untied, embedding and head": (False, 1024, {"embed_tokens": [3, 4], "lm_head": [7]}),
+}
+
+
+@pytest.mark.parametrize("case", list(TOKEN_CASES))
+def test_trainable_tokens_add_what_the_simulation_adds(case: str) -> None:
+    """PEFT's trainable tokens (``peft_trainable_token_indices``, handed to PEFT by both sides): the rows they train
+    and what their full copies of the embedding and the head add to the peak, within 1 % (a 32k vocabulary, so that
+    the copies stand out)."""
+    tie, hidden, indices = TOKEN_CASES[case]
+    arch = Architecture("vocab", "model-config", "llama",
+                        {"hidden_size": hidden, "intermediate_size": 512, "num_hidden_layers": 2,
+                         "num_attention_heads": hidden // 64, "num_key_value_heads": hidden // 256,
+                         "vocab_size": 32768, "max_position_embeddings": 4096, "tie_word_embeddings": tie})
+    added = []
+    for tokens in (None, indices):
+        cfg = {"micro_batch_size": 1, "sequence_len": 64 if hidden == 256 else 16, "bf16": True,
+               "attn_implementation": "sdpa", "optimizer": "adamw_torch", "adapter": "lora", "lora_r": 8,
+               "lora_target_modules": ["q_proj"], **({"peft_trainable_token_indices": tokens} if tokens else {})}
+        run = facts(cfg, None, arch, H100)
+        simulated, estimate = simulate(run, arch, H100), estimate_memory(run, arch, H100)
+        assert simulated.trainable_parameters == estimate.trainable_params
+        added.append((simulated.peak_allocated_bytes, estimate.peak_allocated))
+    (plain_sim, plain_est), (tokens_sim, tokens_est) = added
+    vh = 32768 * hidden * 2  # one bf16 copy of the matrix
+    assert tokens_sim - plain_sim > 0.85 * vh
+    assert abs((tokens_est - plain_est) - (tokens_sim - plain_sim)) <= 0.01 * tokens_sim

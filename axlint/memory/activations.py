@@ -65,6 +65,7 @@ from axlint.memory.params import (
     lora_targets,
     outside_lora_linears,
     skipped_layers,
+    token_layers,
 )
 from axlint.memory.setup import TrainSetup
 
@@ -610,6 +611,18 @@ def dora_norm_transient(d_in: int, d_out: int, setup: TrainSetup) -> float:
     making = a * d_in * d_in + (c * d_in * d_in if a != c else 0) + c * d_in * d_out
     norming = c * d_in * d_in + d_in * d_out * (3 * x + weight)
     return float(max(making, norming))
+
+
+def token_copy_bytes(arch: Architecture, setup: TrainSetup) -> tuple[float, float]:
+    """(kept, embedding backward): PEFT's trainable tokens (``params.token_layers``) write the trained rows into a
+    full copy of each layer's weight at every forward (``TrainableTokensLayer.get_merged_weights``). The output
+    projection's copy is the weight of its matmul, which keeps it for the backward pass: V·h in the weight's dtype
+    from the forward to the head's backward. The embedding's is freed after the lookup, but its backward now runs
+    and makes a dense gradient of the whole matrix, V·h again, before the trained rows are picked from it. (0, 0)
+    without trainable tokens."""
+    wrapped = (token_layers(arch, setup.trainable_tokens) or {}) if setup.adapter in ("lora", "qlora") else {}
+    copy = float(arch.vocab_size * arch.hidden_size * setup.embedding_bytes)
+    return (copy if "output" in wrapped else 0.0), (copy if "embedding" in wrapped else 0.0)
 
 
 def adapter_forward_bytes(setup: TrainSetup) -> int:

@@ -68,6 +68,7 @@ from axlint.memory.activations import (
     merged_weight_bytes,
     per_layer_bytes_per_token,
     stored_activation_bytes,
+    token_copy_bytes,
 )
 from axlint.memory.loading import LOAD_PHASE, load_note, load_peak_bytes, load_slack_bytes
 from axlint.memory.logits import logits_bytes
@@ -322,10 +323,11 @@ def _backward_moments(arch: Architecture, setup: TrainSetup, layers: list[float]
                                           dora if setup.gradient_checkpointing else 0.0)
     stored = stored_activation_bytes(arch, setup, tokens, layers, adapter_params) + merged_stored \
         + (tower.stored if tower else 0.0)
+    head_copy, embedding_gradient = token_copy_bytes(arch, setup)
     logits = logits_bytes(arch, setup, tokens)
     first = layer_backward_bytes(arch, setup, tokens, layers, recompute=setup.gradient_checkpointing) + weight_copies
     waiting = embedding_g if arch.tie_word_embeddings else 0.0  # a tied lm_head's gradient, in the engine's buffer
-    loss = {"gradients": g_acc, "activations": stored, "logits": logits}
+    loss = {"gradients": g_acc, "activations": stored + head_copy, "logits": logits}
     first_layer = {"gradients": g_acc + waiting, "activations": stored + first, "logits": 0.0}
     last = layer_backward_bytes(arch, setup, tokens, layers, recompute=True) + weight_copies \
         + (tower.stored if tower else 0.0)
@@ -338,6 +340,12 @@ def _backward_moments(arch: Architecture, setup: TrainSetup, layers: list[float]
             else {"gradients": g, "activations": 0.0, "logits": 0.0}
     forward = {"gradients": g_acc, "activations": tower.forward if tower else 0.0, "logits": 0.0}
     moments = [loss, first_layer, end, forward]
+    if head_copy:  # trainable tokens: the output projection's backward, its copy's dense gradient beside the copy
+        # and the logits' gradient
+        head = 2 * head_copy + setup.param_bytes * tokens * arch.output_size
+        moments.append({"gradients": g_acc, "activations": stored + head, "logits": 0.0})
+    if embedding_gradient:  # trainable tokens: the embedding's backward, after every layer's
+        moments.append({"gradients": g, "activations": embedding_gradient, "logits": 0.0})
     if dora:
         moments.append({"gradients": g_acc, "activations": stored + dora, "logits": 0.0})
     return moments

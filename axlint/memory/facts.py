@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from axlint.architectures.families import FAMILIES
 from axlint.architectures.mixers import MIXER_UNSIZED
 from axlint.architectures.vision import tower_type
-from axlint.facts import RunFacts, Sharding, ShardingKind, image_feed
+from axlint.facts import LossKernel, RunFacts, Sharding, ShardingKind, image_feed, loss_kernel, token_indices
 from axlint.mesh import PARALLEL_KEYS
 from axlint.lax import is_int, lax_bool
 from axlint.memory.constants import GIB
@@ -161,10 +161,16 @@ def not_modelled(config: Mapping[str, Any], sharding: "Sharding", arch: "Archite
 
 
 def unwrapped_lora_settings(config: Mapping[str, Any]) -> list[str]:
-    """The keys of the LoRA settings (``lora_variants``) that axlint's own wrap of a model for ``estimate --simulate``
-    and ``validate`` (``training.model.apply_lora``) does not hand PEFT (it hands it DoRA,
-    ``TrainSpec.lora_use_dora``, which the estimate counts): a run of it would leave them out."""
-    return [key.split(":", 1)[0] for key in lora_variants(config)]
+    """The keys of the LoRA settings that axlint's own wrap of a model for ``estimate --simulate`` and ``validate``
+    (``training.model.apply_lora``) does not hand PEFT: PEFT's layer replication (it hands it DoRA and trainable
+    tokens, ``TrainSpec``): a run of it would leave them out."""
+    return ["peft_layer_replication"] if _replicated_ranges(config) else []
+
+
+def _replicated_ranges(config: Mapping[str, Any]) -> list | None:
+    """``peft_layer_replication`` as written, beside a LoRA adapter; None where it is not."""
+    ranges = config.get("peft_layer_replication")
+    return ranges if config.get("adapter") in ("lora", "qlora") and isinstance(ranges, list) and ranges else None
 
 
 def rank_pattern(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
@@ -186,28 +192,43 @@ def left_out(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
     quantizes nothing (``unquantized_load``). When nothing else is unknown the estimate is a lower bound
     (``MemoryFacts.lower_bound``): a predicted OOM stands, but neither a fix (``oom_fix_facts``) nor a fit."""
     return (feeds_audio(config, arch) | feeds_images(config, arch) | unquantized_load(config, arch)
-            | lora_variants(config))
+            | lora_variants(config, arch))
 
 
-def lora_variants(config: Mapping[str, Any]) -> dict[str, str]:
+FUSED_LOSS_NAMES = {LossKernel.CCE: "Cut Cross-Entropy", LossKernel.LIGER_FLCE: "Liger's fused linear cross-entropy"}
+"""The losses that take the output projection's weight into their own kernel instead of calling the layer."""
+
+
+def lora_variants(config: Mapping[str, Any], arch: "Architecture") -> dict[str, str]:
     """`key: value` (or the key) -> why, for the LoRA settings whose work only adds to what the estimate counts:
     PEFT's layer replication (``peft_layer_replication``: the model gets the listed ranges of layers stacked again,
-    sharing their base weights, each with adapters and activations of its own) and trainable tokens
-    (``peft_trainable_token_indices``: a trainable copy of the listed embedding rows, written into a full copy of the
-    embedding matrix at each forward by ``TrainableTokensLayer.get_merged_weights``, tuners/trainable_tokens/layer.py,
-    and into one of a tied output projection, whose matmul keeps it for the backward pass). Axolotl 0.18.0
-    ``loaders/adapter.py`` hands them to ``LoraConfig``. DoRA (``peft_use_dora``) is counted: its magnitudes
-    (``params.adapter_params``), what it keeps and its backward's growth (``activations.dora_output_bytes``,
-    ``dora_kernel_backward_bytes``) and its weight norm's transient (``activations.dora_norm_bytes``)."""
+    sharing their base weights, each with adapters and activations of its own), and trainable tokens
+    (``peft_trainable_token_indices``) on a layer that is neither the input embedding nor the output projection, or
+    on the output projection of a run whose fused loss (Cut Cross-Entropy, Liger's fused linear cross-entropy) reads
+    its weight itself. Axolotl 0.18.0 ``loaders/adapter.py`` hands them to ``LoraConfig``. Counted: DoRA
+    (``peft_use_dora``: its magnitudes, ``params.adapter_params``, what it keeps and its backward's growth,
+    ``activations.dora_output_bytes`` and ``dora_kernel_backward_bytes``, and its weight norm's transient,
+    ``activations.dora_norm_bytes``) and trainable tokens on the embedding and the output projection (their rows,
+    ``params.trainable_token_params``, and full copies of the weight, ``activations.token_copy_bytes``)."""
     if config.get("adapter") not in ("lora", "qlora"):
         return {}
+    from axlint.memory.params import token_layers
+
     found = {}
-    if config.get("peft_trainable_token_indices"):
-        found["peft_trainable_token_indices"] = (
-            "trains the listed rows of the embedding, and each forward writes them into a full copy of it (and of "
-            "a tied output projection, which the backward pass keeps)")
-    ranges = config.get("peft_layer_replication")
-    if isinstance(ranges, list) and ranges:
+    tokens = token_indices(config.get("peft_trainable_token_indices"))
+    if tokens:
+        wrapped = token_layers(arch, tuple((name, len(indices)) for name, indices in tokens))
+        fused = FUSED_LOSS_NAMES.get(loss_kernel(config))
+        if wrapped is None:
+            found["peft_trainable_token_indices"] = (
+                "trains the listed rows of a layer that is neither the input embedding nor the output projection, "
+                "which the estimate does not size")
+        elif "output" in wrapped and fused:
+            found["peft_trainable_token_indices"] = (
+                f"trains rows of the output projection, whose weight {fused} reads itself; the copy of it that "
+                "PEFT's layer makes at each forward is not counted")
+    ranges = _replicated_ranges(config)
+    if ranges:
         found[f"peft_layer_replication: {ranges}"] = (
             "stacks the listed ranges of layers again, on shared base weights, each copy with its own adapters and "
             "activations, which are not counted")

@@ -1098,6 +1098,33 @@ def upcast_trained(arch: Architecture, setup: TrainSetup) -> int:
             + (head if head and head_trains(arch, setup) else 0))
 
 
+def token_layers(arch: Architecture, tokens: tuple[tuple[str, int], ...]) -> dict[str, int] | None:
+    """Which of "embedding" and "output" (the output projection) PEFT's trainable tokens wrap for ``tokens``
+    (``TrainSetup.trainable_tokens``: layer name, tokens; PEFT 0.19.1 tuners/trainable_tokens), each with the tokens
+    it trains itself (0: it follows the embedding's, as a tied output projection does); None when a written layer
+    name is neither (PEFT matches a name as the end of a module path). A list as written (the name "") is the input
+    embedding's, and a tied output projection follows it."""
+    f = arch.layout
+    paths = {"embedding": f"{arch.decoder_path}.{f.embed_name}", "output": f.lm_head_name}
+    wrapped: dict[str, int] = {}
+    for name, count in tokens:
+        found = [part for part, path in paths.items() if name == "" and part == "embedding"
+                 or name and (path == name or path.endswith(f".{name}"))]
+        if not found:
+            return None
+        wrapped[found[0]] = wrapped.get(found[0], 0) + count
+    if "embedding" in wrapped and arch.tie_word_embeddings:
+        wrapped.setdefault("output", 0)
+    return wrapped
+
+
+def trainable_token_params(arch: Architecture, setup: TrainSetup) -> int:
+    """The rows PEFT's trainable tokens train (``token_layers``): h per token of each wrapped layer."""
+    if setup.adapter not in ("lora", "qlora"):
+        return 0
+    return sum((token_layers(arch, setup.trainable_tokens) or {}).values()) * arch.hidden_size
+
+
 def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
     """Under a classification head Axolotl gives PEFT ``task_type`` SEQ_CLS / TOKEN_CLS (0.18.0
     loaders/adapter.py ``_get_peft_task_type``), and PEFT's PeftModelFor{Sequence,Token}Classification add
@@ -1112,7 +1139,8 @@ def trainable(arch: Architecture, setup: TrainSetup) -> Trainable:
         saved = modules_to_save_params(arch, setup)
         if arch.num_labels and arch.head_name not in setup.modules_to_save:
             saved += arch.lm_head_params
-        return Trainable(lora_params(arch, setup) + target_parameter_lora_params(arch, setup) - mm.frozen_adapter,
+        return Trainable(lora_params(arch, setup) + target_parameter_lora_params(arch, setup)
+                         + trainable_token_params(arch, setup) - mm.frozen_adapter,
                          saved, untrained_expert_adapter_params(arch, setup), idle_adapter)
     if setup.unfrozen_parameters:
         return Trainable(0, unfrozen_params(arch, setup.unfrozen_parameters) - mm.frozen_base, idle_base=idle_base)

@@ -126,6 +126,8 @@ class TrainSetup:
     lora_rank_pattern: tuple[tuple[str, int], ...] = ()  # lora_rank_pattern: (key, rank) in order
     # (``params.adapter_rank``)
     dora: bool = False                            # peft_use_dora: each adapter has a magnitude vector too
+    trainable_tokens: tuple[tuple[str, int], ...] = ()  # peft_trainable_token_indices: (layer name, tokens); ""
+    # the input embedding (``params.token_layers``)
     expert_kernels: tuple[str, ...] = ()          # KernelsPlugin expert paths (scattermoe / sonicmoe) that run the experts
     lora_kernels: tuple[str, ...] = ()            # Axolotl's fused LoRA kernels in place of PEFT's layers: "mlp", "qkv", "o"
     expert_modules: bool = False                  # the repository's own code builds the experts as nn.Linear modules
@@ -324,6 +326,10 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
                      "its base and adapter outputs for the magnitude's gradient, and each forward takes the weight "
                      "norms from a full copy of the merged weight, a transient of a few times the largest adapted "
                      "weight")
+    if facts.lora.trainable_tokens and facts.adapter.value:
+        notes.append("trainable tokens (peft_trainable_token_indices): PEFT writes the trained rows into a full copy "
+                     "of the embedding (and of the output projection it wraps, which that layer keeps for its "
+                     "backward) at every forward, and their backward makes a dense gradient of the whole matrix")
     if arch.config.get("hidden_act") == "xielu":
         notes.append("xIELU activation: transformers' Python form assumed (7-9 bytes kept per MLP unit and token); "
                      "with the optional XIELU CUDA package installed it keeps 2 and the run needs less")
@@ -371,6 +377,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         modules_to_save=facts.lora.modules_to_save,
         lora_rank_pattern=facts.lora.rank_pattern,
         dora=facts.lora.dora,
+        trainable_tokens=tuple((name, len(indices)) for name, indices in facts.lora.trainable_tokens),
         unfrozen_parameters=facts.unfrozen_parameters,
         sequence_len=seq,
         micro_batch_size=mbs,

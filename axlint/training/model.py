@@ -137,11 +137,12 @@ def apply_lora(model: Any, spec: TrainSpec) -> Any:
     parameters = {"target_parameters": spec.lora_target_parameters} if spec.lora_target_parameters else {}
     layers = {"layers_to_transform": spec.lora_layers_to_transform,
               "layers_pattern": spec.lora_layers_pattern or None} if spec.lora_layers_to_transform else {}
+    tokens = {"trainable_token_indices": spec.lora_trainable_tokens} if spec.lora_trainable_tokens else {}
     lora = LoraConfig(r=spec.lora_r, lora_alpha=spec.lora_alpha, lora_dropout=spec.lora_dropout,
                       target_modules=spec.lora_target_modules, task_type="CAUSAL_LM", bias="none",
                       modules_to_save=spec.lora_modules_to_save or None, rank_pattern=dict(spec.lora_rank_pattern),
                       alpha_pattern=dict(spec.lora_alpha_pattern), use_dora=spec.lora_use_dora, **parameters,
-                      **layers)  # PEFT >= 0.17
+                      **layers, **tokens)  # PEFT >= 0.17
     return get_peft_model(model, lora)
 
 

@@ -50,6 +50,9 @@ class TrainSpec:
     """`lora_alpha_pattern`: module path expression -> their alpha (PEFT ``alpha_pattern``)."""
     lora_use_dora: bool = False
     """`peft_use_dora`: PEFT's DoRA layers in place of plain LoRA (``use_dora``)."""
+    lora_trainable_tokens: list[int] | dict[str, list[int]] | None = None
+    """`peft_trainable_token_indices` as PEFT takes it (``trainable_token_indices``): the input embedding's indices,
+    or layer name -> indices."""
     embeddings_fp32: bool = False
     """Axolotl leaves the input and output embeddings in fp32 (`RunFacts.embeddings_fp32`)."""
     experts_fp32: bool = False
@@ -119,6 +122,7 @@ def train_spec(facts: RunFacts, linear_names: tuple[str, ...] | None = None) -> 
         lora_rank_pattern=dict(facts.lora.rank_pattern),
         lora_alpha_pattern=dict(facts.lora.alpha_pattern),
         lora_use_dora=facts.lora.dora,
+        lora_trainable_tokens=_peft_token_indices(facts.lora.trainable_tokens),
         embeddings_fp32=facts.embeddings_fp32,
         experts_fp32=facts.experts_fp32,
         quantize_experts=facts.quantize_experts,
@@ -134,3 +138,13 @@ def job_facts(job: Mapping[str, Any]) -> RunFacts:
     hidden = int(config.get("hidden_size") or (config.get("text_config") or {}).get("hidden_size") or 0) or None
     return resolve_facts(job["axolotl"], job.get("ds_raw"), world_size=int(job.get("world_size") or 1),
                          hidden_size=hidden)
+
+
+def _peft_token_indices(tokens: tuple[tuple[str, tuple[int, ...]], ...]) -> list[int] | dict[str, list[int]] | None:
+    """``Lora.trainable_tokens`` as PEFT's ``trainable_token_indices`` takes it: the list of the input embedding's
+    indices (written as a list), or a mapping of layer names."""
+    if not tokens:
+        return None
+    if tokens[0][0] == "":
+        return list(tokens[0][1])
+    return {name: list(indices) for name, indices in tokens}
