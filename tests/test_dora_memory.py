@@ -1,12 +1,12 @@
 """DoRA's weight-norm transient (``activations.dora_norm_transient``) against PEFT's own DoRA layer.
 
 PEFT's ``DoraLinearLayer`` runs on the CPU as on a GPU: every tensor it allocates is seen by a dispatch mode that
-keeps the live storages (freed when their last reference goes, as the caching allocator sees them) and their peak.
+keeps the live storages (freed when their last reference goes, as the caching allocator sees them) and their peak
+(benchmarks/memory/lora_kernel_probe.py ``allocations``).
 One adapted Linear runs a training forward on a few tokens, so that the peak is the norm's transient: with fp32
 adapters under autocast (a 16-bit LoRA), and with the model cast to bf16 and no autocast (DeepSpeed's engine)."""
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import peft
@@ -17,6 +17,7 @@ from axlint.architectures import Architecture
 from axlint.hardware import parse_hardware
 from axlint.memory.activations import dora_norm_transient
 from axlint.memory.setup import read_setup
+from benchmarks.memory.lora_kernel_probe import allocations
 from tests.resolved import facts
 
 TOKENS, RANK = 4, 8
@@ -36,29 +37,6 @@ def _setup(deepspeed: bool) -> Any:
 
 def _peak_of_forward(d_in: int, d_out: int, deepspeed: bool) -> int:
     """Peak bytes of the storages a DoRA Linear's training forward allocates (its weights' own left out)."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    class Live(TorchDispatchMode):
-        def __init__(self, known: set[int]) -> None:
-            super().__init__()
-            self.known, self.live, self.now, self.peak = known, {}, 0, 0
-
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            out = func(*args, **(kwargs or {}))
-            for tensor in tree_flatten(out)[0]:
-                if isinstance(tensor, torch.Tensor):
-                    storage = tensor.untyped_storage()
-                    key = storage.data_ptr()
-                    if key and key not in self.known and key not in self.live:
-                        self.live[key] = storage.nbytes()
-                        self.now += storage.nbytes()
-                        weakref.finalize(storage, self._free, key)
-            self.peak = max(self.peak, self.now)
-            return out
-
-        def _free(self, key: int) -> None:
-            self.now -= self.live.pop(key, 0)
 
     class One(torch.nn.Module):
         def __init__(self) -> None:
@@ -77,9 +55,8 @@ def _peak_of_forward(d_in: int, d_out: int, deepspeed: bool) -> int:
     known = {p.untyped_storage().data_ptr() for p in model.parameters()}
     x = torch.randn(1, TOKENS, d_in, dtype=torch.bfloat16, requires_grad=True)
     known.add(x.untyped_storage().data_ptr())
-    live = Live(known)
     autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=not deepspeed)
-    with autocast, live:
+    with autocast, allocations(known) as live:
         model(x)
     return live.peak
 

@@ -60,16 +60,46 @@ def _swiglu_backward(grad: Any, gate: Any, up: Any) -> tuple[Any, Any, Any]:
     return grad, gate, up
 
 
-def measure(fn: Any, x: Any, parameters: set[int]) -> tuple[int, int]:
-    """(the bytes of the distinct storages autograd saves while `fn(x)` runs, the peak bytes its backward allocates
-    on top of them), those of `parameters` (data pointers) left out. The backward's allocations are seen by a
-    dispatch mode that keeps the storages it sees made (and frees them when their last reference goes, as the GPU's
-    caching allocator sees them); the saved tensors, the inputs, the outputs and their gradients exist before."""
+def allocations(known: set[int]) -> Any:
+    """A dispatch mode that sees every storage the operations run under it make (those of ``known`` data pointers
+    left out), keeps it until its last reference goes (as the GPU's caching allocator sees a tensor freed) and the
+    peak of their bytes in ``.peak``."""
     import weakref
 
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
+
+    class Allocations(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.live: dict[int, int] = {}
+            self.now = self.peak = 0
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            out = func(*args, **(kwargs or {}))
+            for tensor in tree_flatten(out)[0]:
+                if isinstance(tensor, torch.Tensor):
+                    storage = tensor.untyped_storage()
+                    key = storage.data_ptr()
+                    if key and key not in known and key not in self.live:
+                        self.live[key] = storage.nbytes()
+                        self.now += storage.nbytes()
+                        weakref.finalize(storage, self.free, key)
+            self.peak = max(self.peak, self.now)
+            return out
+
+        def free(self, key: int) -> None:
+            self.now -= self.live.pop(key, 0)
+
+    return Allocations()
+
+
+def measure(fn: Any, x: Any, parameters: set[int]) -> tuple[int, int]:
+    """(the bytes of the distinct storages autograd saves while `fn(x)` runs, the peak bytes its backward allocates
+    on top of them, ``allocations``), those of `parameters` (data pointers) left out; the saved tensors, the inputs,
+    the outputs and their gradients exist before the backward."""
+    import torch
 
     from axlint.simulate import fused_dropout
 
@@ -83,35 +113,14 @@ def measure(fn: Any, x: Any, parameters: set[int]) -> tuple[int, int]:
             held.append(tensor)
         return tensor
 
-    class Allocations(TorchDispatchMode):
-        def __init__(self, known: set[int]) -> None:
-            super().__init__()
-            self.known, self.live, self.now, self.peak = known, {}, 0, 0
-
-        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            out = func(*args, **(kwargs or {}))
-            for tensor in tree_flatten(out)[0]:
-                if isinstance(tensor, torch.Tensor):
-                    storage = tensor.untyped_storage()
-                    key = storage.data_ptr()
-                    if key and key not in self.known and key not in self.live:
-                        self.live[key] = storage.nbytes()
-                        self.now += storage.nbytes()
-                        weakref.finalize(storage, self.free, key)
-            self.peak = max(self.peak, self.now)
-            return out
-
-        def free(self, key: int) -> None:
-            self.now -= self.live.pop(key, 0)
-
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor), fused_dropout():
         out = fn(x)
     outs = out if isinstance(out, tuple) else (out,)
     grads = [torch.ones_like(o) for o in outs]
     known = parameters | set(storages) | {t.untyped_storage().data_ptr() for t in (x, *outs, *grads)}
-    with Allocations(known) as allocations:
+    with allocations(known) as backward:
         torch.autograd.backward(outs, grads)
-    return sum(storages.values()), allocations.peak
+    return sum(storages.values()), backward.peak
 
 
 def probe(tokens: int, rank: int, dropout: float, dora: bool = False) -> list[dict[str, Any]]:
