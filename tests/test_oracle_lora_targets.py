@@ -108,7 +108,8 @@ TARGET_KEYS = ("lora_target_modules", "lora_target_linear", "lora_target_paramet
                "lora_model_dir")
 """What tells PEFT what to adapt (or loads an adapter that says it)."""
 LORA_KEYS = (*TARGET_KEYS, "peft_layers_to_transform", "peft_layers_pattern", "peft_init_lora_weights", "lora_r",
-             "peft", "lora_rank_pattern", "lora_alpha_pattern", "peft_use_dora", "lora_fan_in_fan_out")
+             "peft", "lora_rank_pattern", "lora_alpha_pattern", "peft_use_dora", "lora_fan_in_fan_out",
+             "peft_trainable_token_indices")
 """The LoRA settings of a rule case that the judge hands Axolotl's ``_build_peft_lora_config``."""
 
 
@@ -463,3 +464,24 @@ def test_axlint_predicts_which_settings_parameter_targets_refuse(tmp_path) -> No
         assert bool(found) == bool(error) == (case["expect"] == "fail"), (case["name"], error)
         if found:
             assert error.rstrip(".") in found[0].message, (error, found[0].message)
+
+
+def test_axlint_predicts_which_trainable_token_layers_stop_the_wrap(tmp_path) -> None:
+    """AX248's cases on the small Llama, but those with rows past its 256 (the judge builds the model on the meta
+    device, which checks no index) and the saved adapter to load: PEFT refuses the wrap exactly where AX248 fires,
+    with the error AX248 prints; where it wraps, it trains the rows axlint counts."""
+    def small_rows(written: dict) -> bool:
+        tokens = written.get("peft_trainable_token_indices")
+        rows = tokens if isinstance(tokens, list) else [i for v in (tokens or {}).values() for i in v]
+        return all(i < SMALL["vocab_size"] for i in rows) and "lora_model_dir" not in written
+
+    judged = _on_a_small_model(tmp_path, "AX248", small_rows)
+    assert sorted(case["expect"] for case, _, _ in judged) == ["fail"] * 5 + ["pass"] * 3
+    for case, answer, found in judged:
+        assert bool(found) == (case["expect"] == "fail") == bool(answer["error"]), (case["name"], answer)
+        if found:
+            error = answer["error"].removeprefix("builtins.")
+            kind = error.split(":", 1)[0]
+            assert f"with `{kind}: " in found[0].message, (case["name"], error, found[0].message)
+            if kind != "AttributeError":  # PEFT names the module's class, which axlint does not print
+                assert error.startswith(found[0].message.split("with `", 1)[1].split("`", 1)[0]), case["name"]

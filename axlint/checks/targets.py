@@ -273,6 +273,35 @@ def setting_on_parameters(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
                      advice=f"Drop `{key}`, or {keep}")
 
 
+@register_check("trainable_tokens_peft_refuses", args=("name", "reached", "error", "advice"))
+def trainable_tokens_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
+    """A layer of `peft_trainable_token_indices` that PEFT refuses to wrap (``params.token_layer_refusal``): on the
+    name in a mapping, on the key for a list. Not where `lora_model_dir` loads a saved adapter, nor where the
+    repository's own code builds the model."""
+    from axlint.memory.params import TOKEN_LAYER_ADDS, token_layer_refusal
+
+    facts = run.facts
+    if (not model_names_known(run) or facts.adapter.value not in ("lora", "qlora")
+            or not facts.lora.trainable_tokens or truthy(run.raw.get("lora_model_dir"))):
+        return
+    resized = any(run.raw.get(key) for key in TOKEN_LAYER_ADDS)
+    refusal = token_layer_refusal(run.arch, facts.lora, resized)
+    if refusal is None:
+        return
+    name, reached, error = refusal
+    layer = f"`{name}`" if name else "the input embedding (a list)"
+    if error.startswith("IndexError"):
+        advice = "Keep the indices below the layer's rows (new tokens go in `tokens`, which resizes the embeddings)"
+    elif error.startswith("TypeError"):
+        advice = f"Leave {layer} out of the LoRA targets, or drop it from `peft_trainable_token_indices`"
+    else:
+        layout = run.arch.layout
+        advice = (f"Name the embedding (`{layout.embed_name}`) or the output projection (`{layout.lm_head_name}`), "
+                  "or write the indices as a list for the input embedding")
+    path = ("peft_trainable_token_indices", name) if name else ("peft_trainable_token_indices",)
+    yield ax_hit(run, path, name=layer, reached=reached, error=error, advice=advice)
+
+
 @register_check("lora_targets_peft_refuses", args=("problem", "stage", "error", "advice"))
 def targets_peft_refuses(run: TrainingRun, rule: Rule) -> Iterator[Hit]:
     """The first refusal PEFT meets while it wraps the model, in its order: the settings read before any module

@@ -1118,6 +1118,47 @@ def token_layers(arch: Architecture, tokens: tuple[tuple[str, int], ...]) -> dic
     return wrapped
 
 
+TOKEN_LAYER_ADDS = ("tokens", "special_tokens", "added_tokens_overrides", "resize_token_embeddings_to_32x")
+"""Settings with which Axolotl may resize the embeddings before PEFT wraps the model: the rows are then not known."""
+
+
+def token_layer_refusal(arch: Architecture, lora: Lora, resized: bool) -> tuple[str, str, str] | None:
+    """The first layer of ``peft_trainable_token_indices`` (``Lora.trainable_tokens``; a list as written is the input
+    embedding's, named "") that PEFT 0.19.1 refuses, as (the name as written, what it reaches, PEFT's error); None
+    where PEFT wraps them all. PEFT looks the names up first, and names that are neither a module path nor a
+    ``.``-suffix of one stop it (``unmatched_lora_targets``: the same matching as LoRA's targets). It then wraps each
+    module a name reaches in a ``TrainableTokensLayer`` (tuners/trainable_tokens/layer.py), which refuses a module
+    that already carries a LoRA adapter (``lora_paths``), reads the ``weight`` and ``in_features`` of anything but an
+    ``nn.Embedding`` (a norm or a container has neither), and copies the listed rows of the weight, so that an index
+    past its last row stops it; not judged where the embeddings may be resized first (``resized``). Checked on a
+    small Llama through Axolotl 0.18.0's ``_build_peft_lora_config`` in tests/test_oracle_lora_targets.py."""
+    names = tuple(name for name, _ in lora.trainable_tokens if name)
+    missing = unmatched_lora_targets(arch, names)
+    if missing:
+        listed = ", ".join(repr(name) for name in missing)
+        return (missing[0], "no module of this model",
+                f"ValueError: Target modules {{{listed}}} not found in the base model")
+    embedding = f"{arch.decoder_path}.{arch.layout.embed_name}"
+    rows = {path: lin.d_out for path, lin in _model_linears(arch)}
+    rows |= {embedding: arch.vocab_size, arch.layout.lm_head_name: arch.vocab_size}
+    adapted = set(lora_paths(arch, lora))
+    for name, indices in lora.trainable_tokens:
+        for path in [embedding] if not name else reached_paths(arch, (name,), False):
+            if path in adapted:
+                kind = "Embedding" if path == embedding else "Linear"
+                return (name, f"`{path}`, which carries a LoRA adapter",
+                        f"TypeError: trainable_token_indices cannot be applied to modules of type <class "
+                        f"'peft.tuners.lora.layer.{kind}'>")
+            if path not in rows:
+                return (name, f"`{path}`, which is neither an embedding nor a Linear layer",
+                        "AttributeError: ... object has no attribute 'weight' (or 'in_features')")
+            past = [i for i in indices if i >= rows[path]]
+            if past and not resized:
+                return (name, f"`{path}`, whose weight has {rows[path]} rows, at index {past[0]}",
+                        f"IndexError: index {past[0]} is out of bounds for dimension 0 with size {rows[path]}")
+    return None
+
+
 def trainable_token_params(arch: Architecture, setup: TrainSetup) -> int:
     """The rows PEFT's trainable tokens train (``token_layers``): h per token of each wrapped layer."""
     if setup.adapter not in ("lora", "qlora"):
