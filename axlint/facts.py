@@ -498,6 +498,11 @@ def token_indices(value: Any) -> tuple[tuple[str, tuple[int, ...]], ...]:
     return ()
 
 
+def token_counts(tokens: tuple[tuple[str, tuple[int, ...]], ...]) -> tuple[tuple[str, int], ...]:
+    """``token_indices`` as (layer name, how many tokens it trains)."""
+    return tuple((name, len(indices)) for name, indices in tokens)
+
+
 def _layer_indexes(value: Any) -> tuple[int, ...]:
     """``peft_layers_to_transform`` as pydantic's ``list[int]`` reads it in lax mode: ints, bools (``true`` is 1)
     and whole floats; a fractional float is refused there (AX011) and left out here."""

@@ -221,10 +221,11 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
     persistent_g = persistent_gradients(setup, g)
     g_acc = g if setup.gradient_accumulation_steps > 1 else persistent_g
     tower = tower_work(model, setup)
+    dora = dora_norm_bytes(arch, setup)
     fixed = {"weights": w, "optimizer_states": o, "master_weights": m, "sharding_buffers": buffers}
     moments = [{**moment, **fixed} for moment in _backward_moments(
         arch, setup, layers, t.adapter, g, embedding_gradient_bytes(arch, setup, spec) * gradient_share(s), g_acc,
-        tower)]
+        dora, tower)]
     fwd = max(moments, key=lambda moment: sum(moment.values()))
     step = {"weights": w, "gradients": step_grads, "optimizer_states": step_opt, "master_weights": m,
             "activations": 0.0, "logits": 0.0, "sharding_buffers": step_buffer_bytes(arch, setup, buffers)}
@@ -248,7 +249,7 @@ def estimate_setup(setup: TrainSetup, arch: Architecture, hw: Hardware, *,
         comps = dict.fromkeys(comps, 0.0) | {"weights": w_all, "sharding_buffers": p_load - w_all}
     ctx = context_bytes(s.world, s.kind)
     p_eval = resident + o - paged + persistent_g \
-        + max(eval_activation_bytes(setup.eval_tokens, layers) + dora_norm_bytes(arch, setup),
+        + max(eval_activation_bytes(setup.eval_tokens, layers) + dora,
               tower.eval if tower else 0.0) \
         + logits_bytes(arch, setup, setup.eval_tokens, training=False)
     eval_device = p_eval + allocator_slack_bytes(p_eval, expandable_segments) + ctx + paged
@@ -307,17 +308,17 @@ def persistent_gradients(setup: TrainSetup, g: float) -> float:
 
 
 def _backward_moments(arch: Architecture, setup: TrainSetup, layers: list[float], adapter_params: int, g: float,
-                      embedding_g: float, g_acc: float, tower: TowerWork | None = None) -> list[dict[str, float]]:
+                      embedding_g: float, g_acc: float, dora: float,
+                      tower: TowerWork | None = None) -> list[dict[str, float]]:
     """gradients / activations / logits at each moment of the forward and backward (module docstring): the loss at
     the start of backward, the first layer's backward, the end of backward and, with images, the vision tower's
     forward; ``layers``: A of every layer; ``embedding_g``: the embedding's share of
     ``g`` when it trains; ``g_acc``: the gradients already allocated when backward starts (earlier micro batches', or
-    ``persistent_gradients``); ``tower``: the images' work in the tower (``memory.tower``): its stored activations
+    ``persistent_gradients``); ``dora``: DoRA's weight-norm transient (``dora_norm_bytes``); ``tower``: the images' work in the tower (``memory.tower``): its stored activations
     live from the start of backward to its own backward, which comes after layer 0's, and a frozen tower's forward
     temporaries before the decoder's forward."""
     tokens = setup.tokens
     merged_stored, merged_backward = merged_weight_bytes(arch, setup)
-    dora = dora_norm_bytes(arch, setup)
     # DoRA's norm transient comes back in a checkpointed layer's recompute, before the backward's dequantized copy
     weight_copies = merged_backward + max(dequantized_weight_bytes(arch, setup),
                                           dora if setup.gradient_checkpointing else 0.0)

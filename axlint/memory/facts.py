@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Any, Mapping
 from axlint.architectures.families import FAMILIES
 from axlint.architectures.mixers import MIXER_UNSIZED
 from axlint.architectures.vision import tower_type
-from axlint.facts import LossKernel, RunFacts, Sharding, ShardingKind, image_feed, loss_kernel, token_indices
+from axlint.facts import (
+    LossKernel,
+    RunFacts,
+    Sharding,
+    ShardingKind,
+    image_feed,
+    loss_kernel,
+    token_counts,
+    token_indices,
+)
 from axlint.mesh import PARALLEL_KEYS
 from axlint.lax import is_int, lax_bool
 from axlint.memory.constants import GIB
@@ -217,7 +226,7 @@ def lora_variants(config: Mapping[str, Any], arch: "Architecture") -> dict[str, 
     found = {}
     tokens = token_indices(config.get("peft_trainable_token_indices"))
     if tokens:
-        wrapped = token_layers(arch, tuple((name, len(indices)) for name, indices in tokens))
+        wrapped = token_layers(arch, token_counts(tokens))
         fused = FUSED_LOSS_NAMES.get(loss_kernel(config))
         if wrapped is None:
             found["peft_trainable_token_indices"] = (

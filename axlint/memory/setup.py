@@ -25,6 +25,7 @@ from axlint.facts import (
     lora_attention_rewrite_error,
     lora_kernel_dtype_error,
     lora_kernel_layers_error,
+    token_counts,
 )
 from axlint.memory import constants as C
 from axlint.memory.liger_models import cce_supports, liger_supports
@@ -377,7 +378,7 @@ def read_setup(facts: RunFacts, arch: Architecture) -> TrainSetup:
         modules_to_save=facts.lora.modules_to_save,
         lora_rank_pattern=facts.lora.rank_pattern,
         dora=facts.lora.dora,
-        trainable_tokens=tuple((name, len(indices)) for name, indices in facts.lora.trainable_tokens),
+        trainable_tokens=token_counts(facts.lora.trainable_tokens),
         unfrozen_parameters=facts.unfrozen_parameters,
         sequence_len=seq,
         micro_batch_size=mbs,
